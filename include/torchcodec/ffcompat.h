@@ -1,0 +1,76 @@
+/* torchcodec: the one place where FFmpeg version differences are handled.
+ *
+ * Supported: FFmpeg 5.1 (libavcodec 59.37) through 7.x. Each helper hides one API change behind a
+ * small inline function; Cython code declares them in torchcodec/_ffmpeg/ffcompat.pxd and never
+ * tests FFmpeg versions itself.
+ */
+#ifndef TORCHCODEC_FFCOMPAT_H
+#define TORCHCODEC_FFCOMPAT_H
+
+#include <stdint.h>
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/avutil.h>
+#include <libavutil/display.h>
+#include <libavutil/frame.h>
+
+/* AVFrame.duration arrived in libavutil 57.30 (FFmpeg 6.0); pkt_duration left in 7.0. */
+static inline int64_t tc_frame_duration(const AVFrame *frame)
+{
+#if LIBAVUTIL_VERSION_INT >= AV_VERSION_INT(57, 30, 100)
+    return frame->duration;
+#else
+    return frame->pkt_duration;
+#endif
+}
+
+/* The pts of a decoded frame, falling back to its dts when the pts is missing. */
+static inline int64_t tc_frame_pts(const AVFrame *frame)
+{
+    if (frame->pts != AV_NOPTS_VALUE)
+        return frame->pts;
+    if (frame->best_effort_timestamp != AV_NOPTS_VALUE)
+        return frame->best_effort_timestamp;
+    return frame->pkt_dts;
+}
+
+/* The pts of a packet, falling back to its dts. */
+static inline int64_t tc_packet_pts(const AVPacket *packet)
+{
+    return packet->pts != AV_NOPTS_VALUE ? packet->pts : packet->dts;
+}
+
+/* The stream's display matrix (9 int32, see libavutil/display.h) or NULL.
+ * FFmpeg 6.1 moved stream side data into AVCodecParameters.coded_side_data and 7.0 removed
+ * av_stream_get_side_data(). */
+static inline const int32_t *tc_stream_display_matrix(const AVStream *stream)
+{
+#if LIBAVFORMAT_VERSION_INT >= AV_VERSION_INT(60, 15, 100)
+    const AVPacketSideData *sd = av_packet_side_data_get(stream->codecpar->coded_side_data,
+                                                         stream->codecpar->nb_coded_side_data,
+                                                         AV_PKT_DATA_DISPLAYMATRIX);
+    if (sd == NULL || sd->size < 9 * (int)sizeof(int32_t))
+        return NULL;
+    return (const int32_t *)sd->data;
+#else
+    size_t size = 0;
+    const uint8_t *data = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size);
+    if (data == NULL || size < 9 * sizeof(int32_t))
+        return NULL;
+    return (const int32_t *)data;
+#endif
+}
+
+/* Number of audio channels of codec parameters (AVChannelLayout since FFmpeg 5.1). */
+static inline int tc_codecpar_channels(const AVCodecParameters *par)
+{
+    return par->ch_layout.nb_channels;
+}
+
+/* Whether a packet should be dropped because an edit list discards it. */
+static inline int tc_packet_is_discarded(const AVPacket *packet)
+{
+    return (packet->flags & AV_PKT_FLAG_DISCARD) != 0;
+}
+
+#endif /* TORCHCODEC_FFCOMPAT_H */

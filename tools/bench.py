@@ -1,0 +1,1238 @@
+#!/usr/bin/env python3
+"""Benchmark this package's video decoding against its peers, on the same file, in one run.
+
+Peers: this package ("ours", ``import torchcodec`` in this Python), TorchCodec 0.17 (which has the
+same import name, so it runs in its own virtual environment through
+``tools/_bench_torchcodec_worker.py``; the venv is created on first use), PyAV, OpenCV, decord and
+the ffmpeg CLI. Every peer is optional: one that cannot be imported is reported as
+"n/a (reason)".
+
+Run (from the repository root, with this package installed in the current Python)::
+
+    python tools/bench.py                       # default file, all workloads, threads 1 and 0
+    python tools/bench.py --quick               # CI smoke run: no warm-up, 1 repeat
+    python tools/bench.py --file clip.mkv --workloads uniform10 random10 --threads 1
+    python tools/bench.py --json out/bench.json # also save every measurement
+    python tools/bench.py --no-torchcodec       # skip TorchCodec (and its venv)
+
+Method: each measurement runs once to warm up, then N timed repeats; the table reports the
+MEDIAN of the N repeats (and the minimum). N is chosen per measurement so that it takes about
+``--budget`` seconds (at least 3, at most 15 repeats) unless ``--repeats`` fixes it. Every repeat
+opens a fresh decoder, so open time (and the packet scan of seek_mode="exact") is always included.
+
+Ratio = peer time / our time (same workload, same thread count, same seek mode), so a ratio
+above 1 means we are faster. When our package is not importable the ratios are taken against
+TorchCodec instead, and the table says so.
+
+Workloads live in the ``WORKLOADS`` registry and each peer implements a method of the same name;
+a peer without that method does not appear in the workload's rows, a method raising
+``NotApplicable`` shows as "n/a (reason)". Audio workloads are added the same way.
+
+This module imports only the standard library at the top so that the TorchCodec worker (whose
+venv has torch but no numpy) can import it and measure TorchCodec with the same code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import dataclasses
+import gc
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+Task = Callable[[], Any]
+
+DEFAULT_FILE_NAME = "bench_1080p_h264.mp4"
+CACHE_DIR = Path.home() / ".cache" / "torchcodec-bench"
+DEFAULT_TC_VENV = CACHE_DIR / "tc-venv"
+TC_PIP_REQUIREMENTS = ("torch==2.14.1", "torchcodec==0.17.0")
+WORKER_SCRIPT = Path(__file__).with_name("_bench_torchcodec_worker.py")
+BATCH_SIZE = 32
+NUM_SAMPLED_FRAMES = 10
+
+# --------------------------------------------------------------------------------------------
+# Workload registry
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One thing to time. Peers implement a method named ``name``."""
+
+    name: str
+    title: str
+    media: str = "video"  # "audio" workloads will use an audio job
+    report_approximate: bool = False  # also measure seek_mode="approximate"
+    check_frames: bool = False  # compare each peer's frames with the reference peer's
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload("sequential", "every frame, one at a time"),
+        Workload("batch", f"every frame, batches of {BATCH_SIZE}"),
+        Workload("uniform10", f"{NUM_SAMPLED_FRAMES} frames, uniform indices",
+                 report_approximate=True, check_frames=True),
+        Workload("random10", f"{NUM_SAMPLED_FRAMES} frames, random indices",
+                 report_approximate=True),
+        Workload("timestamp", "1 frame at a timestamp (with open)", report_approximate=True),
+        Workload("open", "open + metadata", report_approximate=True),
+    )
+}
+
+
+class NotApplicable(Exception):
+    """Raised by a peer's workload method when the peer has no way to do that workload."""
+
+
+# --------------------------------------------------------------------------------------------
+# The job: one media file and the inputs every peer gets
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class VideoJob:
+    """The file and the exact indices/timestamps that every peer decodes."""
+
+    path: str
+    num_frames: int
+    fps: float
+    begin_s: float
+    duration_s: float
+    width: int
+    height: int
+    codec: str
+    uniform_indices: list[int]
+    random_indices: list[int]
+    timestamp_s: float
+    workloads: list[str]
+    threads: list[int]
+
+    def workload_list(self) -> list[Workload]:
+        return [WORKLOADS[name] for name in self.workloads]
+
+
+@dataclass
+class RunSettings:
+    """How many times each measurement runs."""
+
+    repeats: int | None = None  # fixed N; None = adaptive within [min_repeats, max_repeats]
+    warmup: bool = True
+    budget_s: float = 2.0
+    min_repeats: int = 3
+    max_repeats: int = 15
+
+    def repeats_after(self, warmup_s: float | None) -> int:
+        if self.repeats is not None:
+            return self.repeats
+        if not warmup_s:
+            return self.min_repeats
+        return max(self.min_repeats, min(self.max_repeats, int(self.budget_s / warmup_s)))
+
+
+@dataclass
+class Measurement:
+    """One row of the result table."""
+
+    workload: str
+    threads: int
+    peer: str
+    seek_mode: str | None = None
+    status: str = "ok"  # "ok" | "n/a" | "error"
+    note: str = ""
+    variant: str | None = None
+    times_s: list[float] = field(default_factory=list)
+    check: dict[str, Any] | None = None
+
+    @property
+    def median_s(self) -> float | None:
+        return statistics.median(self.times_s) if self.times_s else None
+
+    @property
+    def min_s(self) -> float | None:
+        return min(self.times_s) if self.times_s else None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"median_s": self.median_s, "min_s": self.min_s}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Measurement:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+# --------------------------------------------------------------------------------------------
+# Peers
+# --------------------------------------------------------------------------------------------
+
+
+class Peer:
+    """A library under test. Subclasses add one method per workload they can run.
+
+    A workload method takes ``(job, threads)`` and returns a task (a no-argument callable doing
+    one repeat, including open) or a dict ``{variant name: task}``; the fastest variant is
+    reported.
+    """
+
+    key: str = ""  # selector for --peers
+    name: str = ""  # label in the table
+    seek_mode: str | None = None
+
+    def unavailable_reason(self) -> str | None:
+        """None when the peer can run, else why it cannot."""
+        return None
+
+    def describe(self) -> str:
+        return self.name
+
+    def shows(self, workload: Workload) -> bool:
+        return hasattr(self, workload.name)
+
+    def tasks(self, workload: Workload, job: VideoJob, threads: int) -> dict[str, Task]:
+        made = getattr(self, workload.name)(job, threads)
+        return made if isinstance(made, dict) else {"": made}
+
+    def overhead_task(self, workload: Workload, job: VideoJob, threads: int) -> Task | None:
+        """A task whose median is subtracted from this peer's times (process start), or None."""
+        return None
+
+    def alias(self, workload: Workload) -> str | None:
+        """Name of an earlier workload whose measurement this one reuses, or None."""
+        return None
+
+    def rgb_nhwc(self, result: Any) -> Any:
+        """The frames of a frame-checked workload's result as (N, H, W, 3) RGB uint8."""
+        raise NotImplementedError
+
+
+def _try_import(module: str) -> tuple[Any, str | None]:
+    try:
+        return importlib.import_module(module), None
+    except Exception as exc:  # ImportError, or a broken install raising anything
+        return None, f"cannot import {module}: {type(exc).__name__}: {exc}"
+
+
+class TorchCodecApiPeer(Peer):
+    """Anything with TorchCodec's public API: this package, or TorchCodec itself (in the worker)."""
+
+    def __init__(self, key: str, label: str, seek_mode: str, loader: Callable[[], Any]):
+        self.key = key
+        self.label = label
+        self.seek_mode = seek_mode
+        self.name = f"{label} {'exact' if seek_mode == 'exact' else 'approx'}"
+        self._loader = loader
+        self._package: Any = None
+        self._reason: str | None = None
+        self._loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        try:
+            self._package = self._loader()
+        except Exception as exc:
+            self._reason = f"{type(exc).__name__}: {exc}"
+
+    def unavailable_reason(self) -> str | None:
+        self._load()
+        return self._reason
+
+    def describe(self) -> str:
+        self._load()
+        if self._package is None:
+            return f"n/a ({self._reason})"
+        return describe_torchcodec_package(self._package)
+
+    def shows(self, workload: Workload) -> bool:
+        return super().shows(workload) and (self.seek_mode == "exact" or workload.report_approximate)
+
+    def _open(self, job: VideoJob, threads: int) -> Any:
+        decoder_cls = self._package.decoders.VideoDecoder
+        return decoder_cls(job.path, seek_mode=self.seek_mode, num_ffmpeg_threads=threads)
+
+    def sequential(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            frame = None
+            for frame in self._open(job, threads):
+                pass
+            return frame
+
+        return run
+
+    def batch(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            decoder = self._open(job, threads)
+            count = len(decoder)
+            batch = None
+            for start in range(0, count, BATCH_SIZE):
+                batch = decoder.get_frames_in_range(start, min(start + BATCH_SIZE, count))
+            return batch
+
+        return run
+
+    def uniform10(self, job: VideoJob, threads: int) -> Task:
+        return lambda: self._open(job, threads).get_frames_at(job.uniform_indices)
+
+    def random10(self, job: VideoJob, threads: int) -> Task:
+        return lambda: self._open(job, threads).get_frames_at(job.random_indices)
+
+    def timestamp(self, job: VideoJob, threads: int) -> Task:
+        return lambda: self._open(job, threads).get_frame_played_at(job.timestamp_s)
+
+    def open(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            meta = self._open(job, threads).metadata
+            return meta.num_frames, meta.width, meta.height, meta.duration_seconds
+
+        return run
+
+    def rgb_nhwc(self, result: Any) -> Any:
+        data = result.data  # FrameBatch, NCHW (numpy array or torch tensor)
+        if hasattr(data, "permute"):
+            return data.permute(0, 2, 3, 1)
+        return data.transpose(0, 2, 3, 1)
+
+
+def describe_torchcodec_package(package: Any) -> str:
+    """Version and FFmpeg of a package with TorchCodec's API (ours or TorchCodec's)."""
+    parts = [f"torchcodec {getattr(package, '__version__', '?')}"]
+    if hasattr(package, "ffmpeg_version"):  # ours
+        parts.append(f"FFmpeg {package.ffmpeg_version()} (linked)")
+    else:  # TorchCodec: private helper, may move
+        try:
+            versions = importlib.import_module("torchcodec._core").get_ffmpeg_library_versions()
+            parts.append(f"FFmpeg {versions.get('ffmpeg_version', '?')} (system libs)")
+        except Exception:
+            parts.append("FFmpeg version unknown")
+    if "torch" in sys.modules:
+        parts.append(f"torch {sys.modules['torch'].__version__}")
+    return ", ".join(parts)
+
+
+def load_our_package() -> Any:
+    """Import this package; refuse an upstream TorchCodec that happens to be installed here."""
+    package = importlib.import_module("torchcodec")
+    importlib.import_module("torchcodec.decoders")
+    if not hasattr(package, "set_bridge"):
+        raise ImportError(f"the torchcodec in this Python ({package.__file__}) is not ours")
+    return package
+
+
+class PyAVPeer(Peer):
+    """PyAV (bundles its own FFmpeg build in its wheels)."""
+
+    key = "pyav"
+    name = "PyAV"
+
+    def __init__(self) -> None:
+        self._av, self._reason = _try_import("av")
+
+    def unavailable_reason(self) -> str | None:
+        return self._reason
+
+    def describe(self) -> str:
+        if self._av is None:
+            return f"n/a ({self._reason})"
+        bundled = getattr(self._av, "ffmpeg_version_info", None)
+        lavc = self._av.library_versions.get("libavcodec")
+        ffmpeg = bundled or ffmpeg_release_of_lavc(lavc)
+        return f"PyAV {self._av.__version__}, bundled FFmpeg {ffmpeg} (its own build, not the system's)"
+
+    def _open(self, job: VideoJob, threads: int) -> tuple[Any, Any]:
+        container = self._av.open(job.path)
+        stream = container.streams.video[0]
+        stream.codec_context.thread_type = "AUTO"
+        stream.codec_context.thread_count = threads
+        return container, stream
+
+    def sequential(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            container, stream = self._open(job, threads)
+            with container:
+                rgb = None
+                for frame in container.decode(stream):
+                    rgb = frame.to_ndarray(format="rgb24")
+                return rgb
+
+        return run
+
+    def batch(self, job: VideoJob, threads: int) -> Task:
+        raise NotApplicable("no batch API")
+
+    def _frames_at(self, job: VideoJob, threads: int, indices: list[int], seek_each: bool) -> list[Any]:
+        container, stream = self._open(job, threads)
+        with container:
+            return pyav_frames_at(container, stream, indices, seek_each)
+
+    def _indexed_variants(self, job: VideoJob, threads: int, indices: list[int]) -> dict[str, Task]:
+        return {
+            "seek to keyframe before each target": lambda: self._frames_at(job, threads, indices, True),
+            "seek only past the GOP, else decode on": lambda: self._frames_at(job, threads, indices, False),
+        }
+
+    def uniform10(self, job: VideoJob, threads: int) -> dict[str, Task]:
+        return self._indexed_variants(job, threads, job.uniform_indices)
+
+    def random10(self, job: VideoJob, threads: int) -> dict[str, Task]:
+        return self._indexed_variants(job, threads, job.random_indices)
+
+    def timestamp(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            container, stream = self._open(job, threads)
+            with container:
+                return pyav_frame_played_at(container, stream, job.timestamp_s).to_ndarray(format="rgb24")
+
+        return run
+
+    def open(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            container, stream = self._open(job, threads)
+            with container:
+                ctx = stream.codec_context
+                return stream.frames, ctx.width, ctx.height, stream.duration
+
+        return run
+
+    def rgb_nhwc(self, result: Any) -> Any:
+        import numpy as np
+
+        return np.stack(result)
+
+
+def pyav_scan_packets(container: Any, stream: Any) -> tuple[list[int], list[int]]:
+    """pts of every packet (= frame i's pts in presentation order) and of every keyframe."""
+    all_pts: list[int] = []
+    key_pts: list[int] = []
+    for packet in container.demux(stream):
+        if packet.pts is None:  # the empty flush packet at the end
+            continue
+        all_pts.append(packet.pts)
+        if packet.is_keyframe:
+            key_pts.append(packet.pts)
+    return sorted(all_pts), sorted(key_pts)
+
+
+def pyav_needs_seek(key_pts: list[int], current_pts: int | None, target_pts: int) -> bool:
+    """Seek when the target is behind us, or a keyframe lies between us and the target."""
+    if current_pts is None or target_pts <= current_pts:
+        return True
+    last_key = bisect.bisect_right(key_pts, target_pts) - 1
+    return last_key >= 0 and key_pts[last_key] > current_pts
+
+
+def pyav_decode_until(frames: Iterable[Any], target_pts: int) -> Any:
+    for frame in frames:
+        if frame.pts is not None and frame.pts >= target_pts:
+            return frame
+    raise RuntimeError(f"PyAV: no frame at pts {target_pts}")
+
+
+def pyav_frames_at(container: Any, stream: Any, indices: list[int], seek_each: bool) -> list[Any]:
+    """Exact frames at indices (any order) as RGB arrays, PyAV's way: packet scan, seeks, decode."""
+    all_pts, key_pts = pyav_scan_packets(container, stream)
+    decoded: dict[int, Any] = {}
+    frames: Iterable[Any] | None = None
+    current_pts: int | None = None
+    for index in sorted(set(indices)):
+        target_pts = all_pts[index]
+        if frames is None or seek_each or pyav_needs_seek(key_pts, current_pts, target_pts):
+            container.seek(target_pts, backward=True, any_frame=False, stream=stream)
+            frames = container.decode(stream)
+        frame = pyav_decode_until(frames, target_pts)
+        current_pts = frame.pts
+        decoded[index] = frame.to_ndarray(format="rgb24")
+    return [decoded[i] for i in indices]
+
+
+def pyav_frame_played_at(container: Any, stream: Any, seconds: float) -> Any:
+    """The frame with pts <= t < pts + duration."""
+    target_pts = int(seconds / stream.time_base)
+    container.seek(target_pts, backward=True, any_frame=False, stream=stream)
+    for frame in container.decode(stream):
+        if frame.pts is not None and frame.pts + max(frame.duration or 0, 1) > target_pts:
+            return frame
+    raise RuntimeError(f"PyAV: no frame played at {seconds} s")
+
+
+class OpenCVPeer(Peer):
+    """OpenCV's FFmpeg backend (bundled FFmpeg); output is BGR, which we do not convert."""
+
+    key = "opencv"
+    name = "OpenCV"
+
+    def __init__(self) -> None:
+        self._cv2, self._reason = _try_import("cv2")
+
+    def unavailable_reason(self) -> str | None:
+        return self._reason
+
+    def describe(self) -> str:
+        if self._cv2 is None:
+            return f"n/a ({self._reason})"
+        info = self._cv2.getBuildInformation()
+        match = re.search(r"avcodec:\s+YES \(([\d.]+)\)", info)
+        ffmpeg = ffmpeg_release_of_lavc(match.group(1)) if match else "unknown"
+        return f"OpenCV {self._cv2.__version__}, bundled FFmpeg {ffmpeg}; BGR output, not converted"
+
+    def _open(self, job: VideoJob, threads: int) -> Any:
+        cv2 = self._cv2
+        params = [] if threads == 0 else [cv2.CAP_PROP_N_THREADS, threads]
+        capture = cv2.VideoCapture(job.path, cv2.CAP_FFMPEG, params)
+        if not capture.isOpened():
+            raise RuntimeError(f"OpenCV cannot open {job.path}")
+        return capture
+
+    def sequential(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            capture = self._open(job, threads)
+            last = None
+            while True:
+                ok, frame = capture.read()
+                if not ok:
+                    break
+                last = frame
+            capture.release()
+            return last
+
+        return run
+
+    def batch(self, job: VideoJob, threads: int) -> Task:
+        raise NotApplicable("no batch API")
+
+    def _frames_at(self, job: VideoJob, threads: int, indices: list[int], use_seek: bool) -> list[Any]:
+        capture = self._open(job, threads)
+        decoded: dict[int, Any] = {}
+        position = 0  # index of the next frame read() returns
+        for index in sorted(set(indices)):
+            if use_seek and index != position:
+                capture.set(self._cv2.CAP_PROP_POS_FRAMES, index)
+            else:
+                for _ in range(index - position):
+                    capture.grab()
+            ok, frame = capture.read()
+            if not ok:
+                raise RuntimeError(f"OpenCV: cannot read frame {index}")
+            decoded[index] = frame
+            position = index + 1
+        capture.release()
+        return [decoded[i] for i in indices]
+
+    def _indexed_variants(self, job: VideoJob, threads: int, indices: list[int]) -> dict[str, Task]:
+        return {
+            "CAP_PROP_POS_FRAMES seeks (approximate semantics)":
+                lambda: self._frames_at(job, threads, indices, True),
+            "grab() forward, no seek": lambda: self._frames_at(job, threads, indices, False),
+        }
+
+    def uniform10(self, job: VideoJob, threads: int) -> dict[str, Task]:
+        return self._indexed_variants(job, threads, job.uniform_indices)
+
+    def random10(self, job: VideoJob, threads: int) -> dict[str, Task]:
+        return self._indexed_variants(job, threads, job.random_indices)
+
+    def timestamp(self, job: VideoJob, threads: int) -> dict[str, Task]:
+        def run() -> Any:
+            capture = self._open(job, threads)
+            capture.set(self._cv2.CAP_PROP_POS_MSEC, job.timestamp_s * 1000.0)
+            ok, frame = capture.read()
+            capture.release()
+            return frame
+
+        return {"CAP_PROP_POS_MSEC seek (approximate semantics)": run}
+
+    def open(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            capture = self._open(job, threads)
+            cv2 = self._cv2
+            props = (cv2.CAP_PROP_FRAME_COUNT, cv2.CAP_PROP_FRAME_WIDTH, cv2.CAP_PROP_FRAME_HEIGHT,
+                     cv2.CAP_PROP_FPS)
+            values = tuple(capture.get(p) for p in props)
+            capture.release()
+            return values
+
+        return run
+
+    def rgb_nhwc(self, result: Any) -> Any:
+        import numpy as np
+
+        return np.stack(result)[..., ::-1]  # BGR -> RGB
+
+
+class DecordPeer(Peer):
+    """decord (bundles an old FFmpeg build in its wheels)."""
+
+    key = "decord"
+    name = "decord"
+
+    def __init__(self) -> None:
+        self._decord, self._reason = _try_import("decord")
+
+    def unavailable_reason(self) -> str | None:
+        return self._reason
+
+    def describe(self) -> str:
+        if self._decord is None:
+            return f"n/a ({self._reason})"
+        return f"decord {self._decord.__version__}, bundled FFmpeg {self._bundled_ffmpeg()}"
+
+    def _bundled_ffmpeg(self) -> str:
+        libs = Path(self._decord.__file__).parent.parent / "decord.libs"
+        for lib in sorted(libs.glob("libavcodec*.so.*")):
+            return ffmpeg_release_of_lavc(lib.name.split(".so.", 1)[1])
+        return "unknown (system libs?)"
+
+    def _open(self, job: VideoJob, threads: int) -> Any:
+        return self._decord.VideoReader(job.path, num_threads=threads)
+
+    def sequential(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            reader = self._open(job, threads)
+            frame = None
+            for _ in range(len(reader)):
+                frame = reader.next().asnumpy()
+            return frame
+
+        return run
+
+    def batch(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            reader = self._open(job, threads)
+            count = len(reader)
+            batch = None
+            for start in range(0, count, BATCH_SIZE):
+                batch = reader.get_batch(list(range(start, min(start + BATCH_SIZE, count)))).asnumpy()
+            return batch
+
+        return run
+
+    def uniform10(self, job: VideoJob, threads: int) -> Task:
+        return lambda: self._open(job, threads).get_batch(job.uniform_indices).asnumpy()
+
+    def random10(self, job: VideoJob, threads: int) -> Task:
+        return lambda: self._open(job, threads).get_batch(job.random_indices).asnumpy()
+
+    def timestamp(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            reader = self._open(job, threads)
+            starts = reader.get_frame_timestamp(list(range(len(reader))))[:, 0]
+            index = max(0, bisect.bisect_right(starts.tolist(), job.timestamp_s) - 1)
+            return reader[index].asnumpy()
+
+        return run
+
+    def open(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            reader = self._open(job, threads)
+            return len(reader), reader.get_avg_fps()
+
+        return run
+
+    def rgb_nhwc(self, result: Any) -> Any:
+        return result
+
+
+class FFmpegCliPeer(Peer):
+    """The ffmpeg command line, net of process start (a 1-frame run is subtracted)."""
+
+    key = "ffmpeg"
+
+    def __init__(self, to_rgb: bool):
+        self.to_rgb = to_rgb
+        self.name = "ffmpeg CLI +rgb24" if to_rgb else "ffmpeg CLI decode"
+        self._ffmpeg = shutil.which("ffmpeg")
+
+    def unavailable_reason(self) -> str | None:
+        return None if self._ffmpeg else "no ffmpeg on PATH"
+
+    def describe(self) -> str:
+        if not self._ffmpeg:
+            return "n/a (no ffmpeg on PATH)"
+        return f"{ffmpeg_cli_version()} ({self._ffmpeg})"
+
+    def _command(self, job: VideoJob, threads: int, one_frame: bool) -> list[str]:
+        cmd = [self._ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error",
+               "-threads", str(threads), "-i", job.path, "-map", "0:v:0"]
+        if one_frame:
+            cmd += ["-frames:v", "1"]
+        if self.to_rgb:
+            cmd += ["-vf", "format=rgb24"]
+        return cmd + ["-f", "null", "-"]
+
+    def _task(self, job: VideoJob, threads: int, one_frame: bool) -> Task:
+        cmd = self._command(job, threads, one_frame)
+        return lambda: subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def sequential(self, job: VideoJob, threads: int) -> Task:
+        return self._task(job, threads, one_frame=False)
+
+    def batch(self, job: VideoJob, threads: int) -> Task:
+        return self._task(job, threads, one_frame=False)
+
+    def alias(self, workload: Workload) -> str | None:
+        return "sequential" if workload.name == "batch" else None
+
+    def overhead_task(self, workload: Workload, job: VideoJob, threads: int) -> Task | None:
+        return self._task(job, threads, one_frame=True)
+
+
+def ffmpeg_release_of_lavc(version: Any) -> str:
+    """'62.28.101' or (62, 28, 101) -> 'libavcodec 62.28.101 = FFmpeg 8.x'."""
+    if version is None:
+        return "unknown"
+    parts = [int(p) for p in (version.split(".") if isinstance(version, str) else version)]
+    release = {56: "3.x", 57: "3.x", 58: "4.x", 59: "5.x", 60: "6.x", 61: "7.x", 62: "8.x"}
+    text = ".".join(str(p) for p in parts)
+    return f"FFmpeg {release.get(parts[0], '?')} (libavcodec {text})"
+
+
+def ffmpeg_cli_version() -> str:
+    try:
+        out = subprocess.run(["ffmpeg", "-version"], capture_output=True, text=True, check=True)
+        return out.stdout.splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return "unknown"
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------------
+
+
+def time_once(task: Task) -> tuple[float, Any]:
+    """Run the task once with the garbage collector off; return (seconds, result)."""
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        result = task()
+        return time.perf_counter() - start, result
+    finally:
+        gc.enable()
+
+
+def time_task(task: Task, settings: RunSettings) -> tuple[list[float], Any]:
+    """Warm up once (unless disabled), then N timed repeats. Returns (times, first result)."""
+    first_result = None
+    warmup_s = None
+    if settings.warmup:
+        warmup_s, first_result = time_once(task)
+    times = []
+    for _ in range(settings.repeats_after(warmup_s)):
+        elapsed, result = time_once(task)
+        times.append(elapsed)
+        if first_result is None:
+            first_result = result
+        del result
+    return times, first_result
+
+
+FrameRecorder = Callable[[Peer, int, Any], "dict[str, Any] | None"]
+
+
+def measure(peer: Peer, workload: Workload, job: VideoJob, threads: int,
+            settings: RunSettings, record_frames: FrameRecorder | None) -> Measurement:
+    """Time one peer on one workload at one thread count (the fastest of its variants)."""
+    row = Measurement(workload.name, threads, peer.name, peer.seek_mode)
+    reason = peer.unavailable_reason()
+    if reason:
+        return dataclasses.replace(row, status="n/a", note=reason)
+    try:
+        tasks = peer.tasks(workload, job, threads)
+        overhead = peer.overhead_task(workload, job, threads)
+    except NotApplicable as exc:
+        return dataclasses.replace(row, status="n/a", note=str(exc))
+    best: Measurement | None = None
+    for variant, task in tasks.items():
+        candidate = measure_variant(row, variant, task, overhead, settings, workload, record_frames, peer)
+        if best is None or _faster(candidate, best):
+            best = candidate
+    if len(tasks) > 1 and best is not None and best.status == "ok":
+        others = ", ".join(v for v in tasks if v != best.variant)
+        best.note = f"{best.variant} (faster than: {others})"
+    return best if best is not None else row
+
+
+def _faster(a: Measurement, b: Measurement) -> bool:
+    if a.status != "ok" or b.status != "ok":
+        return a.status == "ok"
+    return a.median_s < b.median_s
+
+
+def measure_variant(row: Measurement, variant: str, task: Task, overhead: Task | None,
+                    settings: RunSettings, workload: Workload,
+                    record_frames: FrameRecorder | None, peer: Peer) -> Measurement:
+    result = dataclasses.replace(row, variant=variant or None, note=variant)
+    try:
+        times, first = time_task(task, settings)
+        if overhead is not None:
+            overhead_times, _ = time_task(overhead, settings)
+            start_cost = statistics.median(overhead_times)
+            times = [t - start_cost for t in times]
+            result.note = f"net of {start_cost * 1e3:.0f} ms process start + 1 frame"
+        result.times_s = times
+        if workload.check_frames and record_frames is not None:
+            result.check = record_frames(peer, row.threads, peer.rgb_nhwc(first))
+    except Exception as exc:
+        result.status = "error"
+        result.note = f"{type(exc).__name__}: {exc}"[:300]
+        traceback.print_exc(file=sys.stderr)
+    return result
+
+
+def run_peer(peer: Peer, job: VideoJob, settings: RunSettings,
+             record_frames: FrameRecorder | None = None) -> list[Measurement]:
+    """Every workload x thread count of one peer, printing progress to stderr."""
+    rows: list[Measurement] = []
+    done: dict[tuple[str, int], Measurement] = {}
+    for workload in job.workload_list():
+        if not peer.shows(workload):
+            continue
+        for threads in job.threads:
+            alias = peer.alias(workload)
+            if alias and (alias, threads) in done:
+                row = dataclasses.replace(done[alias, threads], workload=workload.name,
+                                          note=f"same runs as '{alias}'")
+            else:
+                row = measure(peer, workload, job, threads, settings, record_frames)
+            done[workload.name, threads] = row
+            rows.append(row)
+            log(f"  {peer.name:<20} {workload.name:<10} threads={threads}: {format_row_time(row)}")
+    return rows
+
+
+def format_row_time(row: Measurement) -> str:
+    if row.status != "ok":
+        return f"{row.status} ({row.note})"
+    return f"{row.median_s * 1e3:.1f} ms (median of {len(row.times_s)})"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Frame checks (main Python only: needs numpy)
+# --------------------------------------------------------------------------------------------
+
+
+def write_raw_frames(frames: Any, path: Path) -> list[int]:
+    """Write an (N, H, W, 3) uint8 array or tensor as raw bytes; works without numpy for torch."""
+    if hasattr(frames, "untyped_storage"):  # torch tensor; its venv may lack numpy
+        tensor = frames.contiguous().clone()
+        path.write_bytes(bytes(tensor.untyped_storage()))
+        return list(tensor.shape)
+    import numpy as np
+
+    array = np.ascontiguousarray(frames)
+    array.tofile(path)
+    return list(array.shape)
+
+
+class FrameChecker:
+    """Compares each peer's frames with the reference peer's, per thread count."""
+
+    def __init__(self, reference_peer: str):
+        self.reference_peer = reference_peer
+        self._reference: dict[int, Any] = {}
+
+    def add_reference_file(self, threads: int, path: Path, shape: list[int]) -> None:
+        import numpy as np
+
+        self._reference[threads] = np.fromfile(path, dtype=np.uint8).reshape(shape)
+
+    def __call__(self, peer: Peer, threads: int, frames: Any) -> dict[str, Any]:
+        import numpy as np
+
+        frames = np.asarray(frames.numpy() if hasattr(frames, "numpy") else frames)
+        if peer.name == self.reference_peer:
+            self._reference[threads] = np.ascontiguousarray(frames)
+            return {"verdict": "reference"}
+        return self.compare(frames, threads)
+
+    def compare_file(self, threads: int, path: Path, shape: list[int]) -> dict[str, Any]:
+        import numpy as np
+
+        return self.compare(np.fromfile(path, dtype=np.uint8).reshape(shape), threads)
+
+    def compare(self, frames: Any, threads: int) -> dict[str, Any]:
+        import numpy as np
+
+        reference = self._reference.get(threads)
+        if reference is None:
+            return {"verdict": f"no reference ({self.reference_peer} has no frames)"}
+        if frames.shape != reference.shape:
+            return {"verdict": f"shape {list(frames.shape)} != reference {list(reference.shape)}"}
+        diff = np.abs(frames.astype(np.int16) - reference.astype(np.int16))
+        per_frame = diff.reshape(len(diff), -1).mean(axis=1)
+        mean = float(diff.mean())
+        if not diff.any():
+            verdict = "identical"
+        elif per_frame.max() < 3.0:
+            verdict = "close"
+        else:
+            verdict = "DIFFERENT FRAMES?"
+        return {"verdict": verdict, "max_abs_diff": int(diff.max()), "mean_abs_diff": round(mean, 3),
+                "worst_frame_mean_abs_diff": round(float(per_frame.max()), 3)}
+
+
+# --------------------------------------------------------------------------------------------
+# TorchCodec in its own venv
+# --------------------------------------------------------------------------------------------
+
+
+def ensure_tc_venv(venv: Path) -> Path:
+    """Python of a venv with TorchCodec 0.17; creates it (minutes: torch is large) when missing."""
+    python = venv / "bin" / "python"
+    if python.exists() and _venv_has_torchcodec(python):
+        return python
+    log_path = venv.parent / "install.log"
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    log(f"creating TorchCodec venv {venv} ({' '.join(TC_PIP_REQUIREMENTS)}); log: {log_path}")
+    with open(log_path, "a") as log_file:
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True,
+                           stdout=log_file, stderr=subprocess.STDOUT)
+        subprocess.run([str(venv / "bin" / "pip"), "install", *TC_PIP_REQUIREMENTS], check=True,
+                       stdout=log_file, stderr=subprocess.STDOUT)
+    if not _venv_has_torchcodec(python):
+        raise RuntimeError(f"torchcodec still not importable in {venv}; see {log_path}")
+    return python
+
+
+def _venv_has_torchcodec(python: Path) -> bool:
+    probe = subprocess.run([str(python), "-c", "import torchcodec.decoders"],
+                           capture_output=True, cwd=tempfile.gettempdir())
+    return probe.returncode == 0
+
+
+def run_torchcodec_worker(venv: Path, job: VideoJob, settings: RunSettings,
+                          frames_dir: Path) -> tuple[str, list[Measurement]]:
+    """Measure TorchCodec in its venv. Returns (description or 'n/a (reason)', rows)."""
+    try:
+        python = ensure_tc_venv(venv)
+    except Exception as exc:
+        return f"n/a (venv {venv}: {type(exc).__name__}: {exc})", []
+    request = {"job": dataclasses.asdict(job), "settings": dataclasses.asdict(settings),
+               "frames_dir": str(frames_dir)}
+    request_path = frames_dir / "request.json"
+    reply_path = frames_dir / "reply.json"
+    request_path.write_text(json.dumps(request))
+    log(f"running TorchCodec worker in {venv}")
+    proc = subprocess.run([str(python), str(WORKER_SCRIPT), str(request_path), str(reply_path)],
+                          cwd=frames_dir)  # cwd away from the repo: 'import torchcodec' = theirs
+    if not reply_path.exists():
+        return f"n/a (worker exited with status {proc.returncode}, no reply; see its output above)", []
+    reply = json.loads(reply_path.read_text())
+    if reply.get("error"):
+        return f"n/a ({reply['error']})", []
+    return reply["describe"], [Measurement.from_json(r) for r in reply["rows"]]
+
+
+def check_worker_frames(rows: list[Measurement], checker: FrameChecker) -> None:
+    """Replace each worker row's saved-frames note with a comparison against the reference."""
+    for row in rows:
+        saved = row.check or {}
+        if "frames_file" not in saved:
+            continue
+        path, shape = Path(saved["frames_file"]), saved["shape"]
+        if row.peer == checker.reference_peer:
+            checker.add_reference_file(row.threads, path, shape)
+            row.check = {"verdict": "reference"}
+    for row in rows:
+        saved = row.check or {}
+        if "frames_file" in saved:
+            row.check = checker.compare_file(row.threads, Path(saved["frames_file"]), saved["shape"])
+
+
+# --------------------------------------------------------------------------------------------
+# Media and job planning
+# --------------------------------------------------------------------------------------------
+
+
+def default_media_file() -> Path:
+    """tools/make_media.py's bench file; or our own ffmpeg-made copy when that is unavailable."""
+    try:
+        spec = importlib.util.spec_from_file_location("make_media", Path(__file__).with_name("make_media.py"))
+        if spec is None or spec.loader is None:
+            raise ImportError("tools/make_media.py not found")
+        make_media = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(make_media)
+        return Path(make_media.ensure_media([DEFAULT_FILE_NAME])[DEFAULT_FILE_NAME])
+    except Exception as exc:
+        log(f"tools/make_media.py unusable ({type(exc).__name__}: {exc}); making the file with ffmpeg")
+        return make_fallback_media(CACHE_DIR / DEFAULT_FILE_NAME)
+
+
+def make_fallback_media(path: Path) -> Path:
+    """10 s of 1080p30 H.264 (GOP 60, 3 B-frames), like make_media's bench file."""
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.mp4")
+    subprocess.run(["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi",
+                    "-i", "testsrc2=size=1920x1080:rate=30", "-t", "10", "-c:v", "libx264",
+                    "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-bf", "3",
+                    "-pix_fmt", "yuv420p", str(tmp)], check=True)
+    tmp.rename(path)
+    return path
+
+
+def probe_video(path: Path) -> dict[str, Any]:
+    """Stream facts from ffprobe (packet count = frame count for ordinary files)."""
+    out = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries",
+         "stream=codec_name,width,height,avg_frame_rate,nb_read_packets,start_time,duration"
+         ":format=duration", "-of", "json", str(path)],
+        capture_output=True, text=True, check=True)
+    data = json.loads(out.stdout)
+    stream = data["streams"][0]
+    num, _, den = stream.get("avg_frame_rate", "0/1").partition("/")
+    fps = float(num) / float(den or 1) if float(den or 1) else 0.0
+    duration = stream.get("duration") or data.get("format", {}).get("duration") or 0
+    return {"codec": stream.get("codec_name", "?"), "width": int(stream["width"]),
+            "height": int(stream["height"]), "num_frames": int(stream["nb_read_packets"]),
+            "fps": fps, "begin_s": float(stream.get("start_time") or 0.0),
+            "duration_s": float(duration)}
+
+
+def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int) -> VideoJob:
+    info = probe_video(path)
+    count = info["num_frames"]
+    if count < 1:
+        raise SystemExit(f"{path}: no video frames")
+    wanted = min(NUM_SAMPLED_FRAMES, count)
+    uniform = [round(k * (count - 1) / max(wanted - 1, 1)) for k in range(wanted)]
+    randoms = random.Random(seed).sample(range(count), wanted)
+    # mid-file, half a frame past a frame start, so no library hits a boundary case
+    frame_s = 1.0 / info["fps"] if info["fps"] else 0.0
+    timestamp = info["begin_s"] + 0.55 * info["duration_s"] + 0.5 * frame_s
+    timestamp = min(timestamp, info["begin_s"] + info["duration_s"] - frame_s)
+    return VideoJob(path=str(path), uniform_indices=uniform, random_indices=randoms,
+                    timestamp_s=round(timestamp, 6), workloads=workloads, threads=threads, **info)
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": cpu, "cores": usable, "platform": platform.platform(),
+            "python": platform.python_version(), "ffmpeg_cli": ffmpeg_cli_version()}
+
+
+def baseline_name(rows: list[Measurement]) -> str:
+    """'ours' when our package produced numbers, else 'TorchCodec'."""
+    if any(r.peer.startswith("ours ") and r.status == "ok" for r in rows):
+        return "ours"
+    return "TorchCodec"
+
+
+def ratio_against(row: Measurement, rows: list[Measurement], baseline: str) -> str:
+    if row.status != "ok":
+        return ""
+    mode = "approx" if row.seek_mode == "approximate" else "exact"
+    for other in rows:
+        if (other.peer == f"{baseline} {mode}" and other.workload == row.workload
+                and other.threads == row.threads and other.status == "ok"):
+            return f"{row.median_s / other.median_s:.2f}"
+    return "-"
+
+
+def format_table(rows: list[Measurement], baseline: str) -> str:
+    header = ("workload", "thr", "peer", "median ms", "min ms", "N", f"peer/{baseline}", "note")
+    lines = []
+    for workload in WORKLOADS.values():
+        for threads in sorted({r.threads for r in rows}, reverse=True):
+            group = [r for r in rows if r.workload == workload.name and r.threads == threads]
+            for i, row in enumerate(group):
+                title = workload.title if i == 0 else ""
+                lines.append(format_line(row, title, rows, baseline))
+            if group:
+                lines.append(None)
+    widths = [max(len(header[c]), *(len(l[c]) for l in lines if l)) for c in range(len(header) - 1)]
+
+    def render(cells: tuple[str, ...]) -> str:
+        fixed = [cells[c].rjust(widths[c]) if 3 <= c <= 6 else cells[c].ljust(widths[c])
+                 for c in range(len(widths))]
+        return "  ".join(fixed + [cells[-1]]).rstrip()
+
+    rule = "-" * (sum(widths) + 2 * len(widths) + 8)
+    out = [render(header), rule]
+    out += [render(l) if l else "" for l in lines]
+    return "\n".join(out).rstrip()
+
+
+def format_line(row: Measurement, title: str, rows: list[Measurement], baseline: str) -> tuple[str, ...]:
+    if row.status == "ok":
+        times = (f"{row.median_s * 1e3:.1f}", f"{row.min_s * 1e3:.1f}", str(len(row.times_s)))
+    else:
+        times = (row.status, "", "")
+    note = row.note if row.status == "ok" else f"({row.note})"
+    return (title, str(row.threads), row.peer, *times, ratio_against(row, rows, baseline), note)
+
+
+def format_checks(rows: list[Measurement], reference: str) -> str:
+    lines = [f"Frame check ({', '.join(w.name for w in WORKLOADS.values() if w.check_frames)};"
+             f" reference: {reference}; |difference| in 0..255 units):"]
+    for row in rows:
+        if row.check is None:
+            continue
+        c = row.check
+        detail = ""
+        if "max_abs_diff" in c:
+            detail = (f"max {c['max_abs_diff']}, mean {c['mean_abs_diff']},"
+                      f" worst frame mean {c['worst_frame_mean_abs_diff']}")
+        lines.append(f"  {row.workload:<10} thr={row.threads} {row.peer:<20} {c['verdict']:<18} {detail}")
+    return "\n".join(lines)
+
+
+def format_report(machine: dict[str, Any], job: VideoJob, peers: dict[str, str],
+                  settings: RunSettings, rows: list[Measurement], elapsed_s: float) -> str:
+    baseline = baseline_name(rows)
+    method = (f"fixed N={settings.repeats}" if settings.repeats is not None
+              else f"N adaptive ({settings.min_repeats}..{settings.max_repeats}, ~{settings.budget_s:g} s each)")
+    lines = [
+        f"Machine: {machine['cpu']}, {machine['cores']} usable cores, {machine['platform']},"
+        f" Python {machine['python']}",
+        f"File: {job.path} ({job.codec} {job.width}x{job.height}, {job.num_frames} frames,"
+        f" {job.fps:g} fps, {job.duration_s:g} s)",
+        f"Inputs: uniform {job.uniform_indices}; random {job.random_indices}; t = {job.timestamp_s} s",
+        "Peers:",
+        *(f"  {name:<20} {text}" for name, text in peers.items()),
+        f"Method: {'warm-up once, then ' if settings.warmup else 'no warm-up, '}median of N repeats"
+        f" ({method}); every repeat opens a fresh decoder; RGB uint8 output (OpenCV: BGR).",
+        f"Ratio: peer median / {baseline} median, same workload, threads and seek mode;"
+        f" > 1 means {baseline} is faster.",
+    ]
+    if baseline != "ours":
+        lines.append("NOTE: our package produced no numbers, so ratios are against TorchCodec.")
+    lines += ["", format_table(rows, baseline), "", format_checks(rows, f"{baseline} exact"),
+              "", f"Total bench time: {elapsed_s:.0f} s"]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+
+PEER_KEYS = ("ours", "torchcodec", "pyav", "opencv", "decord", "ffmpeg")
+
+
+def local_peers(keys: Iterable[str]) -> list[Peer]:
+    """Peers that run in this Python, ours first (its frames are the check reference)."""
+    keys = set(keys)
+    peers: list[Peer] = []
+    if "ours" in keys:
+        peers += [TorchCodecApiPeer("ours", "ours", mode, load_our_package)
+                  for mode in ("exact", "approximate")]
+    if "pyav" in keys:
+        peers.append(PyAVPeer())
+    if "opencv" in keys:
+        peers.append(OpenCVPeer())
+    if "decord" in keys:
+        peers.append(DecordPeer())
+    if "ffmpeg" in keys:
+        peers += [FFmpegCliPeer(to_rgb=False), FFmpegCliPeer(to_rgb=True)]
+    return peers
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--file", type=Path, help=f"video to decode (default: {DEFAULT_FILE_NAME}"
+                        " from tools/make_media.py --bench)")
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument("--threads", nargs="+", type=int, default=[1, 0],
+                        help="num_ffmpeg_threads values; 0 lets FFmpeg choose (default: 1 0)")
+    parser.add_argument("--peers", nargs="+", choices=PEER_KEYS, default=list(PEER_KEYS))
+    parser.add_argument("--repeats", type=int, help="fixed number of timed repeats")
+    parser.add_argument("--budget", type=float, default=2.0,
+                        help="seconds per measurement when choosing N adaptively (default 2)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: no warm-up, 1 repeat")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random indices")
+    parser.add_argument("--json", type=Path, help="save machine info and every measurement here")
+    parser.add_argument("--tc-venv", type=Path, default=DEFAULT_TC_VENV,
+                        help=f"venv with TorchCodec 0.17 (created if missing; default {DEFAULT_TC_VENV})")
+    parser.add_argument("--no-torchcodec", action="store_true", help="skip TorchCodec")
+    return parser.parse_args(argv)
+
+
+def settings_from(args: argparse.Namespace) -> RunSettings:
+    if args.quick:
+        return RunSettings(repeats=1, warmup=False)
+    return RunSettings(repeats=args.repeats, budget_s=args.budget)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    path = (args.file if args.file else default_media_file()).resolve()
+    job = plan_job(path, args.workloads, args.threads, args.seed)
+    settings = settings_from(args)
+    peers = local_peers(args.peers)
+    use_tc = "torchcodec" in args.peers and not args.no_torchcodec
+    our_ok = any(p.key == "ours" and p.unavailable_reason() is None for p in peers)
+    checker = FrameChecker("ours exact" if our_ok else "TorchCodec exact")
+    descriptions: dict[str, str] = {}
+    rows: list[Measurement] = []
+    with tempfile.TemporaryDirectory(prefix="tc-bench-") as scratch:
+        tc_rows: list[Measurement] = []
+        if use_tc:  # first, so that its frames can be the reference when ours is missing
+            descriptions["TorchCodec"], tc_rows = run_torchcodec_worker(
+                args.tc_venv.expanduser(), job, settings, Path(scratch))
+            if not our_ok:
+                check_worker_frames(tc_rows, checker)
+        for peer in peers:
+            descriptions.setdefault("ours" if peer.key == "ours" else peer.name, peer.describe())
+            log(f"measuring {peer.name}")
+            rows += run_peer(peer, job, settings, checker)
+        if our_ok:
+            check_worker_frames(tc_rows, checker)
+        rows += tc_rows
+    report = format_report(machine_info(), job, descriptions, settings, rows,
+                           time.perf_counter() - started)
+    print(report)
+    if args.json:
+        save_json(args.json, job, settings, descriptions, rows)
+    return 0
+
+
+def save_json(path: Path, job: VideoJob, settings: RunSettings, peers: dict[str, str],
+              rows: list[Measurement]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"machine": machine_info(), "job": dataclasses.asdict(job),
+            "settings": dataclasses.asdict(settings), "peers": peers,
+            "baseline": baseline_name(rows), "results": [r.to_json() for r in rows]}
+    path.write_text(json.dumps(data, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""torchcodec: video and audio decoding for machine learning, with TorchCodec's API and PyTorch optional.
+
+``import torchcodec`` imports neither torch nor numpy. Outputs are allocated by the bridge
+(``set_bridge``/``get_bridge``/``bridge``); see the README.
+"""
+from __future__ import annotations
+
+import os
+
+from torchcodec import decoders
+from torchcodec._bridge import bridge, get_bridge, set_bridge
+from torchcodec._core._info import ffmpeg_versions, set_log_level
+from torchcodec._frame import AudioSamples, Frame, FrameBatch
+
+from torchcodec._version import version as __version__
+
+set_log_level(os.environ.get("TORCHCODEC_FFMPEG_LOG_LEVEL", "fatal"))
+
+
+def ffmpeg_version() -> str:
+    """The version string of the FFmpeg libraries loaded at run time (e.g. "5.1.6-0+deb12u1")."""
+    return ffmpeg_versions()["ffmpeg"]
+
+
+def get_include() -> str:
+    """The directory of torchcodec's C headers (``torchcodec/ffcompat.h``), for building extensions."""
+    return os.path.join(os.path.dirname(__file__), "include")
+
+
+__all__ = [
+    "AudioSamples", "Frame", "FrameBatch", "bridge", "decoders", "ffmpeg_version", "ffmpeg_versions",
+    "get_bridge", "get_include", "set_bridge", "set_log_level",
+]

@@ -1,0 +1,32 @@
+# Custom AVIO sources: encoded bytes in memory, or a Python file object.
+from libc.stdint cimport int64_t, uint8_t
+from cpython.buffer cimport Py_buffer
+from torchcodec._ffmpeg.avformat cimport AVIOContext
+
+
+cdef struct MemoryReader:
+    const uint8_t *data
+    int64_t size
+    int64_t pos
+
+
+cdef class IOSource:
+    """Owns an AVIOContext (``ptr``) and its buffer; the Demuxer borrows it."""
+    cdef AVIOContext *ptr
+    cdef object pending_error       # (type, value, traceback) raised inside a callback, or None
+    cdef int raise_pending(self) except -1
+
+
+cdef class MemorySource(IOSource):
+    """Reads a contiguous buffer (bytes, bytearray, memoryview, 1-D uint8 array) without copying it."""
+    cdef Py_buffer view
+    cdef bint has_view
+    cdef MemoryReader reader
+
+
+cdef class FileObjectSource(IOSource):
+    """Reads a Python file-like object through its ``read``/``readinto`` and ``seek`` methods."""
+    cdef object fileobj
+    cdef object read
+    cdef object readinto
+    cdef object seek

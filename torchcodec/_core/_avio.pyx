@@ -1,0 +1,176 @@
+"""Custom AVIO contexts, so that the demuxer reads from memory or from Python file objects.
+
+``MemorySource`` reads straight from the buffer of a bytes-like object (the object is kept alive
+and never copied as a whole); its callbacks are plain C and run without the GIL.
+``FileObjectSource`` calls the file object's methods with the GIL held; an exception raised by
+the file object is stored and re-raised, with its traceback, once the FFmpeg call returns.
+"""
+import io
+import sys
+
+from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyObject_GetBuffer, PyBuffer_Release
+from libc.errno cimport EINVAL, EIO, ENOSYS
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdio cimport SEEK_CUR, SEEK_END, SEEK_SET
+from libc.string cimport memcpy
+
+from torchcodec._ffmpeg cimport avformat as lavf
+from torchcodec._ffmpeg cimport avutil as lavu
+
+cdef int IO_BUFFER_SIZE = 1 << 16
+
+
+cdef AVIOContext *new_avio_context(void *opaque,
+                                   int (*read)(void *, uint8_t *, int) noexcept nogil,
+                                   int64_t (*seek)(void *, int64_t, int) noexcept nogil) except NULL:
+    cdef unsigned char *buffer = <unsigned char *>lavu.av_malloc(IO_BUFFER_SIZE)
+    if buffer == NULL:
+        raise MemoryError("av_malloc failed for the AVIO buffer")
+    cdef AVIOContext *ctx = lavf.avio_alloc_context(buffer, IO_BUFFER_SIZE, 0, opaque, read, NULL, seek)
+    if ctx == NULL:
+        lavu.av_free(buffer)
+        raise MemoryError("avio_alloc_context failed")
+    return ctx
+
+
+cdef class IOSource:
+    def __cinit__(self):
+        self.ptr = NULL
+        self.pending_error = None
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            lavu.av_freep(&self.ptr.buffer)
+            lavf.avio_context_free(&self.ptr)
+
+    cdef int raise_pending(self) except -1:
+        if self.pending_error is not None:
+            exc_type, exc, tb = self.pending_error
+            self.pending_error = None
+            raise exc.with_traceback(tb)
+        return 0
+
+
+# ---- memory ---------------------------------------------------------------------------------
+
+cdef int memory_read(void *opaque, uint8_t *buf, int buf_size) noexcept nogil:
+    cdef MemoryReader *reader = <MemoryReader *>opaque
+    cdef int64_t remaining = reader.size - reader.pos
+    if remaining <= 0:
+        return lavu.AVERROR_EOF
+    cdef int n = buf_size if buf_size < remaining else <int>remaining
+    memcpy(buf, reader.data + reader.pos, n)
+    reader.pos += n
+    return n
+
+
+cdef int64_t memory_seek(void *opaque, int64_t offset, int whence) noexcept nogil:
+    cdef MemoryReader *reader = <MemoryReader *>opaque
+    if whence & lavf.AVSEEK_SIZE:
+        return reader.size
+    whence &= ~lavf.AVSEEK_FORCE
+    cdef int64_t position
+    if whence == SEEK_SET:
+        position = offset
+    elif whence == SEEK_CUR:
+        position = reader.pos + offset
+    elif whence == SEEK_END:
+        position = reader.size + offset
+    else:
+        return lavu.AVERROR(EINVAL)
+    if position < 0 or position > reader.size:
+        return lavu.AVERROR(EINVAL)
+    reader.pos = position
+    return position
+
+
+cdef class MemorySource(IOSource):
+    def __cinit__(self, data):
+        self.has_view = False
+        # A C-contiguous buffer of bytes; format is checked so that e.g. a float array is refused.
+        PyObject_GetBuffer(data, &self.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+        self.has_view = True
+        fmt = (<bytes>self.view.format) if self.view.format != NULL else b"B"
+        if self.view.itemsize != 1 or fmt not in (b"B", b"b", b"c"):
+            raise TypeError(
+                f"an in-memory source must hold bytes (uint8); got items of format {fmt.decode()!r} "
+                f"and size {self.view.itemsize}")
+        if self.view.ndim > 1:
+            raise TypeError(f"an in-memory source must be 1-D; got {self.view.ndim} dimensions")
+        if self.view.len == 0:
+            raise ValueError("the in-memory source is empty (0 bytes)")
+        self.reader.data = <const uint8_t *>self.view.buf
+        self.reader.size = self.view.len
+        self.reader.pos = 0
+        self.ptr = new_avio_context(&self.reader, memory_read, memory_seek)
+
+    def __dealloc__(self):
+        if self.has_view:
+            PyBuffer_Release(&self.view)
+
+
+# ---- Python file objects ----------------------------------------------------------------------
+
+cdef int file_read(void *opaque, uint8_t *buf, int buf_size) noexcept with gil:
+    cdef FileObjectSource source = <FileObjectSource>opaque
+    cdef const uint8_t[::1] chunk
+    cdef Py_ssize_t n
+    try:
+        if source.readinto is not None:
+            result = source.readinto(<uint8_t[:buf_size]>buf)
+            if result is None:          # a non-blocking stream with no data: treat as an I/O error
+                raise OSError("the file object's readinto() returned None (non-blocking stream?)")
+            n = result
+        else:
+            data = source.read(buf_size)
+            if isinstance(data, str):
+                raise TypeError("the file object returned str from read(); open it in binary mode ('rb')")
+            chunk = data
+            n = chunk.shape[0]
+            if n > buf_size:
+                raise ValueError(f"the file object's read({buf_size}) returned {n} bytes, more than asked")
+            if n:
+                memcpy(buf, &chunk[0], n)
+        if n < 0 or n > buf_size:
+            raise ValueError(f"the file object's readinto() reported {n} bytes for a {buf_size}-byte buffer")
+        if n == 0:
+            return lavu.AVERROR_EOF
+        return <int>n
+    except BaseException:
+        source.pending_error = sys.exc_info()
+        return lavu.AVERROR(EIO)
+
+
+cdef int64_t file_seek(void *opaque, int64_t offset, int whence) noexcept with gil:
+    cdef FileObjectSource source = <FileObjectSource>opaque
+    try:
+        if whence & lavf.AVSEEK_SIZE:
+            current = source.seek(0, SEEK_CUR)
+            size = source.seek(0, SEEK_END)
+            source.seek(current, SEEK_SET)
+            return size
+        whence &= ~lavf.AVSEEK_FORCE
+        if whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
+            return lavu.AVERROR(EINVAL)
+        return source.seek(offset, whence)
+    except BaseException:
+        source.pending_error = sys.exc_info()
+        return lavu.AVERROR(EIO)
+
+
+cdef class FileObjectSource(IOSource):
+    def __cinit__(self, fileobj):
+        if isinstance(fileobj, io.TextIOBase):
+            raise TypeError("the file object is in text mode; open it in binary mode ('rb')")
+        read = getattr(fileobj, "read", None)
+        seek = getattr(fileobj, "seek", None)
+        if not callable(read) or not callable(seek):
+            raise TypeError(
+                f"a file-like source needs read(n) and seek(offset, whence) methods; "
+                f"{type(fileobj).__name__} lacks {'read' if not callable(read) else 'seek'}")
+        self.fileobj = fileobj
+        self.read = read
+        self.seek = seek
+        readinto = getattr(fileobj, "readinto", None)
+        self.readinto = readinto if callable(readinto) else None
+        self.ptr = new_avio_context(<void *>self, file_read, file_seek)

@@ -1,0 +1,215 @@
+"""Demuxing: open a source, describe its streams, read packets, seek, and scan a stream's frames."""
+from fractions import Fraction
+
+from libc.stdint cimport INT64_MIN, int32_t, int64_t
+
+from torchcodec._core._avio cimport IOSource
+from torchcodec._core._error cimport av_error_string, check_av
+from torchcodec._core._frame_index cimport FrameIndex
+from torchcodec._ffmpeg cimport avcodec as lavc
+from torchcodec._ffmpeg cimport avformat as lavf
+from torchcodec._ffmpeg cimport avutil as lavu
+from torchcodec._ffmpeg cimport ffcompat
+from torchcodec._ffmpeg.avcodec cimport AVPacket
+from torchcodec._ffmpeg.avformat cimport AVFormatContext, AVStream
+
+MEDIA_TYPE_NAMES = {
+    lavu.AVMEDIA_TYPE_VIDEO: "video",
+    lavu.AVMEDIA_TYPE_AUDIO: "audio",
+    lavu.AVMEDIA_TYPE_DATA: "data",
+    lavu.AVMEDIA_TYPE_SUBTITLE: "subtitle",
+    lavu.AVMEDIA_TYPE_ATTACHMENT: "attachment",
+}
+
+
+cdef object optional_str(const char *text):
+    return text.decode("utf-8", "replace") if text != NULL else None
+
+
+cdef object color_name(int value, const char *name):
+    """FFmpeg's name of a colour property; None when unspecified (2 in all three enums)."""
+    return optional_str(name) if value != 2 else None
+
+
+cdef object rational_or_none(lavu.AVRational q):
+    return Fraction(q.num, q.den) if q.num > 0 and q.den > 0 else None
+
+
+cdef class Demuxer:
+    """Opens ``source``: a path or URL (``str``), or an ``IOSource`` (memory or file object)."""
+
+    def __cinit__(self, source, name=None):
+        self.ptr = NULL
+        self.source = None
+        cdef bytes url
+        cdef const char *c_url
+        cdef int ret
+        cdef AVFormatContext *ctx = lavf.avformat_alloc_context()
+        if ctx == NULL:
+            raise MemoryError("avformat_alloc_context failed")
+        if isinstance(source, IOSource):
+            self.source = source
+            self.name = name or "the in-memory/file-object source"
+            ctx.pb = self.source.ptr
+            ctx.flags |= lavf.AVFMT_FLAG_CUSTOM_IO
+            url = b""
+        elif isinstance(source, str):
+            self.name = repr(source)
+            url = source.encode("utf-8", "surrogateescape")
+        else:
+            lavf.avformat_free_context(ctx)
+            raise TypeError(f"Demuxer needs a str path/URL or an IOSource, not {type(source).__name__}")
+        c_url = url
+        with nogil:
+            ret = lavf.avformat_open_input(&ctx, c_url, NULL, NULL)   # frees ctx on failure
+        if ret < 0:
+            self.raise_source_error()
+            check_av(ret, "avformat_open_input", self.name)
+        self.ptr = ctx
+        with nogil:
+            ret = lavf.avformat_find_stream_info(self.ptr, NULL)
+        self.raise_source_error()
+        check_av(ret, "avformat_find_stream_info", self.name)
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            lavf.avformat_close_input(&self.ptr)   # leaves a custom pb alone; IOSource frees it
+
+    cdef int raise_source_error(self) except -1:
+        if self.source is not None:
+            self.source.raise_pending()
+        return 0
+
+    cdef AVStream *stream(self, int index) except NULL:
+        if index < 0 or index >= <int>self.ptr.nb_streams:
+            raise ValueError(f"stream index {index} is not a stream of {self.name}, which has "
+                             f"{self.ptr.nb_streams} stream(s) (valid: 0..{self.ptr.nb_streams - 1})")
+        return self.ptr.streams[index]
+
+    @property
+    def num_streams(self):
+        return self.ptr.nb_streams
+
+    def media_type(self, int index):
+        """'video', 'audio', ... for stream ``index``."""
+        return MEDIA_TYPE_NAMES.get(self.stream(index).codecpar.codec_type, "unknown")
+
+    def best_stream(self, str media_type):
+        """FFmpeg's choice (av_find_best_stream) of the stream of ``media_type``, or None."""
+        cdef lavu.AVMediaType kind = (lavu.AVMEDIA_TYPE_VIDEO if media_type == "video"
+                                      else lavu.AVMEDIA_TYPE_AUDIO)
+        cdef int ret = lavf.av_find_best_stream(self.ptr, kind, -1, -1, NULL, 0)
+        return ret if ret >= 0 else None
+
+    def use_only_stream(self, int index):
+        """Tell the demuxer to skip the packets of every other stream (less I/O and parsing)."""
+        self.stream(index)
+        cdef unsigned int i
+        for i in range(self.ptr.nb_streams):
+            self.ptr.streams[i].discard = lavc.AVDISCARD_DEFAULT if <int>i == index else lavc.AVDISCARD_ALL
+
+    def stream_header(self, int index):
+        """A dict of what the container and codec parameters say about stream ``index``."""
+        cdef AVStream *st = self.stream(index)
+        cdef lavc.AVCodecParameters *par = st.codecpar
+        cdef double tb = lavu.av_q2d(st.time_base)
+        cdef const int32_t *matrix = ffcompat.tc_stream_display_matrix(st)
+        cdef const lavu.AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<lavu.AVPixelFormat>par.format)
+        duration = None
+        if st.duration != lavu.AV_NOPTS_VALUE and st.duration > 0:
+            duration = st.duration * tb
+        elif self.ptr.duration != lavu.AV_NOPTS_VALUE and self.ptr.duration > 0:
+            duration = self.ptr.duration / <double>lavu.AV_TIME_BASE
+        header = {
+            "stream_index": index,
+            "media_type": MEDIA_TYPE_NAMES.get(par.codec_type, "unknown"),
+            "codec": optional_str(lavc.avcodec_get_name(par.codec_id)),
+            "time_base": Fraction(st.time_base.num, st.time_base.den),
+            "duration_seconds_from_header": duration,
+            "begin_stream_seconds_from_header": (st.start_time * tb if st.start_time != lavu.AV_NOPTS_VALUE
+                                                 else None),
+            "bit_rate": par.bit_rate,
+            "num_frames_from_header": st.nb_frames if st.nb_frames > 0 else None,
+        }
+        if par.codec_type == lavu.AVMEDIA_TYPE_VIDEO:
+            sar = rational_or_none(par.sample_aspect_ratio) or rational_or_none(st.sample_aspect_ratio)
+            header.update(
+                width=par.width,
+                height=par.height,
+                average_fps_from_header=(lavu.av_q2d(st.r_frame_rate)
+                                         if st.r_frame_rate.num > 0 and st.r_frame_rate.den > 0 else None),
+                pixel_aspect_ratio=sar,
+                rotation=(lavu.av_display_rotation_get(matrix) if matrix != NULL else None),
+                pixel_format=optional_str(lavu.av_get_pix_fmt_name(<lavu.AVPixelFormat>par.format)),
+                bits_per_component=(desc.comp[0].depth if desc != NULL else 8),
+                color_primaries=color_name(par.color_primaries, lavu.av_color_primaries_name(par.color_primaries)),
+                color_space=color_name(par.color_space, lavu.av_color_space_name(par.color_space)),
+                color_transfer_characteristic=color_name(par.color_trc, lavu.av_color_transfer_name(par.color_trc)),
+                color_range=(optional_str(lavu.av_color_range_name(par.color_range))
+                             if par.color_range != lavu.AVCOL_RANGE_UNSPECIFIED else None),
+            )
+        elif par.codec_type == lavu.AVMEDIA_TYPE_AUDIO:
+            header.update(
+                sample_rate=par.sample_rate,
+                num_channels=ffcompat.tc_codecpar_channels(par),
+                sample_format=optional_str(lavu.av_get_sample_fmt_name(<lavu.AVSampleFormat>par.format)),
+            )
+        return header
+
+    @property
+    def format_name(self):
+        return optional_str(self.ptr.iformat.name)
+
+    cdef int read(self, AVPacket *packet) except? -1 nogil:
+        """av_read_frame; returns its code (AVERROR_EOF at the end). Raises a file object's error."""
+        cdef int ret = lavf.av_read_frame(self.ptr, packet)
+        if ret < 0 and self.source is not None:
+            with gil:
+                self.raise_source_error()
+        return ret
+
+    cdef int seek(self, int stream_index, int64_t timestamp) except -1 nogil:
+        """Seek so that the next packets start at the key frame at or before ``timestamp``."""
+        cdef int ret = lavf.avformat_seek_file(self.ptr, stream_index, INT64_MIN, timestamp, timestamp, 0)
+        if ret < 0:
+            # Some demuxers cannot seek to a pts; fall back to the stream start by bytes.
+            ret = lavf.av_seek_frame(self.ptr, -1, 0, lavf.AVSEEK_FLAG_BYTE | lavf.AVSEEK_FLAG_BACKWARD)
+        if ret < 0:
+            with gil:
+                self.raise_source_error()
+                check_av(ret, "avformat_seek_file", self.name)
+        return 0
+
+    def scan(self, int stream_index):
+        """Read every packet of ``stream_index`` and return its FrameIndex (discarded packets left out).
+
+        Reading stops at the end of the file or at the first unreadable packet (a truncated file
+        keeps the frames before the damage). The demuxer must be seeked before reading again.
+        """
+        cdef AVStream *st = self.stream(stream_index)
+        cdef FrameIndex index = FrameIndex(lavu.av_q2d(st.time_base))
+        cdef AVPacket *packet = lavc.av_packet_alloc()
+        if packet == NULL:
+            raise MemoryError("av_packet_alloc failed")
+        cdef int ret = 0
+        try:
+            with nogil:
+                while True:
+                    ret = self.read(packet)
+                    if ret < 0:
+                        break
+                    if packet.stream_index == stream_index and not ffcompat.tc_packet_is_discarded(packet):
+                        index.append(ffcompat.tc_packet_pts(packet), packet.duration,
+                                     (packet.flags & lavc.AV_PKT_FLAG_KEY) != 0)
+                    lavc.av_packet_unref(packet)
+                index.finish()
+        finally:
+            lavc.av_packet_free(&packet)
+        return index
+
+    def index_key_frame_timestamp(self, int stream_index, int64_t timestamp):
+        """Timestamp of the demuxer's index entry for the key frame at or before ``timestamp``, or None."""
+        cdef AVStream *st = self.stream(stream_index)
+        cdef const lavf.AVIndexEntry *entry = lavf.avformat_index_get_entry_from_timestamp(
+            st, timestamp, lavf.AVSEEK_FLAG_BACKWARD)
+        return entry.timestamp if entry != NULL else None

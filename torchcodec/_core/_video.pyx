@@ -1,0 +1,309 @@
+"""The video engine: decode frames of one stream into RGB, straight into caller-provided memory.
+
+``VideoStream.decode_at(targets, match, out, pts_out, duration_out)`` is the one batch routine that
+every public method uses. It sorts the targets, decodes each distinct one once, in presentation
+order, seeking only when the next target's key frame lies beyond the frame that the decoder would
+produce next, and writes each frame into its slot(s) of ``out``. All of it runs without the GIL.
+"""
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_RECORDS, PyObject_GetBuffer, PyBuffer_Release, Py_buffer
+from libc.errno cimport EAGAIN, ENOMEM
+from libc.stdint cimport INT64_MIN, int64_t, uint8_t
+from libc.stdlib cimport free, malloc, qsort
+from libc.string cimport memcpy
+
+from torchcodec._core._decoder cimport StreamDecoder
+from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._error cimport av_error_string, check_av
+from torchcodec._core._frame_index cimport FrameIndex
+from torchcodec._core._scaler cimport Scaler
+from torchcodec._ffmpeg cimport avcodec as lavc
+from torchcodec._ffmpeg cimport avformat as lavf
+from torchcodec._ffmpeg cimport avutil as lavu
+from torchcodec._ffmpeg cimport ffcompat
+from torchcodec._ffmpeg.avutil cimport AVFrame
+
+# The decoder may refuse this many packets in a row (corrupt data) before decoding gives up.
+cdef int MAX_BAD_PACKETS = 100
+
+
+cdef struct Target:
+    int64_t timestamp
+    Py_ssize_t position         # where the frame goes in the output
+
+
+cdef int compare_targets(const void *a, const void *b) noexcept nogil:
+    cdef const Target *ta = <const Target *>a
+    cdef const Target *tb = <const Target *>b
+    if ta.timestamp != tb.timestamp:
+        return (ta.timestamp > tb.timestamp) - (ta.timestamp < tb.timestamp)
+    return (ta.position > tb.position) - (ta.position < tb.position)
+
+
+cdef class VideoStream:
+    """Decoding state for stream ``stream_index`` of ``demuxer``.
+
+    ``index``: the FrameIndex (exact mode) or None (approximate mode: key frames come from the
+    demuxer's own index). ``at_start``: whether the demuxer is still at the start of the file
+    (False after a scan). ``rotation``: clockwise degrees (0, 90, 180, 270) to turn frames by.
+    """
+
+    def __cinit__(self, Demuxer demuxer, int stream_index, FrameIndex index, int num_threads,
+                  int rotation, bint at_start):
+        self.packet = NULL
+        self.held = NULL
+        self.incoming = NULL
+        if rotation not in (0, 90, 180, 270):
+            raise ValueError(f"rotation must be 0, 90, 180 or 270, got {rotation}")
+        self.demuxer = demuxer
+        self.stream_index = stream_index
+        self.index = index
+        self.rotation = rotation
+        demuxer.use_only_stream(stream_index)
+        self.time_base = lavu.av_q2d(demuxer.stream(stream_index).time_base)
+        self.decoder = StreamDecoder(demuxer, stream_index, num_threads)
+        self.scaler = Scaler()
+        self.packet = lavc.av_packet_alloc()
+        self.held = lavu.av_frame_alloc()
+        self.incoming = lavu.av_frame_alloc()
+        if self.packet == NULL or self.held == NULL or self.incoming == NULL:
+            raise MemoryError("cannot allocate packets and frames")
+        self.has_held = False
+        self.has_prev = False
+        self.held_serial = 0
+        self.covered_from = INT64_MIN
+        self.needs_seek = not at_start
+        self.input_done = False
+        self.output_done = False
+        self.bad_packets = 0
+        self.first_key_timestamp = self.key_frame_timestamp(INT64_MIN + 1)
+
+    def __dealloc__(self):
+        lavc.av_packet_free(&self.packet)
+        lavu.av_frame_free(&self.held)
+        lavu.av_frame_free(&self.incoming)
+
+    # ---- decoding ------------------------------------------------------------------------------
+
+    cdef int seek_to(self, int64_t timestamp) except -1 nogil:
+        self.demuxer.seek(self.stream_index, timestamp)
+        self.decoder.flush()
+        self.has_held = False
+        self.has_prev = False
+        self.covered_from = timestamp
+        self.needs_seek = False
+        self.input_done = False
+        self.output_done = False
+        return 0
+
+    cdef int decode_next(self) except -1 nogil:
+        """Decode the next frame into ``held``: 1 when one came, 0 at the end of the stream."""
+        cdef int ret
+        cdef AVFrame *swap
+        while True:
+            if self.output_done:
+                return 0
+            ret = self.decoder.receive(self.incoming)
+            if ret >= 0:
+                if self.has_held:
+                    self.prev_pts = self.held_pts
+                    self.has_prev = True
+                swap = self.held
+                self.held = self.incoming
+                self.incoming = swap
+                lavu.av_frame_unref(self.incoming)
+                self.has_held = True
+                self.held_pts = ffcompat.tc_frame_pts(self.held)
+                self.held_duration = ffcompat.tc_frame_duration(self.held)
+                self.held_serial += 1
+                self.bad_packets = 0
+                return 1
+            if ret == lavu.AVERROR_EOF:
+                self.output_done = True
+                return 0
+            if ret != lavu.AVERROR(EAGAIN):
+                self.refuse_or_raise(ret, "avcodec_receive_frame")
+                continue
+            if self.input_done:       # EAGAIN after end of stream: nothing more will come
+                self.output_done = True
+                return 0
+            ret = self.demuxer.read(self.packet)
+            if ret < 0:               # end of file, or unreadable data: decode what we have
+                self.input_done = True
+                ret = self.decoder.send(NULL)
+                if ret < 0 and ret != lavu.AVERROR_EOF:
+                    self.output_done = True
+                continue
+            if self.packet.stream_index == self.stream_index:
+                ret = self.decoder.send(self.packet)
+                if ret < 0 and ret != lavu.AVERROR(EAGAIN):
+                    self.refuse_or_raise(ret, "avcodec_send_packet")
+            lavc.av_packet_unref(self.packet)
+
+    cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil:
+        """A decoding error: skip the bad data, unless memory ran out or too much data is bad."""
+        self.bad_packets += 1
+        if ret == lavu.AVERROR(ENOMEM) or self.bad_packets > MAX_BAD_PACKETS:
+            with gil:
+                raise RuntimeError(f"decoding failed: {where.decode()} returned {av_error_string(ret)}"
+                                   f" ({self.bad_packets} errors in a row)")
+        return 0
+
+    cdef int64_t key_frame_timestamp(self, int64_t target) noexcept nogil:
+        """Timestamp to seek to in order to decode ``target``: its key frame (INT64_MIN: the start)."""
+        cdef Py_ssize_t i, k
+        cdef const lavf.AVIndexEntry *entry
+        if self.index is not None:
+            i = self.index.last_at_or_before(target)
+            if i < 0:
+                return INT64_MIN
+            k = self.index.entries[i].key_before
+            return self.index.entries[k].pts if k >= 0 else INT64_MIN
+        entry = lavf.avformat_index_get_entry_from_timestamp(
+            self.demuxer.ptr.streams[self.stream_index], target, lavf.AVSEEK_FLAG_BACKWARD)
+        return entry.timestamp if entry != NULL else target
+
+    cdef bint held_answers(self, int64_t target, Match match) noexcept nogil:
+        """Whether the held frame is the one ``match`` asks for at ``target``."""
+        if not self.has_held:
+            return False
+        cdef bint nothing_between = (target > self.prev_pts) if self.has_prev else (target >= self.covered_from)
+        if match == AT_OR_AFTER:
+            return target <= self.held_pts and nothing_between
+        cdef int64_t end = self.held_pts + (self.held_duration if self.held_duration > 0 else 1)
+        return target < end and (self.held_pts <= target or nothing_between)
+
+    cdef bint should_seek(self, int64_t target) noexcept nogil:
+        """Whether reaching ``target`` needs a seek rather than decoding on from here."""
+        cdef int64_t key = self.key_frame_timestamp(target)
+        cdef int64_t next_pts
+        cdef Py_ssize_t i
+        if self.needs_seek or self.input_done:
+            return True
+        if not self.has_held:                 # nothing decoded since the start or the last seek
+            if self.covered_from == INT64_MIN:
+                return key > self.first_key_timestamp
+            return target < self.covered_from or key > self.covered_from
+        if target <= self.held_pts:           # behind us
+            return True
+        next_pts = self.held_pts + (self.held_duration if self.held_duration > 0 else 1)
+        if self.index is not None:
+            i = self.index.find_pts(self.held_pts)
+            if i >= 0 and i + 1 < self.index.size:
+                next_pts = self.index.entries[i + 1].pts
+        return key > next_pts
+
+    cdef int find_frame(self, int64_t target, Match match) except -1 nogil:
+        """Decode until ``held`` is the frame that ``match`` asks for at ``target``."""
+        cdef bint from_start = False
+        if self.held_answers(target, match):
+            return 0
+        if self.should_seek(target):
+            self.seek_to(self.key_frame_timestamp(target))
+        while True:
+            if not self.decode_next():
+                if self.has_held and match == PLAYED_AT and self.held_pts <= target:
+                    return 0          # the last frame plays until the end of the stream
+                with gil:
+                    raise IndexError(
+                        f"no decodable frame at or after pts {target} (={target * self.time_base:.6f} s): "
+                        f"the stream ended first (truncated or corrupt file?)")
+            if self.held_answers(target, match):
+                return 0
+            if self.held_pts > target and not self.has_prev:
+                # The seek landed after the target. Start again from the beginning of the file.
+                if not from_start:
+                    from_start = True
+                    self.seek_to(INT64_MIN)
+                    continue
+                return 0              # the target lies before the first frame: use the first
+
+    # ---- the batch routine ------------------------------------------------------------------------
+
+    def decode_at(self, targets, int match, out, pts_out, duration_out):
+        """Decode the frames at ``targets`` (int64 timestamps in the stream's time base) into ``out``.
+
+        ``out``: a writable buffer of shape (len(targets), H, W, 3), uint8 or float32, with pixels
+        and channels contiguous. ``pts_out``/``duration_out``: float64 buffers that receive each
+        frame's pts and duration in seconds. Targets may come in any order and repeat.
+        """
+        cdef const int64_t[::1] wanted = targets
+        cdef double[::1] pts_view = pts_out
+        cdef double[::1] duration_view = duration_out
+        cdef Py_ssize_t n = wanted.shape[0]
+        cdef Py_buffer view
+        cdef OutputSlots slots
+        cdef Target *order = NULL
+        cdef Py_ssize_t k
+        cdef char *slot
+        cdef char *previous_slot = NULL
+        cdef unsigned long previous_serial = 0
+        cdef size_t frame_bytes
+        cdef Match how = <Match>match
+        if pts_view.shape[0] != n or duration_view.shape[0] != n:
+            raise ValueError("pts_out and duration_out must have one entry per target")
+        PyObject_GetBuffer(out, &view, PyBUF_RECORDS | PyBUF_FORMAT)
+        try:
+            slots = output_slots(&view, n)
+            frame_bytes = <size_t>slots.row_stride * (slots.height - 1) + <size_t>slots.width * 3 * (4 if slots.as_float else 1)
+            order = <Target *>malloc(max(n, 1) * sizeof(Target))
+            if order == NULL:
+                raise MemoryError(f"cannot plan {n} targets")
+            for k in range(n):
+                order[k].timestamp = wanted[k]
+                order[k].position = k
+            with nogil:
+                qsort(order, n, sizeof(Target), compare_targets)
+                for k in range(n):
+                    slot = slots.data + order[k].position * slots.frame_stride
+                    if k == 0 or order[k].timestamp != order[k - 1].timestamp:
+                        self.find_frame(order[k].timestamp, how)
+                    if previous_slot != NULL and previous_serial == self.held_serial:
+                        copy_frame(slot, previous_slot, &slots, frame_bytes)
+                    else:
+                        self.scaler.convert(self.held, self.rotation, <uint8_t *>slot, slots.row_stride,
+                                            slots.width, slots.height, slots.as_float)
+                    previous_slot = slot
+                    previous_serial = self.held_serial
+                    pts_view[order[k].position] = self.held_pts * self.time_base
+                    duration_view[order[k].position] = self.held_duration * self.time_base
+        finally:
+            free(order)
+            PyBuffer_Release(&view)
+
+    @property
+    def time_base_seconds(self):
+        return self.time_base
+
+
+cdef void copy_frame(char *dst, const char *src, const OutputSlots *slots, size_t frame_bytes) noexcept nogil:
+    cdef int r
+    cdef size_t row_bytes = <size_t>slots.width * 3 * (4 if slots.as_float else 1)
+    if slots.row_stride == <Py_ssize_t>row_bytes:
+        memcpy(dst, src, frame_bytes)
+    else:
+        for r in range(slots.height):
+            memcpy(dst + r * slots.row_stride, src + r * slots.row_stride, row_bytes)
+
+
+cdef OutputSlots output_slots(Py_buffer *view, Py_ssize_t n) except *:
+    """Check that ``view`` is an (n, H, W, 3) uint8/float32 buffer with packed pixels; describe it."""
+    cdef OutputSlots slots
+    fmt = (<bytes>view.format).lstrip(b"@=<") if view.format != NULL else b"B"
+    if view.readonly:
+        raise ValueError("the output buffer is read-only")
+    if fmt not in (b"B", b"f"):
+        raise TypeError(f"the output buffer must hold uint8 or float32, not format {fmt.decode()!r}")
+    if view.ndim != 4 or view.shape[0] != n or view.shape[3] != 3:
+        shape = tuple(view.shape[i] for i in range(view.ndim))
+        raise ValueError(f"the output buffer must have shape ({n}, H, W, 3), got {shape}")
+    if view.strides[3] != view.itemsize or view.strides[2] != 3 * view.itemsize:
+        raise ValueError("the output buffer's pixels must be packed (channels, then pixels, contiguous)")
+    if view.strides[1] < view.shape[2] * 3 * view.itemsize or (n > 1 and view.strides[0] < view.shape[1] * view.strides[1]):
+        raise ValueError("the output buffer's rows or frames overlap (unsupported strides)")
+    slots.data = <char *>view.buf
+    slots.frame_stride = view.strides[0]
+    slots.row_stride = view.strides[1]
+    slots.height = <int>view.shape[1]
+    slots.width = <int>view.shape[2]
+    slots.as_float = fmt == b"f"
+    return slots

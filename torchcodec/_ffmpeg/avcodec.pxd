@@ -1,0 +1,85 @@
+# Declarations of libavcodec, one block per header; C names unchanged; only what torchcodec uses.
+from libc.stdint cimport int64_t, uint8_t
+from torchcodec._ffmpeg.avutil cimport (
+    AVChannelLayout, AVColorPrimaries, AVColorRange, AVColorSpace, AVColorTransferCharacteristic,
+    AVDictionary, AVFrame, AVMediaType, AVRational,
+)
+
+
+cdef extern from "libavcodec/codec_id.h" nogil:
+    enum AVCodecID:
+        AV_CODEC_ID_NONE
+    const char *avcodec_get_name(AVCodecID id)
+
+
+cdef extern from "libavcodec/codec.h" nogil:
+    ctypedef struct AVCodec:
+        const char *name
+        const char *long_name
+        AVMediaType type
+        AVCodecID id
+    const AVCodec *avcodec_find_decoder(AVCodecID id)
+    const AVCodec *avcodec_find_decoder_by_name(const char *name)
+
+
+cdef extern from "libavcodec/codec_par.h" nogil:
+    ctypedef struct AVCodecParameters:
+        AVMediaType codec_type
+        AVCodecID codec_id
+        int format
+        int64_t bit_rate
+        int bits_per_raw_sample
+        int profile
+        int width
+        int height
+        AVRational sample_aspect_ratio
+        AVColorRange color_range
+        AVColorPrimaries color_primaries
+        AVColorTransferCharacteristic color_trc
+        AVColorSpace color_space
+        AVChannelLayout ch_layout
+        int sample_rate
+        int frame_size
+
+
+cdef extern from "libavcodec/packet.h" nogil:
+    int AV_PKT_FLAG_KEY
+    int AV_PKT_FLAG_CORRUPT
+    int AV_PKT_FLAG_DISCARD
+    ctypedef struct AVPacket:
+        int64_t pts
+        int64_t dts
+        uint8_t *data
+        int size
+        int stream_index
+        int flags
+        int64_t duration
+        int64_t pos
+    AVPacket *av_packet_alloc()
+    void av_packet_free(AVPacket **pkt)
+    void av_packet_unref(AVPacket *pkt)
+
+
+cdef extern from "libavcodec/avcodec.h" nogil:
+    int AVDISCARD_DEFAULT
+    int AVDISCARD_ALL
+    int FF_THREAD_FRAME
+    int FF_THREAD_SLICE
+    ctypedef struct AVCodecContext:
+        AVMediaType codec_type
+        const AVCodec *codec
+        AVCodecID codec_id
+        int width
+        int height
+        int thread_count
+        int thread_type
+        AVRational pkt_timebase
+        int sample_rate
+    AVCodecContext *avcodec_alloc_context3(const AVCodec *codec)
+    void avcodec_free_context(AVCodecContext **avctx)
+    int avcodec_parameters_to_context(AVCodecContext *codec, const AVCodecParameters *par)
+    int avcodec_open2(AVCodecContext *avctx, const AVCodec *codec, AVDictionary **options)
+    int avcodec_send_packet(AVCodecContext *avctx, const AVPacket *avpkt)
+    int avcodec_receive_frame(AVCodecContext *avctx, AVFrame *frame)
+    void avcodec_flush_buffers(AVCodecContext *avctx)
+    unsigned avcodec_version()

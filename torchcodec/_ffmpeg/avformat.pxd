@@ -1,0 +1,79 @@
+# Declarations of libavformat, one block per header; C names unchanged; only what torchcodec uses.
+from libc.stdint cimport int64_t, uint8_t
+from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecParameters, AVPacket
+from torchcodec._ffmpeg.avutil cimport AVDictionary, AVMediaType, AVRational
+
+
+cdef extern from "libavformat/avio.h" nogil:
+    int AVSEEK_SIZE
+    int AVSEEK_FORCE
+    ctypedef struct AVIOContext:
+        unsigned char *buffer
+        int error
+    AVIOContext *avio_alloc_context(
+        unsigned char *buffer, int buffer_size, int write_flag, void *opaque,
+        int (*read_packet)(void *opaque, uint8_t *buf, int buf_size),
+        int (*write_packet)(void *opaque, const uint8_t *buf, int buf_size),
+        int64_t (*seek)(void *opaque, int64_t offset, int whence))
+    void avio_context_free(AVIOContext **s)
+
+
+cdef extern from "libavformat/avformat.h" nogil:
+    int AVFMT_FLAG_CUSTOM_IO
+    int AVSEEK_FLAG_BACKWARD
+    int AVSEEK_FLAG_BYTE
+    int AVSEEK_FLAG_ANY
+    int AVSEEK_FLAG_FRAME
+    int AVINDEX_KEYFRAME
+
+    ctypedef struct AVInputFormat:
+        const char *name
+        const char *long_name
+
+    ctypedef struct AVIndexEntry:
+        int64_t pos
+        int64_t timestamp
+        int flags
+
+    ctypedef struct AVStream:
+        int index
+        AVCodecParameters *codecpar
+        AVRational time_base
+        int64_t start_time
+        int64_t duration
+        int64_t nb_frames
+        int disposition
+        int discard
+        AVRational sample_aspect_ratio
+        AVDictionary *metadata
+        AVRational avg_frame_rate
+        AVRational r_frame_rate
+
+    ctypedef struct AVFormatContext:
+        const AVInputFormat *iformat
+        AVIOContext *pb
+        int ctx_flags
+        unsigned int nb_streams
+        AVStream **streams
+        int64_t start_time
+        int64_t duration
+        int64_t bit_rate
+        int flags
+        AVDictionary *metadata
+
+    AVFormatContext *avformat_alloc_context()
+    void avformat_free_context(AVFormatContext *s)
+    int avformat_open_input(AVFormatContext **ps, const char *url, const AVInputFormat *fmt,
+                            AVDictionary **options)
+    int avformat_find_stream_info(AVFormatContext *ic, AVDictionary **options)
+    void avformat_close_input(AVFormatContext **s)
+    int av_find_best_stream(AVFormatContext *ic, AVMediaType type, int wanted_stream_nb,
+                            int related_stream, const AVCodec **decoder_ret, int flags)
+    int av_read_frame(AVFormatContext *s, AVPacket *pkt)
+    int avformat_seek_file(AVFormatContext *s, int stream_index, int64_t min_ts, int64_t ts,
+                           int64_t max_ts, int flags)
+    int av_seek_frame(AVFormatContext *s, int stream_index, int64_t timestamp, int flags)
+    int avformat_index_get_entries_count(const AVStream *st)
+    const AVIndexEntry *avformat_index_get_entry_from_timestamp(AVStream *st, int64_t wanted_timestamp,
+                                                                int flags)
+    unsigned avformat_version()

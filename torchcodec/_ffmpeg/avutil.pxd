@@ -1,0 +1,176 @@
+# Declarations of libavutil, one block per header; C names unchanged; only what torchcodec uses.
+from libc.stdint cimport int64_t, int32_t, uint8_t, uint64_t
+
+
+cdef extern from "libavutil/avutil.h" nogil:
+    enum AVMediaType:
+        AVMEDIA_TYPE_UNKNOWN
+        AVMEDIA_TYPE_VIDEO
+        AVMEDIA_TYPE_AUDIO
+        AVMEDIA_TYPE_DATA
+        AVMEDIA_TYPE_SUBTITLE
+        AVMEDIA_TYPE_ATTACHMENT
+    int64_t AV_NOPTS_VALUE
+    int AV_TIME_BASE
+    const char *av_version_info()
+    unsigned avutil_version()
+    const char *av_get_media_type_string(AVMediaType media_type)
+
+
+cdef extern from "libavutil/rational.h" nogil:
+    ctypedef struct AVRational:
+        int num
+        int den
+    double av_q2d(AVRational a)
+
+
+cdef extern from "libavutil/mathematics.h" nogil:
+    enum AVRounding:
+        AV_ROUND_ZERO
+        AV_ROUND_INF
+        AV_ROUND_DOWN
+        AV_ROUND_UP
+        AV_ROUND_NEAR_INF
+        AV_ROUND_PASS_MINMAX
+    int64_t av_rescale_q(int64_t a, AVRational bq, AVRational cq)
+    int64_t av_rescale_q_rnd(int64_t a, AVRational bq, AVRational cq, AVRounding rnd)
+
+
+cdef extern from "libavutil/error.h" nogil:
+    int AVERROR(int e)
+    int AVERROR_EOF
+    int AVERROR_INVALIDDATA
+    int AVERROR_DECODER_NOT_FOUND
+    int AVERROR_DEMUXER_NOT_FOUND
+    int AVERROR_STREAM_NOT_FOUND
+    int AVERROR_EXIT
+    int AVERROR_UNKNOWN
+    int AV_ERROR_MAX_STRING_SIZE
+    int av_strerror(int errnum, char *errbuf, size_t errbuf_size)
+
+
+cdef extern from "libavutil/mem.h" nogil:
+    void *av_malloc(size_t size)
+    void av_free(void *ptr)
+    void av_freep(void *ptr)
+
+
+cdef extern from "libavutil/log.h" nogil:
+    int AV_LOG_QUIET
+    int AV_LOG_PANIC
+    int AV_LOG_FATAL
+    int AV_LOG_ERROR
+    int AV_LOG_WARNING
+    int AV_LOG_INFO
+    int AV_LOG_VERBOSE
+    int AV_LOG_DEBUG
+    void av_log_set_level(int level)
+    int av_log_get_level()
+
+
+cdef extern from "libavutil/dict.h" nogil:
+    ctypedef struct AVDictionary:
+        pass
+    ctypedef struct AVDictionaryEntry:
+        char *key
+        char *value
+    int AV_DICT_IGNORE_SUFFIX
+    AVDictionaryEntry *av_dict_get(const AVDictionary *m, const char *key,
+                                   const AVDictionaryEntry *prev, int flags)
+    int av_dict_set(AVDictionary **pm, const char *key, const char *value, int flags)
+    void av_dict_free(AVDictionary **m)
+
+
+cdef extern from "libavutil/pixfmt.h" nogil:
+    enum AVPixelFormat:
+        AV_PIX_FMT_NONE
+        AV_PIX_FMT_YUV420P
+        AV_PIX_FMT_RGB24
+        AV_PIX_FMT_RGB48
+        AV_PIX_FMT_GBRP
+    enum AVColorRange:
+        AVCOL_RANGE_UNSPECIFIED
+        AVCOL_RANGE_MPEG
+        AVCOL_RANGE_JPEG
+    enum AVColorPrimaries:
+        AVCOL_PRI_UNSPECIFIED
+    enum AVColorTransferCharacteristic:
+        AVCOL_TRC_UNSPECIFIED
+    enum AVColorSpace:
+        AVCOL_SPC_RGB
+        AVCOL_SPC_BT709
+        AVCOL_SPC_UNSPECIFIED
+        AVCOL_SPC_BT470BG
+        AVCOL_SPC_SMPTE170M
+        AVCOL_SPC_BT2020_NCL
+
+
+cdef extern from "libavutil/pixdesc.h" nogil:
+    ctypedef struct AVComponentDescriptor:
+        int plane
+        int step
+        int offset
+        int shift
+        int depth
+    ctypedef struct AVPixFmtDescriptor:
+        const char *name
+        uint8_t nb_components
+        uint8_t log2_chroma_w
+        uint8_t log2_chroma_h
+        uint64_t flags
+        AVComponentDescriptor comp[4]
+    int AV_PIX_FMT_FLAG_BE
+    int AV_PIX_FMT_FLAG_PAL
+    int AV_PIX_FMT_FLAG_BITSTREAM
+    int AV_PIX_FMT_FLAG_HWACCEL
+    int AV_PIX_FMT_FLAG_PLANAR
+    int AV_PIX_FMT_FLAG_RGB
+    int AV_PIX_FMT_FLAG_ALPHA
+    const AVPixFmtDescriptor *av_pix_fmt_desc_get(AVPixelFormat pix_fmt)
+    const char *av_get_pix_fmt_name(AVPixelFormat pix_fmt)
+    const char *av_color_range_name(AVColorRange range)
+    const char *av_color_primaries_name(AVColorPrimaries primaries)
+    const char *av_color_transfer_name(AVColorTransferCharacteristic transfer)
+    const char *av_color_space_name(AVColorSpace space)
+
+
+cdef extern from "libavutil/samplefmt.h" nogil:
+    enum AVSampleFormat:
+        AV_SAMPLE_FMT_NONE
+        AV_SAMPLE_FMT_FLT
+        AV_SAMPLE_FMT_FLTP
+    const char *av_get_sample_fmt_name(AVSampleFormat sample_fmt)
+
+
+cdef extern from "libavutil/channel_layout.h" nogil:
+    ctypedef struct AVChannelLayout:
+        int nb_channels
+
+
+cdef extern from "libavutil/frame.h" nogil:
+    int AV_NUM_DATA_POINTERS
+    ctypedef struct AVFrame:
+        uint8_t *data[8]
+        int linesize[8]
+        int width
+        int height
+        int nb_samples
+        int format
+        int64_t pts
+        int64_t pkt_dts
+        int64_t best_effort_timestamp
+        int sample_rate
+        AVChannelLayout ch_layout
+        AVColorRange color_range
+        AVColorPrimaries color_primaries
+        AVColorTransferCharacteristic color_trc
+        AVColorSpace colorspace
+        int flags
+    AVFrame *av_frame_alloc()
+    void av_frame_free(AVFrame **frame)
+    void av_frame_unref(AVFrame *frame)
+    int av_frame_get_buffer(AVFrame *frame, int align)
+
+
+cdef extern from "libavutil/display.h" nogil:
+    double av_display_rotation_get(const int32_t *matrix)

@@ -1,0 +1,56 @@
+"""Turning what a user passes as a source into something the Demuxer can open."""
+from __future__ import annotations
+
+import io
+import os
+import pathlib
+import re
+from typing import Any, Union
+
+from torchcodec._core._avio import FileObjectSource, MemorySource
+from torchcodec._core._error import MediaIsADirectoryError, MediaNotFoundError
+
+SourceLike = Union[str, os.PathLike, bytes, bytearray, memoryview, Any]
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def open_source(source: SourceLike) -> tuple[Any, str]:
+    """Return (demuxer input, description): a str path/URL, or an IOSource for bytes/file objects.
+
+    Raises TypeError for unsupported types (and for text-mode files, suggesting 'rb'),
+    MediaNotFoundError / MediaIsADirectoryError (also RuntimeErrors) for bad local paths.
+    """
+    if isinstance(source, pathlib.PurePath):
+        source = os.fspath(source)
+    if isinstance(source, str):
+        if not _URL.match(source) or source.startswith("file:"):
+            path = source[5:] if source.startswith("file:") else source
+            if not os.path.exists(path):
+                raise MediaNotFoundError(f"could not open {source!r}: no such file")
+            if os.path.isdir(path):
+                raise MediaIsADirectoryError(f"could not open {source!r}: it is a directory, not a media file")
+        return source, repr(source)
+    if isinstance(source, io.TextIOBase):
+        raise TypeError("the file object is in text mode; open it in binary mode ('rb')")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return MemorySource(source), f"a {type(source).__name__} of {len(memoryview(source).cast('B'))} bytes"
+    if hasattr(source, "read") and hasattr(source, "seek"):
+        return FileObjectSource(source), f"file object {type(source).__name__}"
+    if hasattr(source, "__array_interface__") or _is_buffer(source):
+        shape = getattr(source, "shape", None)
+        if shape is not None and len(shape) != 1:
+            raise TypeError(f"an array source must be 1-D encoded bytes (uint8), got shape {tuple(shape)}")
+        return MemorySource(source), f"a 1-D array of {len(source)} bytes"
+    raise TypeError(
+        f"unsupported source type {type(source).__name__}: pass a path (str or pathlib.Path), "
+        f"bytes/bytearray/memoryview, a 1-D uint8 array of encoded bytes, or a binary file object "
+        f"with read() and seek()")
+
+
+def _is_buffer(obj: Any) -> bool:
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True

@@ -1,0 +1,5 @@
+"""Decoders with TorchCodec's API."""
+from torchcodec.decoders._metadata import AudioStreamMetadata, StreamMetadata, VideoStreamMetadata
+from torchcodec.decoders._video_decoder import VideoDecoder
+
+__all__ = ["AudioStreamMetadata", "StreamMetadata", "VideoDecoder", "VideoStreamMetadata"]

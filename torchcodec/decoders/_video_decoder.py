@@ -1,0 +1,336 @@
+"""VideoDecoder: TorchCodec's video decoding API over the Cython engine."""
+from __future__ import annotations
+
+import array
+import io
+import json
+import math
+import numbers
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any, Optional, Union
+
+from torchcodec import _bridge
+from torchcodec._core._demuxer import Demuxer
+from torchcodec._core._frame_index import FrameIndex
+from torchcodec._core._video import Match, VideoStream
+from torchcodec._frame import Frame, FrameBatch
+from torchcodec._source import SourceLike, open_source
+from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
+
+_DIMENSION_ORDERS = ("NCHW", "NHWC")
+_SEEK_MODES = ("exact", "approximate")
+_DTYPES = ("uint8", "float32")
+
+
+class VideoDecoder:
+    """Decode the frames of one video stream.
+
+    Args:
+        source: a path (str or pathlib.Path) or URL; bytes, bytearray, memoryview or a 1-D uint8
+            array of encoded bytes (read without copying); or a binary file object with
+            ``read(n)`` and ``seek(offset, whence)``.
+        stream_index: absolute index of the video stream; None picks FFmpeg's best video stream.
+        dimension_order: "NCHW" (frames are (3, H, W)) or "NHWC" ((H, W, 3)).
+        num_ffmpeg_threads: decoding threads; 0 lets FFmpeg choose.
+        device: None or "cpu" (CUDA decoding is not available in this version).
+        seek_mode: "exact" scans the file at construction (exact frame count and timestamps, correct
+            on variable frame rate) or "approximate" trusts the header (frame i is at begin + i / fps).
+        transforms: not available in this version; must be None or empty.
+        output_dtype: "uint8" (0..255), "float32" (0..1, from 16-bit RGB / 65535) or "auto" (float32
+            when the source has more than 8 bits per component). numpy/torch dtypes are accepted.
+        custom_frame_mappings: the JSON of ``ffprobe -show_frames -of json`` (str, bytes or a file
+            object) for this stream: exact-mode accuracy without the scan.
+
+    Frames are RGB. Errors: TypeError for a bad source type, ValueError for bad arguments,
+    IndexError for out-of-range frames and times (see each method).
+    """
+
+    def __init__(
+        self,
+        source: SourceLike,
+        *,
+        stream_index: Optional[int] = None,
+        dimension_order: str = "NCHW",
+        num_ffmpeg_threads: int = 1,
+        device: Any = None,
+        seek_mode: str = "exact",
+        transforms: Optional[Sequence[Any]] = None,
+        output_dtype: Any = "uint8",
+        custom_frame_mappings: Any = None,
+    ) -> None:
+        if dimension_order not in _DIMENSION_ORDERS:
+            raise ValueError(f"Invalid dimension order ({dimension_order}). Supported values are NCHW, NHWC.")
+        if seek_mode not in _SEEK_MODES:
+            raise ValueError(f"Invalid seek mode ({seek_mode}). Supported values are exact, approximate.")
+        if custom_frame_mappings is not None and seek_mode == "approximate":
+            raise ValueError("custom_frame_mappings gives exact timestamps; it cannot be combined with "
+                             "seek_mode='approximate' (use the default seek_mode='exact')")
+        if not isinstance(num_ffmpeg_threads, numbers.Integral) or num_ffmpeg_threads < 0:
+            raise ValueError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+        _check_device(device)
+        if transforms:
+            raise NotImplementedError("decode-time transforms are not available in this version of torchcodec")
+
+        self._dimension_order = dimension_order
+        self._seek_mode = seek_mode
+        self._lock = threading.Lock()
+        demuxer_input, name = open_source(source)
+        self._demuxer = demuxer = Demuxer(demuxer_input, name)
+        self.stream_index = _choose_video_stream(demuxer, stream_index)
+        header = demuxer.stream_header(self.stream_index)
+
+        if custom_frame_mappings is not None:
+            index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
+        elif seek_mode == "exact":
+            index = demuxer.scan(self.stream_index)
+        else:
+            index = None
+        self._index: Optional[FrameIndex] = index
+        content = None
+        if index is not None and len(index) > 0:
+            begin, end = index.content_bounds()
+            content = (begin, end, len(index))
+        elif index is not None:
+            content = (None, None, 0)
+        self.metadata: VideoStreamMetadata = video_metadata(header, content)
+        self._time_base = float(header["time_base"])
+        self._output_dtype = _resolve_dtype(output_dtype, header["bits_per_component"])
+        self._num_frames = self.metadata.num_frames
+        if self._num_frames is None:
+            raise ValueError(f"cannot tell the number of frames of stream {self.stream_index} from its header; "
+                             f"use seek_mode='exact'")
+        clockwise = (-round(header["rotation"])) % 360 if header["rotation"] is not None else 0
+        self._engine = VideoStream(demuxer, self.stream_index, index, int(num_ffmpeg_threads),
+                                   clockwise if clockwise in (90, 180, 270) else 0,
+                                   index is None or custom_frame_mappings is not None)
+
+    # ---- the Sequence protocol ----------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._num_frames
+
+    def __getitem__(self, key: Union[numbers.Integral, slice]) -> Any:
+        """``decoder[i]``: the frame data at index i (negative allowed); ``decoder[a:b:s]``: a batch's data."""
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            return self.get_frame_at(int(key)).data
+        if isinstance(key, slice):
+            return self._frames_at_indices(self._slice_indices(key.start, key.stop, key.step)).data
+        raise TypeError(f"Unsupported key type: {type(key).__name__}. Supported types are int and slice.")
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(len(self)):
+            yield self.get_frame_at(i).data
+
+    @property
+    def cpu_fallback(self) -> bool:
+        """False: frames are decoded on the CPU as asked (meaningful for CUDA decoders)."""
+        return False
+
+    # ---- by index ---------------------------------------------------------------------------
+
+    def get_frame_at(self, index: int) -> Frame:
+        """The frame at ``index`` (negative counts from the end); IndexError when out of range."""
+        batch = self._frames_at_indices([self._normalize_index(index)])
+        return Frame(batch.data[0], float(batch.pts_seconds[0]), float(batch.duration_seconds[0]))
+
+    def get_frames_at(self, indices: Sequence[int]) -> FrameBatch:
+        """Frames at ``indices`` (any order, duplicates and negatives allowed), in that order."""
+        return self._frames_at_indices([self._normalize_index(i) for i in _as_int_list(indices)])
+
+    def get_frames_in_range(self, start: int, stop: int, step: int = 1) -> FrameBatch:
+        """Frames ``start, start + step, ...`` before ``stop``, clamped like Python slicing."""
+        return self._frames_at_indices(self._slice_indices(start, stop, step))
+
+    # ---- by time ------------------------------------------------------------------------------
+
+    def get_frame_played_at(self, seconds: float) -> Frame:
+        """The frame on screen at ``seconds``; IndexError outside [begin_stream_seconds, end_stream_seconds)."""
+        seconds = float(seconds)
+        if not self._in_stream(seconds):
+            raise IndexError(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to "
+                             f"{self.metadata.begin_stream_seconds} and less than {self.metadata.end_stream_seconds}.")
+        batch = self._frames_played_at([seconds])
+        return Frame(batch.data[0], float(batch.pts_seconds[0]), float(batch.duration_seconds[0]))
+
+    def get_frames_played_at(self, seconds: Sequence[float]) -> FrameBatch:
+        """The frames on screen at each of ``seconds``; RuntimeError if one lies outside the stream."""
+        times = [float(t) for t in seconds]
+        for t in times:
+            if not self._in_stream(t):
+                raise RuntimeError(f"frame pts is {t}; must be greater than or equal to "
+                                   f"{self.metadata.begin_stream_seconds} and less than {self.metadata.end_stream_seconds}.")
+        return self._frames_played_at(times)
+
+    def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
+                                   fps: Optional[float] = None) -> FrameBatch:
+        """Frames on screen during [start_seconds, stop_seconds).
+
+        Without ``fps``: every frame shown in the interval, where frame i is shown from its pts until
+        the next frame's pts (so the frame on screen at ``start_seconds`` is included, and a frame
+        whose pts is ``stop_seconds`` is not). With ``fps``: ``round((stop - start) * fps)`` frames
+        sampled at ``start + k / fps``, with those times as pts and ``1 / fps`` as durations.
+        ValueError when start > stop or the interval leaves the stream.
+        """
+        start, stop = float(start_seconds), float(stop_seconds)
+        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
+        if start > stop:
+            raise ValueError(f"Invalid start seconds: {start}. It must be less than or equal to stop seconds ({stop}).")
+        if not self._in_stream(start):
+            raise ValueError(f"Invalid start seconds: {start}. It must be greater than or equal to {begin} and less than {end}.")
+        if end is not None and stop > end:
+            raise ValueError(f"Invalid stop seconds: {stop}. It must be less than or equal to {end}.")
+        if fps is not None:
+            return self._resampled(start, stop, fps)
+        if start == stop:
+            return self._frames_at_indices([])
+        if self._index is not None:
+            first = max(self._index.index_played_at(start), 0)
+            last = self._index.index_at_or_after(stop)          # exclusive
+        else:
+            rate = self.metadata.average_fps
+            first = math.floor((start - begin) * rate + 1e-9)
+            last = math.ceil((stop - begin) * rate - 1e-9)
+        return self._frames_at_indices(list(range(first, min(last, len(self)))))
+
+    def get_all_frames(self, fps: Optional[float] = None) -> FrameBatch:
+        """Every frame; with ``fps``, the stream resampled at that rate (see get_frames_played_in_range)."""
+        if fps is None:
+            return self._frames_at_indices(list(range(len(self))))
+        return self.get_frames_played_in_range(self.metadata.begin_stream_seconds,
+                                               self.metadata.end_stream_seconds, fps=fps)
+
+    # ---- internals ----------------------------------------------------------------------------
+
+    def _normalize_index(self, index: int) -> int:
+        n = len(self)
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError(f"Invalid frame index={index} for stream_index={self.stream_index}; "
+                             f"must be in [-{n}, {n})")
+        return i
+
+    def _slice_indices(self, start: Optional[int], stop: Optional[int], step: Optional[int]) -> list[int]:
+        if step is not None and step < 0:
+            raise RuntimeError(f"Step must be greater than 0; is {step}")
+        return list(range(*slice(start, stop, step).indices(len(self))))
+
+    def _in_stream(self, seconds: float) -> bool:
+        end = self.metadata.end_stream_seconds
+        return self.metadata.begin_stream_seconds <= seconds and (end is None or seconds < end)
+
+    def _frames_at_indices(self, indices: list[int]) -> FrameBatch:
+        """Decode frames by (normalised) index; the one path to the engine for index requests."""
+        if self._index is not None:
+            index = self._index
+            targets = array.array("q", [index.pts(i) for i in indices])
+        else:
+            begin, rate, tb = self.metadata.begin_stream_seconds, self.metadata.average_fps, self._time_base
+            # The frame nearest to begin + i / fps: the first frame at or after half a frame earlier.
+            targets = array.array("q", [math.floor((begin + (i - 0.5) / rate) / tb) for i in indices])
+        return self._decode(targets, Match.AT_OR_AFTER)
+
+    def _frames_played_at(self, times: list[float]) -> FrameBatch:
+        if self._index is not None:
+            return self._frames_at_indices([max(self._index.index_played_at(t), 0) for t in times])
+        tb = self._time_base
+        return self._decode(array.array("q", [math.floor(t / tb + 1e-6) for t in times]), Match.PLAYED_AT)
+
+    def _resampled(self, start: float, stop: float, fps: float) -> FrameBatch:
+        if not fps > 0:
+            raise ValueError(f"fps must be > 0, got {fps}")
+        count = round((stop - start) * fps)
+        times = [start + k / fps for k in range(count)]
+        batch = self._frames_played_at(times)
+        batch.pts_seconds[:] = times if count else batch.pts_seconds
+        batch.duration_seconds[:] = 1.0 / fps
+        return batch
+
+    def _decode(self, targets: array.array, match: Match) -> FrameBatch:
+        n, height, width = len(targets), self.metadata.height, self.metadata.width
+        data = _bridge.empty((n, height, width, 3), self._output_dtype)
+        pts = _bridge.empty((n,), "float64")
+        durations = _bridge.empty((n,), "float64")
+        if n:
+            with self._lock:
+                self._engine.decode_at(targets, int(match), data, pts, durations)
+        if self._dimension_order == "NCHW":
+            data = _bridge.nchw(data)
+        return FrameBatch(data, pts, durations)
+
+
+def _check_device(device: Any) -> None:
+    name = "cpu" if device is None else str(device)
+    if name == "cpu":
+        return
+    if name.startswith("cuda"):
+        raise RuntimeError(f"device={name!r}: CUDA decoding is not available in this build of torchcodec; "
+                           f"use device='cpu'")
+    raise ValueError(f"Invalid device {device!r}: use None, 'cpu', 'cuda' or 'cuda:N'")
+
+
+def _choose_video_stream(demuxer: Demuxer, stream_index: Optional[int]) -> int:
+    if stream_index is None:
+        best = demuxer.best_stream("video")
+        if best is None:
+            raise ValueError("No valid stream found in input file: it has no video stream")
+        return best
+    if not isinstance(stream_index, numbers.Integral) or not 0 <= stream_index < demuxer.num_streams:
+        raise ValueError(f"The stream index {stream_index} is not a valid stream "
+                         f"(the file has {demuxer.num_streams} stream(s)).")
+    kind = demuxer.media_type(int(stream_index))
+    if kind != "video":
+        raise ValueError(f"The stream at index {stream_index} is not a video stream (it is {kind}).")
+    return int(stream_index)
+
+
+def _resolve_dtype(output_dtype: Any, bits_per_component: int) -> str:
+    name = "auto" if output_dtype == "auto" else _bridge.dtype_name(output_dtype)
+    if name == "auto":
+        return "float32" if bits_per_component > 8 else "uint8"
+    if name not in _DTYPES:
+        raise ValueError(f"Invalid output_dtype ({output_dtype}). Supported values are uint8, float32, and 'auto'.")
+    return name
+
+
+def _as_int_list(indices: Any) -> list[int]:
+    if hasattr(indices, "tolist") and not isinstance(indices, list):
+        dtype = str(getattr(indices, "dtype", ""))
+        if dtype and "int" not in dtype:
+            raise TypeError(f"frame indices must be integers, got an array of {dtype}")
+        indices = indices.tolist()
+    result = []
+    for i in indices:
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise TypeError(f"frame indices must be integers, got {type(i).__name__} ({i!r})")
+        result.append(int(i))
+    return result
+
+
+def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> FrameIndex:
+    """A FrameIndex from ffprobe ``-show_frames -of json`` output (str, bytes or file object)."""
+    if hasattr(mappings, "read"):
+        mappings = mappings.read()
+    if isinstance(mappings, (bytes, bytearray)):
+        mappings = mappings.decode("utf-8")
+    if not isinstance(mappings, str):
+        raise TypeError(f"custom_frame_mappings must be a JSON str, bytes or a file object, "
+                        f"not {type(mappings).__name__}")
+    try:
+        frames = json.loads(mappings)["frames"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"custom_frame_mappings is not ffprobe -show_frames JSON output: {e}") from None
+    pts, durations, keys = [], [], []
+    for frame in frames:
+        if frame.get("stream_index", stream_index) != stream_index or frame.get("media_type", "video") != "video":
+            continue
+        try:
+            pts.append(int(frame["pts"] if "pts" in frame else frame["pkt_pts"]))
+            durations.append(int(frame["duration"] if "duration" in frame else frame["pkt_duration"]))
+            keys.append(bool(int(frame["key_frame"])))
+        except KeyError as e:
+            raise ValueError(f"custom_frame_mappings: a frame lacks {e} (needs pts or pkt_pts, "
+                             f"duration or pkt_duration, and key_frame)") from None
+    if not pts:
+        raise ValueError(f"custom_frame_mappings has no frame of video stream {stream_index}")
+    return FrameIndex.from_lists(float(time_base), pts, durations, keys)
