@@ -12,10 +12,10 @@ explicitly (``-map 0:<index>``), so references never depend on the CLI's own cho
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
-import pathlib
 import subprocess
 from fractions import Fraction
 from typing import Any
@@ -48,7 +48,17 @@ def _run(cmd: list[str]) -> bytes:
 
 
 def _probe(path: PathLike, *args: str) -> dict[str, Any]:
-    return json.loads(_run([FFPROBE, "-v", "error", "-of", "json", *args, os.fspath(path)]))
+    """ffprobe's JSON output, cached per file version (tests ask the same questions often)."""
+    try:
+        st = os.stat(path)
+    except OSError:  # let ffprobe report it
+        return _probe_file(os.fspath(path), 0, 0, args)
+    return copy.deepcopy(_probe_file(os.path.abspath(path), st.st_mtime_ns, st.st_size, args))
+
+
+@functools.lru_cache(maxsize=512)
+def _probe_file(path: str, mtime_ns: int, size: int, args: tuple[str, ...]) -> dict[str, Any]:
+    return json.loads(_run([FFPROBE, "-v", "error", "-of", "json", *args, path]))
 
 
 @functools.cache
@@ -86,7 +96,7 @@ def rotation_of(stream: dict[str, Any]) -> int | None:
     The ffmpeg CLI auto-rotates by it: rotation 90 gives ``numpy.rot90(frame, 1)``."""
     for side_data in stream.get("side_data_list", ()):
         if side_data.get("side_data_type") == "Display Matrix" and "rotation" in side_data:
-            return int(round(float(side_data["rotation"])))
+            return round(float(side_data["rotation"]))
     return None
 
 
@@ -173,7 +183,8 @@ def _resolve(path: PathLike, stream_index: int | None, media_type: str) -> dict[
     index = best_stream(path, media_type) if stream_index is None else stream_index
     stream = ffprobe_stream(path, index)
     if stream.get("codec_type") != media_type:
-        raise ValueError(f"stream {index} of {path} is {stream.get('codec_type')}, not {media_type}")
+        kind = stream.get("codec_type")
+        raise ValueError(f"stream {index} of {path} is {kind}, not {media_type}")
     return stream
 
 
@@ -302,6 +313,19 @@ def ffmpeg_rgb_frames(
             f"{pix_fmt} frames ({frame_bytes} bytes each)"
         )
     return np.frombuffer(data, dtype=dtype).reshape(-1, height, width, 3)
+
+
+def ffmpeg_raw_video(path: PathLike, *, stream_index: int | None = None) -> bytes:
+    """Every frame of a video stream in its own pixel format (``pix_fmt`` of
+    :func:`ffprobe_stream`), unconverted and unrotated: ``-autorotate 0 ... -f rawvideo``.
+    For 4:2:0 8-bit, each frame is the Y plane then U and V (``w*h*3/2`` bytes when even)."""
+    stream = _resolve(path, stream_index, "video")
+    return _run([
+        FFMPEG, "-hide_banner", "-nostdin", "-v", "error",
+        "-autorotate", "0", "-i", os.fspath(path),
+        "-map", f"0:{stream['index']}", "-fps_mode", "passthrough", "-c:v", "rawvideo",
+        "-f", "rawvideo", "-",
+    ])
 
 
 def ffmpeg_audio_samples(

@@ -7,6 +7,7 @@ These tests never import torchcodec: they prove that the corpus and the CLI refe
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import pathlib
 import sys
@@ -221,7 +222,7 @@ def test_frame_timestamps_increase_and_match_time_base(corpus, name):
     time_base = ref.ffprobe_stream(path, index)["time_base"]
     frames = ref.ffprobe_frames(path, index)
     pts = [f["pts"] for f in frames]
-    assert all(b > a for a, b in zip(pts, pts[1:]))
+    assert all(b > a for a, b in itertools.pairwise(pts))
     # the edit list hides the keyframe its first shown frame depends on
     assert frames[0]["key_frame"] == (name != "h264_editlist.mp4")
     for f in frames:
@@ -265,6 +266,19 @@ def test_other_codecs_have_inter_frames(corpus, name):
     assert types.count("I") < len(types) // 4
     if name in ("mpeg4_bframes.avi", "mpeg2_mp2.mpg"):
         assert "B" in types
+
+
+def test_hevc_has_an_open_gop_with_a_leading_frame(corpus):
+    path = corpus["hevc_bframes.mp4"]
+    packets = ref.ffprobe_packets(path, 0)
+    keys = [i for i, p in enumerate(packets) if p["key"]]
+    assert len(keys) == 2
+    cra = packets[keys[1]]
+    assert cra["pts"] == 30 * 512
+    # decoded after the keyframe, shown before it: frame 29 depends on the previous GOP
+    assert packets[keys[1] + 1]["pts"] == 29 * 512
+    frames = ref.ffprobe_frames(path, 0)
+    assert _key_frame_indices(frames) == [0, 30]
 
 
 def test_h264_bframes_has_three_gops(corpus):
@@ -380,8 +394,7 @@ def test_full_range_file_is_tagged_and_uses_the_full_range(corpus):
 
     def luma_spread(name: str) -> float:
         # the luma plane as coded (no conversion): the first W*H bytes of each 4:2:0 frame
-        raw = ref._run([ref.FFMPEG, "-v", "error", "-i", str(corpus[name]), "-map", "0:v",
-                        "-f", "rawvideo", "-"])
+        raw = ref.ffmpeg_raw_video(corpus[name])
         luma = np.frombuffer(raw, np.uint8).reshape(-1, 320 * 240 * 3 // 2)[:, : 320 * 240]
         low, high = np.percentile(luma, [0.5, 99.5])
         return high - low
@@ -409,7 +422,7 @@ def test_bt709_file_is_tagged_and_converted_with_bt709(corpus):
 
 @pytest.mark.parametrize("name", sorted(AUDIO))
 def test_audio_stream_has_the_stated_format(corpus, name):
-    codec, sample_fmt, channels, sample_rate, duration = AUDIO[name]
+    codec, sample_fmt, channels, sample_rate, _ = AUDIO[name]
     path = corpus[name]
     stream = ref.ffprobe_stream(path, ref.best_stream(path, "audio"))
     assert stream["codec_name"] == codec
@@ -429,10 +442,12 @@ def test_audio_samples_are_per_channel_tones(corpus, name):
     # lossy codecs add up to a few frames of padding
     slack = 0 if name in LOSSLESS else 4096
     assert sample_rate * duration <= samples.shape[1] <= sample_rate * duration + slack
-    # away from the edges, where lossy codecs overshoot: amplitude 0.5
+    # sines of amplitude 0.5 (RMS 0.5 / sqrt(2)); lossy codecs overshoot, so not their peaks
     middle = samples[:, sample_rate // 4 : sample_rate // 4 + sample_rate // 2]
-    peak = np.abs(middle).max(axis=1)
-    assert peak == pytest.approx(np.full(channels, 0.5), abs=0.01 if name in LOSSLESS else 0.15)
+    rms = np.sqrt(np.mean(np.square(middle, dtype=np.float64), axis=1))
+    assert rms == pytest.approx(np.full(channels, 0.5 / np.sqrt(2)), abs=0.03)
+    if name in LOSSLESS:
+        assert np.abs(middle).max(axis=1) == pytest.approx(np.full(channels, 0.5), abs=0.01)
     # channel c carries a sine at 220 + 110 * c Hz
     spectrum = np.abs(np.fft.rfft(middle, axis=1))
     frequencies = np.fft.rfftfreq(middle.shape[1], 1 / sample_rate)

@@ -1,25 +1,29 @@
 """Measure TorchCodec 0.17 for tools/bench.py, inside TorchCodec's own venv.
 
-TorchCodec and this package share the import name ``torchcodec``, so bench.py runs this script
-with the venv's Python (never by hand)::
+TorchCodec and this package share the import name ``torchcodec``, so bench.py starts this script
+with the venv's Python (never run it by hand) and talks to it in JSON lines on stdin/stdout:
 
-    TC_VENV/bin/python tools/_bench_torchcodec_worker.py REQUEST.json REPLY.json
+- ``{"cmd": "init", "job": ..., "settings": ..., "frames_dir": ...}`` →
+  ``{"describe": str, "peers": [{"name", "seek_mode", "workloads"}, ...]}``
+- ``{"cmd": "measure", "peer": name, "workload": name, "threads": n}`` → ``{"row": measurement}``
+- any failure → ``{"error": str}``; end of input ends the worker.
 
-REQUEST holds the job, the run settings and a folder for frames; REPLY gets
-``{"describe": str, "rows": [measurement, ...]}`` or ``{"error": str}``. Frames of frame-checked
-workloads are written as raw RGB bytes into that folder; bench.py compares them with the
-reference. Timing uses bench.py's own code (imported from this folder), so both sides are measured
-the same way. The venv has torch but not necessarily numpy; nothing here needs numpy.
+bench.py sends one measure request at a time, interleaved with the other peers, so that all are
+timed under the same machine load. Timing uses bench.py's own code (imported from this folder), so
+both sides are measured the same way. Frames of frame-checked workloads are written as raw RGB
+bytes into frames_dir for bench.py to compare. The venv has torch but maybe not numpy; nothing
+here needs numpy. Anything that libraries print goes to stderr, never into the protocol.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 TOOLS_DIR = Path(__file__).resolve().parent
 
@@ -43,43 +47,74 @@ def load_torchcodec() -> Any:
     return torchcodec
 
 
-def frame_saver(bench: Any, frames_dir: Path) -> Any:
-    """A FrameRecorder that writes the frames to a file for bench.py to compare."""
-
-    def save(peer: Any, threads: int, frames: Any) -> dict[str, Any]:
-        name = peer.name.replace(" ", "_")
-        path = frames_dir / f"{name}-threads{threads}.rgb"
-        shape = bench.write_raw_frames(frames, path)
-        return {"frames_file": str(path), "shape": shape}
-
-    return save
+def protocol_streams() -> tuple[TextIO, TextIO]:
+    """(requests in, replies out); fd 1 is pointed at stderr so stray prints cannot corrupt replies."""
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return sys.stdin, replies
 
 
-def measure(request: dict[str, Any]) -> dict[str, Any]:
-    bench = import_bench()
-    job = bench.VideoJob(**request["job"])
-    settings = bench.RunSettings(**request["settings"])
-    peers = [bench.TorchCodecApiPeer("torchcodec", "TorchCodec", mode, load_torchcodec)
-             for mode in ("exact", "approximate")]
-    reason = peers[0].unavailable_reason()
-    if reason:
-        return {"error": reason}
-    record = frame_saver(bench, Path(request["frames_dir"]))
-    rows = []
-    for peer in peers:
-        bench.log(f"measuring {peer.name}")
-        rows += bench.run_peer(peer, job, settings, record)
-    return {"describe": peers[0].describe(), "rows": [row.to_json() for row in rows]}
+class Worker:
+    """Holds the job and TorchCodec's peers between requests."""
+
+    def __init__(self) -> None:
+        self.bench = import_bench()
+        self.job: Any = None
+        self.settings: Any = None
+        self.frames_dir = Path(".")
+        self.peers: dict[str, Any] = {}
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request["cmd"] == "init":
+            return self.init(request)
+        if request["cmd"] == "measure":
+            return self.measure(request)
+        return {"error": f"unknown command {request['cmd']!r}"}
+
+    def init(self, request: dict[str, Any]) -> dict[str, Any]:
+        bench = self.bench
+        self.job = bench.VideoJob(**request["job"])
+        self.settings = bench.RunSettings(**request["settings"])
+        self.frames_dir = Path(request["frames_dir"])
+        peers = [bench.TorchCodecApiPeer("torchcodec", "TorchCodec", mode, load_torchcodec)
+                 for mode in ("exact", "approximate")]
+        reason = peers[0].unavailable_reason()
+        if reason:
+            return {"error": f"TorchCodec: {reason}"}
+        self.peers = {peer.name: peer for peer in peers}
+        specs = [{"name": p.name, "seek_mode": p.seek_mode,
+                  "workloads": [w for w, workload in bench.WORKLOADS.items() if p.shows(workload)]}
+                 for p in peers]
+        return {"describe": peers[0].describe(), "peers": specs}
+
+    def measure(self, request: dict[str, Any]) -> dict[str, Any]:
+        peer = self.peers[request["peer"]]
+        workload = self.bench.WORKLOADS[request["workload"]]
+        row = peer.measure(workload, self.job, request["threads"], self.settings, self.save_frames)
+        return {"row": row.to_json()}
+
+    def save_frames(self, peer: Any, threads: int, frames: Any) -> dict[str, Any]:
+        """FrameRecorder: write the frames to a file that bench.py compares (and deletes)."""
+        path = self.frames_dir / f"{peer.name.replace(' ', '_')}-threads{threads}.rgb"
+        saved = self.bench.write_raw_frames(frames, path)
+        return {"frames_file": saved.path, "shape": saved.shape}
+
+
+def serve(requests: TextIO, replies: TextIO) -> None:
+    worker = None
+    for line in requests:
+        try:
+            worker = worker or Worker()
+            reply = worker.handle(json.loads(line))
+        except Exception as exc:
+            traceback.print_exc()
+            reply = {"error": f"worker: {type(exc).__name__}: {exc}"}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
 
 
 def main() -> int:
-    request_path, reply_path = Path(sys.argv[1]), Path(sys.argv[2])
-    try:
-        reply = measure(json.loads(request_path.read_text()))
-    except Exception as exc:
-        traceback.print_exc()
-        reply = {"error": f"worker failed: {type(exc).__name__}: {exc}"}
-    reply_path.write_text(json.dumps(reply))
+    serve(*protocol_streams())
     return 0
 
 

@@ -1,42 +1,51 @@
 #!/usr/bin/env python3
 """Benchmark this package's video decoding against its peers, on the same file, in one run.
 
-Peers: this package ("ours", ``import torchcodec`` in this Python), TorchCodec 0.17 (which has the
-same import name, so it runs in its own virtual environment through
-``tools/_bench_torchcodec_worker.py``; the venv is created on first use), PyAV, OpenCV, decord and
-the ffmpeg CLI. Every peer is optional: one that cannot be imported is reported as
-"n/a (reason)".
+Peers: this package ("ours": ``import torchcodec`` in this Python), TorchCodec 0.17, PyAV, OpenCV,
+decord and the ffmpeg CLI. TorchCodec has our import name, so it lives in its own venv (created on
+first use, minutes: torch is large) and is measured there by ``tools/_bench_torchcodec_worker.py``,
+which this script drives over a pipe. Every peer is optional: one that cannot be imported shows
+as "n/a (reason)". PyAV, OpenCV and decord bundle their own FFmpeg builds; the report says which.
 
-Run (from the repository root, with this package installed in the current Python)::
+Run from the repository root, with this package installed in the current Python::
 
-    python tools/bench.py                       # default file, all workloads, threads 1 and 0
-    python tools/bench.py --quick               # CI smoke run: no warm-up, 1 repeat
+    python tools/bench.py                        # default file, all workloads, threads 1 and 0
+    python tools/bench.py --quick                # CI smoke run: no warm-up, 1 repeat
     python tools/bench.py --file clip.mkv --workloads uniform10 random10 --threads 1
-    python tools/bench.py --json out/bench.json # also save every measurement
-    python tools/bench.py --no-torchcodec       # skip TorchCodec (and its venv)
+    python tools/bench.py --json out/bench.json  # also save every measurement
+    python tools/bench.py --no-torchcodec        # skip TorchCodec (and its venv)
+    python tools/bench.py --seek-modes exact     # skip seek_mode="approximate"
 
 Method: each measurement runs once to warm up, then N timed repeats; the table reports the
-MEDIAN of the N repeats (and the minimum). N is chosen per measurement so that it takes about
-``--budget`` seconds (at least 3, at most 15 repeats) unless ``--repeats`` fixes it. Every repeat
-opens a fresh decoder, so open time (and the packet scan of seek_mode="exact") is always included.
+MEDIAN of the N repeats (and the minimum). N is chosen per measurement so that the repeats take
+about ``--budget`` seconds (at least 3, at most 15) unless ``--repeats`` fixes it. Every repeat
+opens a fresh decoder, so open time (and the packet scan of seek_mode="exact") always counts.
+For each workload and thread count all peers run back to back, so that a change of machine load
+hits them alike. Where a peer has several strategies (PyAV and OpenCV seeking), each is warmed
+up and the fastest is timed; the note says which. A measurement that hangs for ``--timeout``
+seconds stops the run with a partial report.
 
-Ratio = peer time / our time (same workload, same thread count, same seek mode), so a ratio
-above 1 means we are faster. When our package is not importable the ratios are taken against
-TorchCodec instead, and the table says so.
+Ratio = peer time / our time (same workload, thread count and seek mode), so a ratio above 1
+means we are faster. When our package gives no numbers, ratios are against TorchCodec, and the
+report says so. The frames of the uniform10 workload are compared with the reference peer's (ours,
+else TorchCodec) so that a fast wrong answer shows.
 
 Workloads live in the ``WORKLOADS`` registry and each peer implements a method of the same name;
 a peer without that method does not appear in the workload's rows, a method raising
-``NotApplicable`` shows as "n/a (reason)". Audio workloads are added the same way.
+``NotApplicable`` shows as "n/a (reason)". Audio workloads are to be added the same way.
 
-This module imports only the standard library at the top so that the TorchCodec worker (whose
-venv has torch but no numpy) can import it and measure TorchCodec with the same code.
+This module imports only the standard library at the top, so that the TorchCodec worker (whose
+venv has torch but maybe not numpy) can import it and time TorchCodec with the same code.
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
+import ctypes
 import dataclasses
+import faulthandler
 import gc
 import importlib
 import importlib.util
@@ -50,13 +59,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-Task = Callable[[], Any]
+Task = Callable[[], Any]  # one timed repeat
+# called with (peer, threads, frames) for frame-checked workloads; returns the row's check entry
+FrameRecorder = Callable[["Peer", int, Any], "dict[str, Any] | None"]
 
 DEFAULT_FILE_NAME = "bench_1080p_h264.mp4"
 CACHE_DIR = Path.home() / ".cache" / "torchcodec-bench"
@@ -134,7 +147,7 @@ class RunSettings:
 
     repeats: int | None = None  # fixed N; None = adaptive within [min_repeats, max_repeats]
     warmup: bool = True
-    budget_s: float = 2.0
+    budget_s: float = 1.0
     min_repeats: int = 3
     max_repeats: int = 15
 
@@ -186,8 +199,8 @@ class Peer:
     """A library under test. Subclasses add one method per workload they can run.
 
     A workload method takes ``(job, threads)`` and returns a task (a no-argument callable doing
-    one repeat, including open) or a dict ``{variant name: task}``; the fastest variant is
-    reported.
+    one repeat, including open) or a dict ``{strategy name: task}``; the strategy fastest at
+    warm-up is timed and reported.
     """
 
     key: str = ""  # selector for --peers
@@ -219,6 +232,11 @@ class Peer:
     def rgb_nhwc(self, result: Any) -> Any:
         """The frames of a frame-checked workload's result as (N, H, W, 3) RGB uint8."""
         raise NotImplementedError
+
+    def measure(self, workload: Workload, job: VideoJob, threads: int, settings: RunSettings,
+                record_frames: FrameRecorder | None) -> Measurement:
+        """One row of the table; overridden by peers that run in another process."""
+        return measure_peer(self, workload, job, threads, settings, record_frames)
 
 
 def _try_import(module: str) -> tuple[Any, str | None]:
@@ -269,10 +287,10 @@ class TorchCodecApiPeer(Peer):
 
     def sequential(self, job: VideoJob, threads: int) -> Task:
         def run() -> Any:
-            frame = None
+            last = None
             for frame in self._open(job, threads):
-                pass
-            return frame
+                last = frame
+            return last
 
         return run
 
@@ -352,8 +370,8 @@ class PyAVPeer(Peer):
             return f"n/a ({self._reason})"
         bundled = getattr(self._av, "ffmpeg_version_info", None)
         lavc = self._av.library_versions.get("libavcodec")
-        ffmpeg = bundled or ffmpeg_release_of_lavc(lavc)
-        return f"PyAV {self._av.__version__}, bundled FFmpeg {ffmpeg} (its own build, not the system's)"
+        ffmpeg = f"FFmpeg {bundled}" if bundled else ffmpeg_release_of_lavc(lavc)
+        return f"PyAV {self._av.__version__}, bundled {ffmpeg} (its own build, not the system's)"
 
     def _open(self, job: VideoJob, threads: int) -> tuple[Any, Any]:
         container = self._av.open(job.path)
@@ -383,8 +401,8 @@ class PyAVPeer(Peer):
 
     def _indexed_variants(self, job: VideoJob, threads: int, indices: list[int]) -> dict[str, Task]:
         return {
-            "seek to keyframe before each target": lambda: self._frames_at(job, threads, indices, True),
             "seek only past the GOP, else decode on": lambda: self._frames_at(job, threads, indices, False),
+            "seek to keyframe before each target": lambda: self._frames_at(job, threads, indices, True),
         }
 
     def uniform10(self, job: VideoJob, threads: int) -> dict[str, Task]:
@@ -489,7 +507,7 @@ class OpenCVPeer(Peer):
         info = self._cv2.getBuildInformation()
         match = re.search(r"avcodec:\s+YES \(([\d.]+)\)", info)
         ffmpeg = ffmpeg_release_of_lavc(match.group(1)) if match else "unknown"
-        return f"OpenCV {self._cv2.__version__}, bundled FFmpeg {ffmpeg}; BGR output, not converted"
+        return f"OpenCV {self._cv2.__version__}, bundled {ffmpeg}; BGR output, not converted"
 
     def _open(self, job: VideoJob, threads: int) -> Any:
         cv2 = self._cv2
@@ -536,9 +554,9 @@ class OpenCVPeer(Peer):
 
     def _indexed_variants(self, job: VideoJob, threads: int, indices: list[int]) -> dict[str, Task]:
         return {
+            "grab() forward, no seek": lambda: self._frames_at(job, threads, indices, False),
             "CAP_PROP_POS_FRAMES seeks (approximate semantics)":
                 lambda: self._frames_at(job, threads, indices, True),
-            "grab() forward, no seek": lambda: self._frames_at(job, threads, indices, False),
         }
 
     def uniform10(self, job: VideoJob, threads: int) -> dict[str, Task]:
@@ -590,7 +608,7 @@ class DecordPeer(Peer):
     def describe(self) -> str:
         if self._decord is None:
             return f"n/a ({self._reason})"
-        return f"decord {self._decord.__version__}, bundled FFmpeg {self._bundled_ffmpeg()}"
+        return f"decord {self._decord.__version__}, bundled {self._bundled_ffmpeg()}"
 
     def _bundled_ffmpeg(self) -> str:
         libs = Path(self._decord.__file__).parent.parent / "decord.libs"
@@ -706,7 +724,7 @@ def ffmpeg_release_of_lavc(version: Any) -> str:
 def ffmpeg_cli_version() -> str:
     try:
         out = subprocess.run(["ffmpeg", "-version"], capture_output=True, text=True, check=True)
-        return out.stdout.splitlines()[0]
+        return out.stdout.splitlines()[0].split(" Copyright")[0]
     except (OSError, subprocess.CalledProcessError, IndexError):
         return "unknown"
 
@@ -728,94 +746,132 @@ def time_once(task: Task) -> tuple[float, Any]:
         gc.enable()
 
 
-def time_task(task: Task, settings: RunSettings) -> tuple[list[float], Any]:
-    """Warm up once (unless disabled), then N timed repeats. Returns (times, first result)."""
-    first_result = None
-    warmup_s = None
-    if settings.warmup:
-        warmup_s, first_result = time_once(task)
-    times = []
-    for _ in range(settings.repeats_after(warmup_s)):
+def time_repeats(task: Task, count: int) -> tuple[list[float], Any]:
+    """Time count runs; return (times, result of the first run)."""
+    times: list[float] = []
+    first = None
+    for _ in range(count):
         elapsed, result = time_once(task)
         times.append(elapsed)
-        if first_result is None:
-            first_result = result
+        if first is None:
+            first = result
         del result
-    return times, first_result
+    return times, first
 
 
-FrameRecorder = Callable[[Peer, int, Any], "dict[str, Any] | None"]
+def choose_variant(variants: dict[str, Task], settings: RunSettings) -> tuple[str, Task, float | None, Any]:
+    """Warm up every variant and keep the fastest: (name, task, warm-up seconds, its result).
+
+    Without warm-up the first variant is taken (peers list their usually-fastest one first).
+    """
+    if not settings.warmup:
+        name, task = next(iter(variants.items()))
+        return name, task, None, None
+    best: tuple[str, Task, float | None, Any] | None = None
+    for name, task in variants.items():
+        elapsed, result = time_once(task)
+        if best is None or elapsed < best[2]:
+            best = (name, task, elapsed, result)
+        del result
+    assert best is not None
+    return best
 
 
-def measure(peer: Peer, workload: Workload, job: VideoJob, threads: int,
-            settings: RunSettings, record_frames: FrameRecorder | None) -> Measurement:
-    """Time one peer on one workload at one thread count (the fastest of its variants)."""
+def measure_peer(peer: Peer, workload: Workload, job: VideoJob, threads: int,
+                 settings: RunSettings, record_frames: FrameRecorder | None) -> Measurement:
+    """Time one peer on one workload at one thread count (its fastest variant)."""
     row = Measurement(workload.name, threads, peer.name, peer.seek_mode)
     reason = peer.unavailable_reason()
     if reason:
         return dataclasses.replace(row, status="n/a", note=reason)
     try:
-        tasks = peer.tasks(workload, job, threads)
+        variants = peer.tasks(workload, job, threads)
         overhead = peer.overhead_task(workload, job, threads)
     except NotApplicable as exc:
         return dataclasses.replace(row, status="n/a", note=str(exc))
-    best: Measurement | None = None
-    for variant, task in tasks.items():
-        candidate = measure_variant(row, variant, task, overhead, settings, workload, record_frames, peer)
-        if best is None or _faster(candidate, best):
-            best = candidate
-    if len(tasks) > 1 and best is not None and best.status == "ok":
-        others = ", ".join(v for v in tasks if v != best.variant)
-        best.note = f"{best.variant} (faster than: {others})"
-    return best if best is not None else row
-
-
-def _faster(a: Measurement, b: Measurement) -> bool:
-    if a.status != "ok" or b.status != "ok":
-        return a.status == "ok"
-    return a.median_s < b.median_s
-
-
-def measure_variant(row: Measurement, variant: str, task: Task, overhead: Task | None,
-                    settings: RunSettings, workload: Workload,
-                    record_frames: FrameRecorder | None, peer: Peer) -> Measurement:
-    result = dataclasses.replace(row, variant=variant or None, note=variant)
     try:
-        times, first = time_task(task, settings)
+        name, task, warmup_s, first = choose_variant(variants, settings)
+        row.variant, row.note = name or None, name
+        if len(variants) > 1:
+            row.note += (f" (fastest of {len(variants)} strategies)" if settings.warmup
+                         else " (first strategy)")
+        row.times_s, first_timed = time_repeats(task, settings.repeats_after(warmup_s))
+        first = first if first is not None else first_timed
+        del first_timed
         if overhead is not None:
-            overhead_times, _ = time_task(overhead, settings)
-            start_cost = statistics.median(overhead_times)
-            times = [t - start_cost for t in times]
-            result.note = f"net of {start_cost * 1e3:.0f} ms process start + 1 frame"
-        result.times_s = times
+            start_cost = median_of_runs(overhead, settings)
+            row.times_s = [t - start_cost for t in row.times_s]
+            row.note = f"net of {start_cost * 1e3:.0f} ms: process start + 1 frame"
         if workload.check_frames and record_frames is not None:
-            result.check = record_frames(peer, row.threads, peer.rgb_nhwc(first))
+            row.check = record_frames(peer, threads, peer.rgb_nhwc(first))
     except Exception as exc:
-        result.status = "error"
-        result.note = f"{type(exc).__name__}: {exc}"[:300]
+        row.status, row.times_s = "error", []
+        row.note = f"{type(exc).__name__}: {exc}"[:300]
         traceback.print_exc(file=sys.stderr)
-    return result
+    return row
 
 
-def run_peer(peer: Peer, job: VideoJob, settings: RunSettings,
-             record_frames: FrameRecorder | None = None) -> list[Measurement]:
-    """Every workload x thread count of one peer, printing progress to stderr."""
-    rows: list[Measurement] = []
-    done: dict[tuple[str, int], Measurement] = {}
+def median_of_runs(task: Task, settings: RunSettings) -> float:
+    warmup_s = time_once(task)[0] if settings.warmup else None
+    return statistics.median(time_repeats(task, settings.repeats_after(warmup_s))[0])
+
+
+def run_all(peers: list[Peer], job: VideoJob, settings: RunSettings, record_frames: FrameRecorder | None,
+            watchdog: Watchdog, rows: list[Measurement]) -> None:
+    """Every workload x thread count x peer, appended to rows as they come.
+
+    Peers run back to back for each workload and thread count, so that changes of machine load
+    hit them all alike.
+    """
+    done: dict[tuple[str, str, int], Measurement] = {}
     for workload in job.workload_list():
-        if not peer.shows(workload):
-            continue
         for threads in job.threads:
-            alias = peer.alias(workload)
-            if alias and (alias, threads) in done:
-                row = dataclasses.replace(done[alias, threads], workload=workload.name,
-                                          note=f"same runs as '{alias}'")
-            else:
-                row = measure(peer, workload, job, threads, settings, record_frames)
-            done[workload.name, threads] = row
-            rows.append(row)
-            log(f"  {peer.name:<20} {workload.name:<10} threads={threads}: {format_row_time(row)}")
-    return rows
+            for peer in peers:
+                if not peer.shows(workload):
+                    continue
+                alias = peer.alias(workload)
+                if alias and (peer.name, alias, threads) in done:
+                    row = dataclasses.replace(done[peer.name, alias, threads], workload=workload.name,
+                                              note=f"same runs as '{alias}'")
+                else:
+                    with watchdog.guard(f"{peer.name} / {workload.name} / threads={threads}"):
+                        row = peer.measure(workload, job, threads, settings, record_frames)
+                done[peer.name, workload.name, threads] = row
+                rows.append(row)
+                log(f"{workload.name:<10} threads={threads} {peer.name:<20} {format_row_time(row)}")
+
+
+class Watchdog:
+    """Ends the run, with a report of what was measured so far, when one measurement hangs.
+
+    A stuck call into a C library cannot be interrupted, so the only way out is to exit. A
+    Python timer prints the partial report (it runs while the stuck code has released the GIL);
+    faulthandler, which needs no GIL, dumps every thread's stack and exits a little later.
+    """
+
+    def __init__(self, limit_s: float, on_timeout: Callable[[str], None]):
+        self.limit_s = limit_s
+        self._on_timeout = on_timeout
+
+    @contextlib.contextmanager
+    def guard(self, what: str) -> Any:
+        timer = threading.Timer(self.limit_s, self._fire, args=(what,))
+        timer.daemon = True
+        timer.start()
+        faulthandler.dump_traceback_later(self.limit_s + 30, exit=True)
+        try:
+            yield
+        finally:
+            timer.cancel()
+            faulthandler.cancel_dump_traceback_later()
+
+    def _fire(self, what: str) -> None:
+        log(f"TIMEOUT: {what} ran longer than {self.limit_s:g} s; stopping with a partial report")
+        try:
+            self._on_timeout(what)
+        finally:
+            sys.stdout.flush()
+            os._exit(3)
 
 
 def format_row_time(row: Measurement) -> str:
@@ -824,77 +880,89 @@ def format_row_time(row: Measurement) -> str:
     return f"{row.median_s * 1e3:.1f} ms (median of {len(row.times_s)})"
 
 
+_STARTED = time.perf_counter()
+
+
 def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """Progress line on stderr, stamped with seconds since start."""
+    print(f"[{time.perf_counter() - _STARTED:6.1f}s] {message}", file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------------------------
-# Frame checks (main Python only: needs numpy)
+# Frame checks
 # --------------------------------------------------------------------------------------------
 
 
-def write_raw_frames(frames: Any, path: Path) -> list[int]:
+@dataclass
+class SavedFrames:
+    """Frames that the TorchCodec worker wrote to a raw file (RGB uint8, NHWC)."""
+
+    path: str
+    shape: list[int]
+
+    def load(self) -> Any:
+        import numpy as np
+
+        frames = np.fromfile(self.path, dtype=np.uint8).reshape(self.shape)
+        os.unlink(self.path)
+        return frames
+
+
+def write_raw_frames(frames: Any, path: Path) -> SavedFrames:
     """Write an (N, H, W, 3) uint8 array or tensor as raw bytes; works without numpy for torch."""
-    if hasattr(frames, "untyped_storage"):  # torch tensor; its venv may lack numpy
-        tensor = frames.contiguous().clone()
-        path.write_bytes(bytes(tensor.untyped_storage()))
-        return list(tensor.shape)
+    if hasattr(frames, "data_ptr"):  # torch tensor; its venv may lack numpy
+        tensor = frames.cpu().contiguous()
+        path.write_bytes(ctypes.string_at(tensor.data_ptr(), tensor.numel() * tensor.element_size()))
+        return SavedFrames(str(path), list(tensor.shape))
     import numpy as np
 
     array = np.ascontiguousarray(frames)
     array.tofile(path)
-    return list(array.shape)
+    return SavedFrames(str(path), list(array.shape))
 
 
 class FrameChecker:
-    """Compares each peer's frames with the reference peer's, per thread count."""
+    """Compares each peer's frames with the first frames recorded at the same thread count.
 
-    def __init__(self, reference_peer: str):
-        self.reference_peer = reference_peer
-        self._reference: dict[int, Any] = {}
+    Peers run in the order ours exact, TorchCodec exact, ..., so the reference is ours when it
+    works and TorchCodec's otherwise.
+    """
 
-    def add_reference_file(self, threads: int, path: Path, shape: list[int]) -> None:
-        import numpy as np
-
-        self._reference[threads] = np.fromfile(path, dtype=np.uint8).reshape(shape)
+    def __init__(self) -> None:
+        self._reference: dict[int, tuple[str, Any]] = {}
 
     def __call__(self, peer: Peer, threads: int, frames: Any) -> dict[str, Any]:
         import numpy as np
 
-        frames = np.asarray(frames.numpy() if hasattr(frames, "numpy") else frames)
-        if peer.name == self.reference_peer:
-            self._reference[threads] = np.ascontiguousarray(frames)
-            return {"verdict": "reference"}
-        return self.compare(frames, threads)
+        frames = frames.load() if isinstance(frames, SavedFrames) else np.asarray(frames)
+        if threads not in self._reference:
+            self._reference[threads] = (peer.name, np.ascontiguousarray(frames))
+            return {"verdict": "reference", "reference": peer.name}
+        name, reference = self._reference[threads]
+        return {"reference": name} | compare_frames(frames, reference)
 
-    def compare_file(self, threads: int, path: Path, shape: list[int]) -> dict[str, Any]:
-        import numpy as np
 
-        return self.compare(np.fromfile(path, dtype=np.uint8).reshape(shape), threads)
+def compare_frames(frames: Any, reference: Any) -> dict[str, Any]:
+    """Max and mean |difference|; 'close' allows another FFmpeg build's rounding, not other frames."""
+    import numpy as np
 
-    def compare(self, frames: Any, threads: int) -> dict[str, Any]:
-        import numpy as np
-
-        reference = self._reference.get(threads)
-        if reference is None:
-            return {"verdict": f"no reference ({self.reference_peer} has no frames)"}
-        if frames.shape != reference.shape:
-            return {"verdict": f"shape {list(frames.shape)} != reference {list(reference.shape)}"}
-        diff = np.abs(frames.astype(np.int16) - reference.astype(np.int16))
-        per_frame = diff.reshape(len(diff), -1).mean(axis=1)
-        mean = float(diff.mean())
-        if not diff.any():
-            verdict = "identical"
-        elif per_frame.max() < 3.0:
-            verdict = "close"
-        else:
-            verdict = "DIFFERENT FRAMES?"
-        return {"verdict": verdict, "max_abs_diff": int(diff.max()), "mean_abs_diff": round(mean, 3),
-                "worst_frame_mean_abs_diff": round(float(per_frame.max()), 3)}
+    if frames.shape != reference.shape:
+        return {"verdict": f"shape {list(frames.shape)} != {list(reference.shape)}"}
+    diff = np.abs(frames.astype(np.int16) - reference.astype(np.int16))
+    per_frame = diff.reshape(len(diff), -1).mean(axis=1)
+    if not diff.any():
+        verdict = "identical"
+    elif per_frame.max() < 1.0:  # rounding of another swscale; neighbouring frames differ more
+        verdict = "close"
+    else:
+        verdict = "DIFFERENT FRAMES?"
+    return {"verdict": verdict, "max_abs_diff": int(diff.max()),
+            "mean_abs_diff": round(float(diff.mean()), 3),
+            "worst_frame_mean_abs_diff": round(float(per_frame.max()), 3)}
 
 
 # --------------------------------------------------------------------------------------------
-# TorchCodec in its own venv
+# TorchCodec in its own venv, driven through a worker process
 # --------------------------------------------------------------------------------------------
 
 
@@ -923,43 +991,87 @@ def _venv_has_torchcodec(python: Path) -> bool:
     return probe.returncode == 0
 
 
-def run_torchcodec_worker(venv: Path, job: VideoJob, settings: RunSettings,
-                          frames_dir: Path) -> tuple[str, list[Measurement]]:
-    """Measure TorchCodec in its venv. Returns (description or 'n/a (reason)', rows)."""
+class WorkerConnection:
+    """JSON lines to and from tools/_bench_torchcodec_worker.py running in the TorchCodec venv."""
+
+    def __init__(self, python: Path, cwd: Path):
+        # cwd away from the repository, so that 'import torchcodec' there is TorchCodec's
+        self._proc = subprocess.Popen([str(python), str(WORKER_SCRIPT)], cwd=cwd, text=True,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(json.dumps(message) + "\n")
+        self._proc.stdin.flush()
+        line = self._proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"TorchCodec worker exited (status {self._proc.wait()}); see stderr")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(reply["error"])
+        return reply
+
+    def kill(self) -> None:
+        self._proc.kill()
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.stdin.close()  # the worker ends at end of input
+            self._proc.wait(timeout=60)
+
+
+class RemotePeer(Peer):
+    """A TorchCodec peer that lives in the worker; measurements are made there."""
+
+    key = "torchcodec"
+
+    def __init__(self, connection: WorkerConnection, spec: dict[str, Any], description: str):
+        self._connection = connection
+        self.name = spec["name"]
+        self.seek_mode = spec["seek_mode"]
+        self._workloads = set(spec["workloads"])
+        self._description = description
+
+    def describe(self) -> str:
+        return self._description
+
+    def shows(self, workload: Workload) -> bool:
+        return workload.name in self._workloads
+
+    def measure(self, workload: Workload, job: VideoJob, threads: int, settings: RunSettings,
+                record_frames: FrameRecorder | None) -> Measurement:
+        try:
+            reply = self._connection.request({"cmd": "measure", "peer": self.name,
+                                              "workload": workload.name, "threads": threads})
+        except Exception as exc:
+            return Measurement(workload.name, threads, self.name, self.seek_mode, status="error",
+                               note=f"{type(exc).__name__}: {exc}"[:300])
+        row = Measurement.from_json(reply["row"])
+        saved = row.check or {}
+        if "frames_file" in saved and record_frames is not None:
+            row.check = record_frames(self, threads, SavedFrames(saved["frames_file"], saved["shape"]))
+        return row
+
+
+def unavailable_torchcodec_peers(reason: str) -> list[Peer]:
+    def fail() -> Any:
+        raise RuntimeError(reason)
+
+    return [TorchCodecApiPeer("torchcodec", "TorchCodec", mode, fail) for mode in ("exact", "approximate")]
+
+
+def start_torchcodec(venv: Path, job: VideoJob, settings: RunSettings,
+                     scratch: Path) -> tuple[WorkerConnection | None, list[Peer]]:
+    """Start the worker; its peers, or stand-ins that report why TorchCodec is n/a."""
     try:
         python = ensure_tc_venv(venv)
+        log(f"starting the TorchCodec worker ({python})")
+        connection = WorkerConnection(python, scratch)
+        reply = connection.request({"cmd": "init", "job": dataclasses.asdict(job),
+                                    "settings": dataclasses.asdict(settings), "frames_dir": str(scratch)})
     except Exception as exc:
-        return f"n/a (venv {venv}: {type(exc).__name__}: {exc})", []
-    request = {"job": dataclasses.asdict(job), "settings": dataclasses.asdict(settings),
-               "frames_dir": str(frames_dir)}
-    request_path = frames_dir / "request.json"
-    reply_path = frames_dir / "reply.json"
-    request_path.write_text(json.dumps(request))
-    log(f"running TorchCodec worker in {venv}")
-    proc = subprocess.run([str(python), str(WORKER_SCRIPT), str(request_path), str(reply_path)],
-                          cwd=frames_dir)  # cwd away from the repo: 'import torchcodec' = theirs
-    if not reply_path.exists():
-        return f"n/a (worker exited with status {proc.returncode}, no reply; see its output above)", []
-    reply = json.loads(reply_path.read_text())
-    if reply.get("error"):
-        return f"n/a ({reply['error']})", []
-    return reply["describe"], [Measurement.from_json(r) for r in reply["rows"]]
-
-
-def check_worker_frames(rows: list[Measurement], checker: FrameChecker) -> None:
-    """Replace each worker row's saved-frames note with a comparison against the reference."""
-    for row in rows:
-        saved = row.check or {}
-        if "frames_file" not in saved:
-            continue
-        path, shape = Path(saved["frames_file"]), saved["shape"]
-        if row.peer == checker.reference_peer:
-            checker.add_reference_file(row.threads, path, shape)
-            row.check = {"verdict": "reference"}
-    for row in rows:
-        saved = row.check or {}
-        if "frames_file" in saved:
-            row.check = checker.compare_file(row.threads, Path(saved["frames_file"]), saved["shape"])
+        return None, unavailable_torchcodec_peers(f"venv {venv}: {type(exc).__name__}: {exc}")
+    return connection, [RemotePeer(connection, spec, reply["describe"]) for spec in reply["peers"]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -971,7 +1083,7 @@ def default_media_file() -> Path:
     """tools/make_media.py's bench file; or our own ffmpeg-made copy when that is unavailable."""
     try:
         spec = importlib.util.spec_from_file_location("make_media", Path(__file__).with_name("make_media.py"))
-        if spec is None or spec.loader is None:
+        if spec is None or spec.loader is None or not Path(spec.origin or "").exists():
             raise ImportError("tools/make_media.py not found")
         make_media = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(make_media)
@@ -1003,9 +1115,11 @@ def probe_video(path: Path) -> dict[str, Any]:
          ":format=duration", "-of", "json", str(path)],
         capture_output=True, text=True, check=True)
     data = json.loads(out.stdout)
+    if not data.get("streams"):
+        raise SystemExit(f"{path}: no video stream")
     stream = data["streams"][0]
     num, _, den = stream.get("avg_frame_rate", "0/1").partition("/")
-    fps = float(num) / float(den or 1) if float(den or 1) else 0.0
+    fps = float(num) / float(den) if float(den or 0) else 0.0
     duration = stream.get("duration") or data.get("format", {}).get("duration") or 0
     return {"codec": stream.get("codec_name", "?"), "width": int(stream["width"]),
             "height": int(stream["height"]), "num_frames": int(stream["nb_read_packets"]),
@@ -1021,7 +1135,7 @@ def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int) ->
     wanted = min(NUM_SAMPLED_FRAMES, count)
     uniform = [round(k * (count - 1) / max(wanted - 1, 1)) for k in range(wanted)]
     randoms = random.Random(seed).sample(range(count), wanted)
-    # mid-file, half a frame past a frame start, so no library hits a boundary case
+    # mid-file and half a frame past a frame start, so that no library hits a boundary case
     frame_s = 1.0 / info["fps"] if info["fps"] else 0.0
     timestamp = info["begin_s"] + 0.55 * info["duration_s"] + 0.5 * frame_s
     timestamp = min(timestamp, info["begin_s"] + info["duration_s"] - frame_s)
@@ -1045,7 +1159,8 @@ def machine_info() -> dict[str, Any]:
         pass
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cpu": cpu, "cores": usable, "platform": platform.platform(),
-            "python": platform.python_version(), "ffmpeg_cli": ffmpeg_cli_version()}
+            "python": platform.python_version(), "ffmpeg_cli": ffmpeg_cli_version(),
+            "load_average_1min": round(os.getloadavg()[0], 2)}
 
 
 def baseline_name(rows: list[Measurement]) -> str:
@@ -1068,74 +1183,78 @@ def ratio_against(row: Measurement, rows: list[Measurement], baseline: str) -> s
 
 def format_table(rows: list[Measurement], baseline: str) -> str:
     header = ("workload", "thr", "peer", "median ms", "min ms", "N", f"peer/{baseline}", "note")
-    lines = []
+    lines: list[tuple[str, ...] | None] = []
     for workload in WORKLOADS.values():
-        for threads in sorted({r.threads for r in rows}, reverse=True):
+        for threads in dict.fromkeys(r.threads for r in rows):
             group = [r for r in rows if r.workload == workload.name and r.threads == threads]
             for i, row in enumerate(group):
-                title = workload.title if i == 0 else ""
-                lines.append(format_line(row, title, rows, baseline))
+                lines.append(format_line(row, workload.title if i == 0 else "", rows, baseline))
             if group:
                 lines.append(None)
-    widths = [max(len(header[c]), *(len(l[c]) for l in lines if l)) for c in range(len(header) - 1)]
+    widths = [max(len(header[c]), *(len(line[c]) for line in lines if line))
+              for c in range(len(header) - 1)]
 
     def render(cells: tuple[str, ...]) -> str:
-        fixed = [cells[c].rjust(widths[c]) if 3 <= c <= 6 else cells[c].ljust(widths[c])
-                 for c in range(len(widths))]
-        return "  ".join(fixed + [cells[-1]]).rstrip()
+        padded = [cells[c].rjust(widths[c]) if 3 <= c <= 6 else cells[c].ljust(widths[c])
+                  for c in range(len(widths))]
+        return "  ".join(padded + [cells[-1]]).rstrip()
 
-    rule = "-" * (sum(widths) + 2 * len(widths) + 8)
-    out = [render(header), rule]
-    out += [render(l) if l else "" for l in lines]
+    out = [render(header), "-" * (sum(widths) + 2 * len(widths) + 10)]
+    out += [render(line) if line else "" for line in lines]
     return "\n".join(out).rstrip()
 
 
 def format_line(row: Measurement, title: str, rows: list[Measurement], baseline: str) -> tuple[str, ...]:
     if row.status == "ok":
         times = (f"{row.median_s * 1e3:.1f}", f"{row.min_s * 1e3:.1f}", str(len(row.times_s)))
+        note = row.note
     else:
-        times = (row.status, "", "")
-    note = row.note if row.status == "ok" else f"({row.note})"
+        times, note = (row.status, "", ""), f"({row.note})"
     return (title, str(row.threads), row.peer, *times, ratio_against(row, rows, baseline), note)
 
 
-def format_checks(rows: list[Measurement], reference: str) -> str:
-    lines = [f"Frame check ({', '.join(w.name for w in WORKLOADS.values() if w.check_frames)};"
-             f" reference: {reference}; |difference| in 0..255 units):"]
+def format_checks(rows: list[Measurement]) -> str:
+    checked = ", ".join(w.name for w in WORKLOADS.values() if w.check_frames)
+    lines = [f"Frame check ({checked}): each peer's RGB frames vs the reference's, |difference| in 0..255"]
     for row in rows:
         if row.check is None:
             continue
         c = row.check
-        detail = ""
+        detail = f"vs {c.get('reference', '?')}"
         if "max_abs_diff" in c:
-            detail = (f"max {c['max_abs_diff']}, mean {c['mean_abs_diff']},"
-                      f" worst frame mean {c['worst_frame_mean_abs_diff']}")
+            detail += (f": max {c['max_abs_diff']}, mean {c['mean_abs_diff']},"
+                       f" worst frame mean {c['worst_frame_mean_abs_diff']}")
         lines.append(f"  {row.workload:<10} thr={row.threads} {row.peer:<20} {c['verdict']:<18} {detail}")
     return "\n".join(lines)
 
 
-def format_report(machine: dict[str, Any], job: VideoJob, peers: dict[str, str],
-                  settings: RunSettings, rows: list[Measurement], elapsed_s: float) -> str:
+def format_report(machine: dict[str, Any], job: VideoJob, peers: dict[str, str], settings: RunSettings,
+                  rows: list[Measurement], elapsed_s: float, interrupted: str | None = None) -> str:
     baseline = baseline_name(rows)
-    method = (f"fixed N={settings.repeats}" if settings.repeats is not None
-              else f"N adaptive ({settings.min_repeats}..{settings.max_repeats}, ~{settings.budget_s:g} s each)")
+    count = (f"N={settings.repeats}" if settings.repeats is not None
+             else f"N adaptive {settings.min_repeats}..{settings.max_repeats}, ~{settings.budget_s:g} s each")
     lines = [
         f"Machine: {machine['cpu']}, {machine['cores']} usable cores, {machine['platform']},"
-        f" Python {machine['python']}",
+        f" Python {machine['python']}; 1-min load average {machine['load_average_1min']} at start,"
+        f" {os.getloadavg()[0]:.2f} at end",
         f"File: {job.path} ({job.codec} {job.width}x{job.height}, {job.num_frames} frames,"
         f" {job.fps:g} fps, {job.duration_s:g} s)",
         f"Inputs: uniform {job.uniform_indices}; random {job.random_indices}; t = {job.timestamp_s} s",
         "Peers:",
-        *(f"  {name:<20} {text}" for name, text in peers.items()),
+        *(f"  {name:<18} {text}" for name, text in peers.items()),
         f"Method: {'warm-up once, then ' if settings.warmup else 'no warm-up, '}median of N repeats"
-        f" ({method}); every repeat opens a fresh decoder; RGB uint8 output (OpenCV: BGR).",
-        f"Ratio: peer median / {baseline} median, same workload, threads and seek mode;"
+        f" ({count}); every repeat opens a fresh decoder; output RGB uint8 (OpenCV: BGR);"
+        " ours and TorchCodec in NCHW, the others HWC.",
+        f"Ratio: peer median / {baseline} median (same workload, threads and seek mode);"
         f" > 1 means {baseline} is faster.",
     ]
     if baseline != "ours":
         lines.append("NOTE: our package produced no numbers, so ratios are against TorchCodec.")
-    lines += ["", format_table(rows, baseline), "", format_checks(rows, f"{baseline} exact"),
-              "", f"Total bench time: {elapsed_s:.0f} s"]
+    if interrupted:
+        lines.append(f"INTERRUPTED: {interrupted} hung (over --timeout); the table stops there."
+                     " Leave it out with --peers / --seek-modes / --workloads.")
+    lines += ["", format_table(rows, baseline), "", format_checks(rows), "",
+              f"Total bench time: {elapsed_s:.0f} s"]
     return "\n".join(lines)
 
 
@@ -1146,13 +1265,12 @@ def format_report(machine: dict[str, Any], job: VideoJob, peers: dict[str, str],
 PEER_KEYS = ("ours", "torchcodec", "pyav", "opencv", "decord", "ffmpeg")
 
 
-def local_peers(keys: Iterable[str]) -> list[Peer]:
-    """Peers that run in this Python, ours first (its frames are the check reference)."""
-    keys = set(keys)
+def our_peers() -> list[Peer]:
+    return [TorchCodecApiPeer("ours", "ours", mode, load_our_package) for mode in ("exact", "approximate")]
+
+
+def other_local_peers(keys: set[str]) -> list[Peer]:
     peers: list[Peer] = []
-    if "ours" in keys:
-        peers += [TorchCodecApiPeer("ours", "ours", mode, load_our_package)
-                  for mode in ("exact", "approximate")]
     if "pyav" in keys:
         peers.append(PyAVPeer())
     if "opencv" in keys:
@@ -1164,8 +1282,26 @@ def local_peers(keys: Iterable[str]) -> list[Peer]:
     return peers
 
 
+def ordered_peers(ours: list[Peer], torchcodec: list[Peer], others: list[Peer]) -> list[Peer]:
+    """ours exact, TorchCodec exact, ours approx, TorchCodec approx, then the rest.
+
+    The first peer that records frames is the frame-check reference, so ours comes first.
+    """
+    by_mode = [p for mode in ("exact", "approximate") for p in ours + torchcodec if p.seek_mode == mode]
+    return by_mode + others
+
+
+def describe_peers(peers: list[Peer]) -> dict[str, str]:
+    descriptions: dict[str, str] = {}
+    for peer in peers:
+        label = peer.key if peer.key in ("ours", "torchcodec") else peer.name
+        label = {"ours": "ours", "torchcodec": "TorchCodec"}.get(label, label)
+        descriptions.setdefault(label, peer.describe())
+    return descriptions
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--file", type=Path, help=f"video to decode (default: {DEFAULT_FILE_NAME}"
                         " from tools/make_media.py --bench)")
@@ -1173,15 +1309,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 0],
                         help="num_ffmpeg_threads values; 0 lets FFmpeg choose (default: 1 0)")
     parser.add_argument("--peers", nargs="+", choices=PEER_KEYS, default=list(PEER_KEYS))
-    parser.add_argument("--repeats", type=int, help="fixed number of timed repeats")
-    parser.add_argument("--budget", type=float, default=2.0,
-                        help="seconds per measurement when choosing N adaptively (default 2)")
+    parser.add_argument("--seek-modes", nargs="+", choices=("exact", "approximate"),
+                        default=["exact", "approximate"], help="seek modes of ours and TorchCodec")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds one measurement (all its repeats) may take before the run stops"
+                        " with a partial report (default 300)")
+    parser.add_argument("--repeats", type=int, help="fixed number of timed repeats (default: adaptive)")
+    parser.add_argument("--budget", type=float, default=1.0,
+                        help="seconds per measurement when choosing N adaptively (default 1)")
     parser.add_argument("--quick", action="store_true", help="smoke run: no warm-up, 1 repeat")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random indices")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random indices (default 0)")
     parser.add_argument("--json", type=Path, help="save machine info and every measurement here")
     parser.add_argument("--tc-venv", type=Path, default=DEFAULT_TC_VENV,
-                        help=f"venv with TorchCodec 0.17 (created if missing; default {DEFAULT_TC_VENV})")
-    parser.add_argument("--no-torchcodec", action="store_true", help="skip TorchCodec")
+                        help=f"venv with TorchCodec 0.17, created if missing (default {DEFAULT_TC_VENV})")
+    parser.add_argument("--no-torchcodec", action="store_true", help="skip TorchCodec and its venv")
     return parser.parse_args(argv)
 
 
@@ -1193,44 +1334,47 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    started = time.perf_counter()
+    machine = machine_info()
     path = (args.file if args.file else default_media_file()).resolve()
     job = plan_job(path, args.workloads, args.threads, args.seed)
     settings = settings_from(args)
-    peers = local_peers(args.peers)
-    use_tc = "torchcodec" in args.peers and not args.no_torchcodec
-    our_ok = any(p.key == "ours" and p.unavailable_reason() is None for p in peers)
-    checker = FrameChecker("ours exact" if our_ok else "TorchCodec exact")
-    descriptions: dict[str, str] = {}
+    keys = set(args.peers) - ({"torchcodec"} if args.no_torchcodec else set())
     rows: list[Measurement] = []
-    with tempfile.TemporaryDirectory(prefix="tc-bench-") as scratch:
-        tc_rows: list[Measurement] = []
-        if use_tc:  # first, so that its frames can be the reference when ours is missing
-            descriptions["TorchCodec"], tc_rows = run_torchcodec_worker(
-                args.tc_venv.expanduser(), job, settings, Path(scratch))
-            if not our_ok:
-                check_worker_frames(tc_rows, checker)
-        for peer in peers:
-            descriptions.setdefault("ours" if peer.key == "ours" else peer.name, peer.describe())
-            log(f"measuring {peer.name}")
-            rows += run_peer(peer, job, settings, checker)
-        if our_ok:
-            check_worker_frames(tc_rows, checker)
-        rows += tc_rows
-    report = format_report(machine_info(), job, descriptions, settings, rows,
-                           time.perf_counter() - started)
-    print(report)
-    if args.json:
-        save_json(args.json, job, settings, descriptions, rows)
+    descriptions: dict[str, str] = {}
+    connection: WorkerConnection | None = None
+
+    scratch = Path(tempfile.mkdtemp(prefix="tc-bench-"))  # frames from the TorchCodec worker
+
+    def finish(interrupted: str | None = None) -> None:
+        if interrupted and connection is not None:
+            connection.kill()
+        shutil.rmtree(scratch, ignore_errors=True)
+        print(format_report(machine, job, descriptions, settings, rows,
+                            time.perf_counter() - _STARTED, interrupted))
+        if args.json:
+            save_json(args.json, machine, job, settings, descriptions, rows)
+
+    torchcodec: list[Peer] = []
+    if "torchcodec" in keys:
+        connection, torchcodec = start_torchcodec(args.tc_venv.expanduser(), job, settings, scratch)
+    try:
+        peers = ordered_peers(our_peers() if "ours" in keys else [], torchcodec, other_local_peers(keys))
+        peers = [p for p in peers if p.seek_mode is None or p.seek_mode in args.seek_modes]
+        descriptions.update(describe_peers(peers))
+        watchdog = Watchdog(args.timeout, on_timeout=finish)
+        run_all(peers, job, settings, FrameChecker(), watchdog, rows)
+    finally:
+        if connection is not None:
+            connection.close()
+    finish()
     return 0
 
 
-def save_json(path: Path, job: VideoJob, settings: RunSettings, peers: dict[str, str],
-              rows: list[Measurement]) -> None:
+def save_json(path: Path, machine: dict[str, Any], job: VideoJob, settings: RunSettings,
+              peers: dict[str, str], rows: list[Measurement]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"machine": machine_info(), "job": dataclasses.asdict(job),
-            "settings": dataclasses.asdict(settings), "peers": peers,
-            "baseline": baseline_name(rows), "results": [r.to_json() for r in rows]}
+    data = {"machine": machine, "job": dataclasses.asdict(job), "settings": dataclasses.asdict(settings),
+            "peers": peers, "baseline": baseline_name(rows), "results": [r.to_json() for r in rows]}
     path.write_text(json.dumps(data, indent=1))
 
 

@@ -34,9 +34,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-MEDIA_DIR = pathlib.Path(
-    os.environ.get("TORCHCODEC_MEDIA_DIR") or REPO_ROOT / "media-cache"
-)
+MEDIA_DIR = pathlib.Path(os.environ.get("TORCHCODEC_MEDIA_DIR") or REPO_ROOT / "media-cache")
 
 # Bump to remake every file (e.g. when the command-line scaffolding below changes).
 CACHE_VERSION = 1
@@ -100,16 +98,14 @@ _VBITEXACT = ["-flags:v", "+bitexact"]
 _ABITEXACT = ["-flags:a", "+bitexact"]
 
 
-def _x264(
-    *, gop: int = 30, bframes: int = 3, pix_fmt: str = "yuv420p", extra: Sequence[str] = ()
-) -> list[str]:
+def _x264(*, gop: int = 30, bframes: int = 3, pix_fmt: str = "yuv420p") -> list[str]:
     args = [
         "-c:v", "libx264", "-preset", "veryfast", "-threads", "1",
         "-g", str(gop), "-keyint_min", str(gop), "-sc_threshold", "0", "-bf", str(bframes),
     ]
     if bframes:
         args += ["-x264-params", "b-adapt=0"]  # always use the B-frames asked for
-    return args + ["-pix_fmt", pix_fmt, *extra, *_VBITEXACT]
+    return [*args, "-pix_fmt", pix_fmt, *_VBITEXACT]
 
 
 def _x265(*, gop: int = 30, pix_fmt: str = "yuv420p") -> list[str]:
@@ -136,7 +132,8 @@ def _probe(path: pathlib.Path, *args: str) -> dict:
 
 def _display_rotation(path: pathlib.Path) -> float | None:
     streams = _probe(path, "-select_streams", "v:0", "-show_streams")["streams"]
-    for sd in streams[0].get("side_data_list", []) if streams else []:
+    side_data = streams[0].get("side_data_list", []) if streams else []
+    for sd in side_data:
         if sd.get("side_data_type") == "Display Matrix" and "rotation" in sd:
             return float(sd["rotation"])
     return None
@@ -189,89 +186,88 @@ def _rotated(degrees: int, source: str) -> Spec:
     )
 
 
-def _video(description: str, *args: str, **kwargs) -> Spec:
-    return Spec(description, tuple(args), **kwargs)
-
-
-def _audio(description: str, *args: str, **kwargs) -> Spec:
-    return Spec(description, tuple(args), **kwargs)
+def _spec(description: str, *args: str, **kwargs: object) -> Spec:
+    return Spec(description, tuple(args), **kwargs)  # type: ignore[arg-type]
 
 
 MEDIA: dict[str, Spec] = {
     # --- H.264 -------------------------------------------------------------------------------
-    "h264_25fps_2s.mp4": _video(
+    "h264_25fps_2s.mp4": _spec(
         "H.264 320x240 yuv420p, constant 25 fps, exactly 2 s (50 frames), no B-frames, GOP 25",
         *_testsrc(rate=25, duration=2), *_x264(gop=25, bframes=0),
     ),
-    "h264_bframes.mp4": _video(
+    "h264_bframes.mp4": _spec(
         "H.264 320x240 yuv420p 30 fps, 3 s (90 frames), GOP 30 (3 GOPs), 3 B-frames (pts != dts)",
         *_testsrc(duration=3), *_x264(gop=30, bframes=3),
     ),
-    "h264_editlist.mp4": _video(
+    "h264_editlist.mp4": _spec(
         "h264_bframes.mp4 cut with -ss 1.5 -c copy: starts at the keyframe at 1.0 s and the mp4 "
         "edit list discards the 15 frames before 1.5 s (packets flagged 'D'); 45 frames remain",
         "-ss", "1.5", "-i", "{in0}", "-c", "copy",
         inputs=("h264_bframes.mp4",), check=_check_discarded_packets,
     ),
-    "h264_10bit.mp4": _video(
+    "h264_10bit.mp4": _spec(
         "H.264 High 10, yuv420p10le, 320x240 30 fps 2 s, B-frames",
         *_testsrc(), *_x264(pix_fmt="yuv420p10le"),
     ),
-    "h264_yuv444.mp4": _video(
+    "h264_yuv444.mp4": _spec(
         "H.264 High 4:4:4, yuv444p, 320x240 30 fps 2 s, B-frames",
         *_testsrc(), *_x264(pix_fmt="yuv444p"),
     ),
-    "h264_yuv444_161x121.mp4": _video(
+    "h264_yuv444_161x121.mp4": _spec(
         "H.264 yuv444p at an odd size, 161x121, 30 fps 2 s",
         *_lavfi(f"{_TESTSRC_320x240},scale=161:121"), *_x264(pix_fmt="yuv444p"),
     ),
     "h264_rotate90.mp4": _rotated(90, "h264_25fps_2s.mp4"),
     "h264_rotate180.mp4": _rotated(180, "h264_25fps_2s.mp4"),
     "h264_rotate270.mp4": _rotated(270, "h264_25fps_2s.mp4"),
-    "h264_vfr.mkv": _video(
+    "h264_vfr.mkv": _spec(
         "H.264 in Matroska with variable frame rate: frames of a 30 fps source dropped "
-        "irregularly (gaps of 1, 2 and 3 frame periods), B-frames",
+        "irregularly (gaps of 1 to 4 frame periods), 63 frames, B-frames",
         *_lavfi("testsrc2=size=320x240:rate=30:duration=3,"
                 "select='not(eq(mod(n\\,7)\\,3))*not(eq(mod(n\\,11)\\,5))*not(eq(mod(n\\,11)\\,6))'"),
         "-fps_mode", "passthrough", *_x264(),
     ),
-    "h264_offset2.5s.mkv": _video(
+    "h264_offset2.5s.mkv": _spec(
         "H.264 in Matroska whose timestamps start at 2.5 s (-output_ts_offset), 30 fps 2 s",
         *_testsrc(), *_x264(), "-output_ts_offset", "2.5",
         check=_check_start_time(2.49, 2.51),
     ),
-    "h264_offset2.5s.mp4": _video(
+    "h264_offset2.5s.mp4": _spec(
         "H.264 in mp4 whose first frame is at 2.5 s (-output_ts_offset: an empty edit), 30 fps 2 s",
         *_testsrc(), *_x264(), "-output_ts_offset", "2.5",
         check=_check_start_time(2.49, 2.51),
     ),
-    "h264_bframes.ts": _video(
+    "h264_bframes.ts": _spec(
         "H.264 with B-frames in MPEG-TS (90 kHz, starts at ~1.4 s as the muxer offsets it, "
         "no frame count in the header), 30 fps 2 s",
         *_testsrc(), *_x264(), check=_check_start_time(1.3, 1.6),
     ),
-    "h264_fullrange.mp4": _video(
+    "h264_fullrange.mp4": _spec(
         "H.264 full range (color_range pc, luma uses 0..255), 320x240 30 fps 2 s",
-        *_testsrc(), "-vf", "scale=out_range=full", "-color_range", "pc", *_x264(),
+        *_testsrc(), "-vf", "scale=out_range=full,setparams=range=pc", "-color_range", "pc",
+        *_x264(),
     ),
-    "h264_bt709.mp4": _video(
+    "h264_bt709.mp4": _spec(
         "H.264 tagged BT.709 (matrix, primaries, transfer) and converted with the BT.709 matrix, "
         "limited range, 320x240 30 fps 2 s",
-        *_testsrc(), "-vf", "scale=out_color_matrix=bt709:out_range=tv",
+        # setparams tags the frames: newer ffmpeg CLIs take encoder colour tags from the frames
+        *_testsrc(), "-vf", "scale=out_color_matrix=bt709:out_range=tv,setparams=range=tv"
+        ":color_primaries=bt709:color_trc=bt709:colorspace=bt709",
         "-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709",
         "-color_range", "tv", *_x264(),
     ),
-    "h264_aac.mp4": _video(
+    "h264_aac.mp4": _spec(
         "H.264 video (stream 0) + AAC stereo 44.1 kHz audio (stream 1), 2 s",
         *_testsrc(), *_tone(44100, "stereo", 2), "-map", "0:v", "-map", "1:a",
         *_x264(), *_aac(),
     ),
-    "h264_aac_audio_first.mp4": _video(
+    "h264_aac_audio_first.mp4": _spec(
         "AAC stereo 48 kHz audio as stream 0 and H.264 video as stream 1, 2 s",
         *_testsrc(), *_tone(48000, "stereo", 2), "-map", "1:a", "-map", "0:v",
         *_x264(), *_aac(),
     ),
-    "two_video_streams.mkv": _video(
+    "two_video_streams.mkv": _spec(
         "Matroska with two H.264 streams: stream 0 is 160x120 (not default), stream 1 is "
         "320x240 mandelbrot (default disposition), so the best video stream is 1",
         *_testsrc(size="160x120"), *_lavfi("mandelbrot=size=320x240:rate=30,trim=duration=2"),
@@ -279,95 +275,98 @@ MEDIA: dict[str, Spec] = {
         "-disposition:v:0", "0", "-disposition:v:1", "default",
     ),
     # --- other video codecs ---------------------------------------------------------------------
-    "hevc_bframes.mp4": _video(
-        "HEVC (libx265, hvc1 tag) 320x240 yuv420p 30 fps 2 s, GOP 30, 3 B-frames",
+    "hevc_bframes.mp4": _spec(
+        "HEVC (libx265, hvc1 tag) 320x240 yuv420p 30 fps 2 s, 3 B-frames, open GOP: the "
+        "keyframe at frame 30 is a CRA followed in decode order by a RASL frame (frame 29)",
         *_testsrc(), *_x265(),
     ),
-    "hevc_10bit.mp4": _video(
+    "hevc_10bit.mp4": _spec(
         "HEVC Main 10, yuv420p10le, 320x240 30 fps 2 s, B-frames",
         *_testsrc(), *_x265(pix_fmt="yuv420p10le"),
     ),
-    "vp9.webm": _video(
+    "vp9.webm": _spec(
         "VP9 in WebM, 320x240 yuv420p 30 fps 2 s, hidden alt-ref frames (superframes)",
         *_testsrc(), "-c:v", "libvpx-vp9", "-deadline", "good", "-cpu-used", "5",
         "-row-mt", "0", "-threads", "1", "-b:v", "300k", "-g", "30",
         "-auto-alt-ref", "1", "-lag-in-frames", "16", *_VBITEXACT,
     ),
-    "vp9_161x121.webm": _video(
+    "vp9_161x121.webm": _spec(
         "VP9 yuv420p at an odd size, 161x121, 30 fps 2 s",
         *_lavfi(f"{_TESTSRC_320x240},scale=161:121"), "-c:v", "libvpx-vp9", "-deadline", "realtime",
         "-cpu-used", "8", "-row-mt", "0", "-threads", "1", "-b:v", "200k", "-g", "30",
         "-pix_fmt", "yuv420p", *_VBITEXACT,
     ),
-    "vp8.webm": _video(
+    "vp8.webm": _spec(
         "VP8 in WebM, 320x240 yuv420p 30 fps 2 s",
         *_testsrc(), "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8",
         "-threads", "1", "-b:v", "300k", "-g", "30", *_VBITEXACT,
     ),
-    "av1.mp4": _video(
+    "av1.mp4": _spec(
         "AV1 (libaom, realtime settings) in mp4, 320x240 yuv420p 30 fps 2 s",
         *_testsrc(), "-c:v", "libaom-av1", "-usage", "realtime", "-cpu-used", "8",
         "-row-mt", "0", "-threads", "1", "-b:v", "200k", "-g", "30", *_VBITEXACT,
     ),
-    "mpeg4_bframes.avi": _video(
-        "MPEG-4 part 2 in AVI with 2 B-frames (AVI has no pts: frames fall back to dts)",
+    "mpeg4_bframes.avi": _spec(
+        "MPEG-4 part 2 in AVI with 2 B-frames (no pts for I/P packets: decoded frames carry "
+        "the next packet's dts, from 1, and the last frame has no timestamp at all)",
         *_testsrc(), "-c:v", "mpeg4", "-bf", "2", "-q:v", "4", "-g", "30", *_VBITEXACT,
     ),
-    "mpeg2_mp2.mpg": _video(
+    "mpeg2_mp2.mpg": _spec(
         "MPEG-PS: MPEG-2 video with B-frames + MP2 stereo 32 kHz audio, 2 s",
         *_testsrc(), *_tone(32000, "stereo", 2), "-map", "0:v", "-map", "1:a",
         "-c:v", "mpeg2video", "-bf", "2", "-q:v", "4", "-g", "15", *_VBITEXACT,
         "-c:a", "mp2", "-b:a", "192k", *_ABITEXACT,
     ),
     # --- audio ---------------------------------------------------------------------------------
-    "wav_u8_mono_8000.wav": _audio(
+    "wav_u8_mono_8000.wav": _spec(
         "WAV pcm_u8, mono, 8 kHz, 1 s", *_tone(8000, "mono", 1, 1), "-c:a", "pcm_u8",
     ),
-    "wav_s16_stereo_44100.wav": _audio(
+    "wav_s16_stereo_44100.wav": _spec(
         "WAV pcm_s16le, stereo, 44.1 kHz, 2 s", *_tone(44100, "stereo", 2), "-c:a", "pcm_s16le",
     ),
-    "wav_s24_5.1_48000.wav": _audio(
+    "wav_s24_5.1_48000.wav": _spec(
         "WAV pcm_s24le, 5.1 (6 channels), 48 kHz, 1 s",
         *_tone(48000, "5.1", 6, 1), "-c:a", "pcm_s24le",
     ),
-    "wav_s32_stereo_22050.wav": _audio(
+    "wav_s32_stereo_22050.wav": _spec(
         "WAV pcm_s32le, stereo, 22.05 kHz, 2 s",
         *_tone(22050, "stereo", 2), "-c:a", "pcm_s32le",
     ),
-    "wav_f32_16ch_16000.wav": _audio(
+    "wav_f32_16ch_16000.wav": _spec(
         "WAV pcm_f32le, 16 channels (hexadecagonal), 16 kHz, 1 s",
         *_tone(16000, "hexadecagonal", 16, 1), "-c:a", "pcm_f32le",
     ),
-    "wav_f64_mono_96000.wav": _audio(
+    "wav_f64_mono_96000.wav": _spec(
         "WAV pcm_f64le, mono, 96 kHz, 1 s", *_tone(96000, "mono", 1, 1), "-c:a", "pcm_f64le",
     ),
-    "aac_stereo_48000.m4a": _audio(
+    "aac_stereo_48000.m4a": _spec(
         "AAC-LC in mp4 (.m4a), stereo, 48 kHz, 2 s", *_tone(48000, "stereo", 2), *_aac(),
     ),
-    "mp3_stereo_44100.mp3": _audio(
+    "mp3_stereo_44100.mp3": _spec(
         "MP3 (LAME, with a Xing/LAME gapless header), stereo, 44.1 kHz, 2 s",
         *_tone(44100, "stereo", 2), "-c:a", "libmp3lame", "-b:a", "128k", *_ABITEXACT,
     ),
-    "flac_s24_stereo_88200.flac": _audio(
+    "flac_s24_stereo_88200.flac": _spec(
         "FLAC 24-bit (sample_fmt s32), stereo, 88.2 kHz, 2 s",
         *_tone(88200, "stereo", 2), "-c:a", "flac", "-sample_fmt", "s32", *_ABITEXACT,
     ),
-    "opus_stereo_48000.ogg": _audio(
+    "opus_stereo_48000.ogg": _spec(
         "Opus in Ogg (with pre-skip), stereo, 48 kHz, 2 s",
         *_tone(48000, "stereo", 2), "-c:a", "libopus", "-b:a", "96k", *_ABITEXACT,
     ),
-    "vorbis_mono_11025.ogg": _audio(
+    "vorbis_mono_11025.ogg": _spec(
         "Vorbis in Ogg, mono, 11.025 kHz, 2 s",
         *_tone(11025, "mono", 1), "-c:a", "libvorbis", "-q:a", "4", *_ABITEXACT,
     ),
-    "flac_offset1.5s.mka": _audio(
-        "FLAC 16-bit stereo 44.1 kHz in Matroska whose first sample is at 1.5 s (-output_ts_offset), 2 s",
+    "flac_offset1.5s.mka": _spec(
+        "FLAC 16-bit stereo 44.1 kHz in Matroska whose first sample is at 1.5 s "
+        "(-output_ts_offset), 2 s",
         *_tone(44100, "stereo", 2), "-c:a", "flac", "-sample_fmt", "s16", *_ABITEXACT,
         "-output_ts_offset", "1.5",
         check=_check_start_time(1.49, 1.51),
     ),
     # --- benchmark clips (only with --bench / by name) -------------------------------------------
-    "bench_1080p_h264.mp4": _video(
+    "bench_1080p_h264.mp4": _spec(
         "Benchmark: H.264 1920x1080 yuv420p 30 fps 10 s (300 frames), GOP 60, 3 B-frames",
         *_testsrc(size="1920x1080", duration=10),
         "-c:v", "libx264", "-preset", "medium", "-threads", "4",
@@ -375,7 +374,7 @@ MEDIA: dict[str, Spec] = {
         "-pix_fmt", "yuv420p", *_VBITEXACT,
         bench=True,
     ),
-    "bench_1080p_hevc.mp4": _video(
+    "bench_1080p_hevc.mp4": _spec(
         "Benchmark: HEVC 1920x1080 yuv420p 30 fps 10 s (300 frames), GOP 60, 3 B-frames",
         *_testsrc(size="1920x1080", duration=10),
         "-c:v", "libx265", "-preset", "fast", "-tag:v", "hvc1", "-pix_fmt", "yuv420p",
@@ -430,7 +429,9 @@ def is_current(name: str, out_dir: pathlib.Path, registry: dict[str, Spec] | Non
     return path.is_file() and recorded == recipe_hash(name, registry)
 
 
-def _command(args: Sequence[str], inputs: Sequence[pathlib.Path], output: pathlib.Path) -> list[str]:
+def _command(
+    args: Sequence[str], inputs: Sequence[pathlib.Path], output: pathlib.Path
+) -> list[str]:
     subst = {f"in{i}": str(p) for i, p in enumerate(inputs)}
     return [
         FFMPEG, "-hide_banner", "-nostdin", "-loglevel", "error", "-y",
@@ -442,7 +443,8 @@ def _command(args: Sequence[str], inputs: Sequence[pathlib.Path], output: pathli
 def _make(name: str, out_dir: pathlib.Path, registry: dict[str, Spec]) -> None:
     spec = registry[name]
     final = out_dir / name
-    tmp = out_dir / f".{final.stem}.tmp{os.getpid()}-{id(spec)}{final.suffix}"
+    # same suffix so ffmpeg picks the same muxer; one process makes a name at a time (_locked)
+    tmp = out_dir / f".{final.stem}.tmp{os.getpid()}{final.suffix}"
     inputs = [out_dir / i for i in spec.inputs]
     failures: list[str] = []
     try:
@@ -592,7 +594,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name:<{width}}  {'[bench] ' if spec.bench else ''}{spec.description}")
         return 0
 
-    names = opts.names or default_names(bench=opts.bench)
+    names = opts.names or default_names()
+    if opts.bench:
+        names += [n for n, s in MEDIA.items() if s.bench and n not in names]
     out = opts.out or MEDIA_DIR
     start = time.perf_counter()
     try:

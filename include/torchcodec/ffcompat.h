@@ -34,6 +34,16 @@ static inline int64_t tc_frame_pts(const AVFrame *frame)
     return frame->pkt_dts;
 }
 
+/* Whether a decoded frame is a key frame (AVFrame.key_frame gave way to AV_FRAME_FLAG_KEY in 6.1). */
+static inline int tc_frame_is_key(const AVFrame *frame)
+{
+#ifdef AV_FRAME_FLAG_KEY
+    return (frame->flags & AV_FRAME_FLAG_KEY) != 0;
+#else
+    return frame->key_frame != 0;
+#endif
+}
+
 /* The pts of a packet, falling back to its dts. */
 static inline int64_t tc_packet_pts(const AVPacket *packet)
 {

@@ -1,7 +1,8 @@
 """Demuxing: open a source, describe its streams, read packets, seek, and scan a stream's frames."""
 from fractions import Fraction
 
-from libc.stdint cimport INT64_MIN, int32_t, int64_t
+from libc.errno cimport EINVAL
+from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t
 
 from torchcodec._core._avio cimport IOSource
 from torchcodec._core._error cimport av_error_string, check_av
@@ -169,16 +170,33 @@ cdef class Demuxer:
         return ret
 
     cdef int seek(self, int stream_index, int64_t timestamp) except -1 nogil:
-        """Seek so that the next packets start at the key frame at or before ``timestamp``."""
-        cdef int ret = lavf.avformat_seek_file(self.ptr, stream_index, INT64_MIN, timestamp, timestamp, 0)
+        """Seek so that the next packets start at the key frame at or before ``timestamp``
+        (INT64_MIN: the first key frame). Falls back to the nearest key frame, then to byte 0."""
+        cdef int ret = lavu.AVERROR(EINVAL)
+        if timestamp != INT64_MIN:
+            ret = lavf.avformat_seek_file(self.ptr, stream_index, INT64_MIN, timestamp, timestamp, 0)
         if ret < 0:
-            # Some demuxers cannot seek to a pts; fall back to the stream start by bytes.
+            ret = lavf.avformat_seek_file(self.ptr, stream_index, INT64_MIN,
+                                          timestamp if timestamp != INT64_MIN else INT64_MIN, INT64_MAX, 0)
+        if ret < 0 and self.can_seek_bytes():
             ret = lavf.av_seek_frame(self.ptr, -1, 0, lavf.AVSEEK_FLAG_BYTE | lavf.AVSEEK_FLAG_BACKWARD)
         if ret < 0:
             with gil:
                 self.raise_source_error()
                 check_av(ret, "avformat_seek_file", self.name)
         return 0
+
+    cdef int seek_bytes(self, int64_t position) except -1 nogil:
+        """Seek to byte ``position`` (the start of a packet) of the file."""
+        cdef int ret = lavf.av_seek_frame(self.ptr, -1, position, lavf.AVSEEK_FLAG_BYTE | lavf.AVSEEK_FLAG_BACKWARD)
+        if ret < 0:
+            with gil:
+                self.raise_source_error()
+                check_av(ret, "av_seek_frame (by bytes)", self.name)
+        return 0
+
+    cdef bint can_seek_bytes(self) noexcept nogil:
+        return not (self.ptr.iformat.flags & lavf.AVFMT_NO_BYTE_SEEK)
 
     def scan(self, int stream_index):
         """Read every packet of ``stream_index`` and return its FrameIndex (discarded packets left out).
@@ -199,8 +217,10 @@ cdef class Demuxer:
                     if ret < 0:
                         break
                     if packet.stream_index == stream_index and not ffcompat.tc_packet_is_discarded(packet):
+                        if packet.pts == lavu.AV_NOPTS_VALUE:
+                            index.pts_from_dts = True
                         index.append(ffcompat.tc_packet_pts(packet), packet.duration,
-                                     (packet.flags & lavc.AV_PKT_FLAG_KEY) != 0)
+                                     (packet.flags & lavc.AV_PKT_FLAG_KEY) != 0, packet.pos)
                     lavc.av_packet_unref(packet)
                 index.finish()
         finally:

@@ -21,6 +21,7 @@ cdef class FrameIndex:
         self.size = 0
         self.capacity = 0
         self.time_base = time_base
+        self.pts_from_dts = False
 
     def __dealloc__(self):
         free(self.entries)
@@ -36,7 +37,7 @@ cdef class FrameIndex:
         index.finish()
         return index
 
-    cdef int append(self, int64_t pts, int64_t duration, bint is_key) except -1 nogil:
+    cdef int append(self, int64_t pts, int64_t duration, bint is_key, int64_t pos=-1) except -1 nogil:
         cdef Py_ssize_t new_capacity
         cdef FrameEntry *grown
         if self.size == self.capacity:
@@ -51,6 +52,7 @@ cdef class FrameIndex:
         self.entries[self.size].duration = duration
         self.entries[self.size].is_key = is_key
         self.entries[self.size].key_before = -1
+        self.entries[self.size].pos = pos
         self.size += 1
         return 0
 

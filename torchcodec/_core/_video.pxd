@@ -38,17 +38,29 @@ cdef class VideoStream:
     cdef int64_t prev_pts               # pts of the frame decoded before `held` in this run
     cdef bint has_prev
     cdef int64_t covered_from           # every frame with pts >= this was output in this run
+    cdef bint run_from_start            # the current run began at the start of the file
+    cdef int64_t last_seek_key          # the key frame timestamp of the last seek
+    cdef long frames_since_seek
+    cdef bint positional                # frames are matched to the index by their order, not pts
+    cdef Py_ssize_t position            # index entry of the held frame, in positional mode
+    cdef int step_backs                 # consecutive seeks that landed after their target
     cdef bint needs_seek                # the demuxer's position is unknown (after a scan)
     cdef bint input_done                # the decoder was sent the end-of-stream
     cdef bint output_done               # the decoder returned AVERROR_EOF
     cdef int bad_packets                # consecutive packets the decoder refused
     cdef double time_base
     cdef int64_t first_key_timestamp    # where a decoder opened at the start begins
+    cdef int64_t start_timestamp        # the stream's start time (INT64_MIN: unknown)
+    cdef bint start_by_bytes            # a timestamp seek to the start proved unreliable: seek to byte 0
+    cdef bint seek_by_bytes             # timestamp seeks proved unreliable: seek to key frame positions
 
-    cdef int seek_to(self, int64_t timestamp) except -1 nogil
+    cdef int seek_to(self, int64_t target) except -1 nogil
+    cdef int seek_to_key(self, int64_t key, int64_t position) except -1 nogil
+    cdef int step_back(self, int64_t target) except -1 nogil
     cdef int decode_next(self) except -1 nogil
     cdef bint held_answers(self, int64_t target, Match match) noexcept nogil
     cdef bint should_seek(self, int64_t target) noexcept nogil
     cdef int64_t key_frame_timestamp(self, int64_t target) noexcept nogil
+    cdef int64_t key_frame_position(self, int64_t target) noexcept nogil
     cdef int find_frame(self, int64_t target, Match match) except -1 nogil
     cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil

@@ -24,6 +24,8 @@ from torchcodec._ffmpeg.avutil cimport AVFrame
 
 # The decoder may refuse this many packets in a row (corrupt data) before decoding gives up.
 cdef int MAX_BAD_PACKETS = 100
+# A seek that lands late is retried from earlier key frames this many times, then from the start.
+cdef int MAX_STEP_BACKS = 4
 
 
 cdef struct Target:
@@ -71,11 +73,21 @@ cdef class VideoStream:
         self.has_prev = False
         self.held_serial = 0
         self.covered_from = INT64_MIN
+        self.run_from_start = at_start
+        self.frames_since_seek = 0
+        self.last_seek_key = INT64_MIN
         self.needs_seek = not at_start
         self.input_done = False
         self.output_done = False
         self.bad_packets = 0
         self.first_key_timestamp = self.key_frame_timestamp(INT64_MIN + 1)
+        self.seek_by_bytes = False
+        self.start_by_bytes = False
+        self.positional = index is not None and index.pts_from_dts
+        self.position = -1
+        self.step_backs = 0
+        start = demuxer.stream(stream_index).start_time
+        self.start_timestamp = start if start != lavu.AV_NOPTS_VALUE else INT64_MIN
 
     def __dealloc__(self):
         lavc.av_packet_free(&self.packet)
@@ -84,21 +96,53 @@ cdef class VideoStream:
 
     # ---- decoding ------------------------------------------------------------------------------
 
-    cdef int seek_to(self, int64_t timestamp) except -1 nogil:
-        self.demuxer.seek(self.stream_index, timestamp)
+    cdef int seek_to(self, int64_t target) except -1 nogil:
+        """Seek to the key frame from which ``target`` can be decoded (INT64_MIN: the start)."""
+        if target == INT64_MIN:
+            return self.seek_to_key(INT64_MIN, 0)
+        return self.seek_to_key(self.key_frame_timestamp(target), self.key_frame_position(target))
+
+    cdef int seek_to_key(self, int64_t key, int64_t position) except -1 nogil:
+        """Seek to the key frame at timestamp ``key`` (byte ``position`` if known; INT64_MIN: the start)."""
+        if key == INT64_MIN and self.start_by_bytes:
+            self.demuxer.seek_bytes(0)
+        elif self.seek_by_bytes and position >= 0:
+            self.demuxer.seek_bytes(position)
+        else:
+            self.demuxer.seek(self.stream_index, key if key != INT64_MIN else self.start_timestamp)
         self.decoder.flush()
+        if self.positional:
+            self.position = (self.index.find_pts(key) if key != INT64_MIN else 0) - 1
+        self.last_seek_key = key
+        self.run_from_start = key == INT64_MIN
+        self.frames_since_seek = 0
         self.has_held = False
         self.has_prev = False
-        self.covered_from = timestamp
         self.needs_seek = False
         self.input_done = False
         self.output_done = False
         return 0
 
+    cdef int step_back(self, int64_t target) except -1 nogil:
+        """The last seek landed after ``target``: seek again, by bytes or from an earlier key frame."""
+        cdef int64_t earlier
+        if (self.index is not None and not self.seek_by_bytes and self.key_frame_position(target) >= 0
+                and self.demuxer.can_seek_bytes()):
+            self.seek_by_bytes = True     # timestamp search is approximate here (MPEG-TS/PS, raw streams)
+            return self.seek_to(target)
+        self.step_backs += 1
+        earlier = INT64_MIN
+        if self.last_seek_key != INT64_MIN and self.step_backs <= MAX_STEP_BACKS:
+            earlier = self.key_frame_timestamp(self.last_seek_key - 1)
+            if earlier >= self.last_seek_key - 1:   # no earlier key frame is known: start over
+                earlier = INT64_MIN
+        return self.seek_to_key(earlier, self.key_frame_position(earlier) if earlier != INT64_MIN else 0)
+
     cdef int decode_next(self) except -1 nogil:
         """Decode the next frame into ``held``: 1 when one came, 0 at the end of the stream."""
         cdef int ret
         cdef AVFrame *swap
+        cdef int64_t previous_end
         while True:
             if self.output_done:
                 return 0
@@ -112,9 +156,27 @@ cdef class VideoStream:
                 self.incoming = swap
                 lavu.av_frame_unref(self.incoming)
                 self.has_held = True
+                previous_end = self.held_pts + self.held_duration
                 self.held_pts = ffcompat.tc_frame_pts(self.held)
+                if self.held_pts == lavu.AV_NOPTS_VALUE:
+                    # No timestamp at all (e.g. MPEG-4 B-frames in AVI): continue from the previous
+                    # frame, or take the key frame that decoding started from.
+                    if self.has_prev:
+                        self.held_pts = previous_end
+                    elif self.run_from_start:
+                        self.held_pts = self.start_timestamp if self.start_timestamp != INT64_MIN else 0
+                    else:
+                        self.held_pts = self.last_seek_key
                 self.held_duration = ffcompat.tc_frame_duration(self.held)
+                if self.positional:
+                    # The decoder's timestamps are not the index's (packets without pts): the n-th
+                    # frame after a seek to key frame k is entry k + n of the index.
+                    self.position += 1
+                    if self.position < self.index.size:
+                        self.held_pts = self.index.entries[self.position].pts
+                        self.held_duration = self.index.entries[self.position].duration
                 self.held_serial += 1
+                self.frames_since_seek += 1
                 self.bad_packets = 0
                 return 1
             if ret == lavu.AVERROR_EOF:
@@ -152,15 +214,28 @@ cdef class VideoStream:
         """Timestamp to seek to in order to decode ``target``: its key frame (INT64_MIN: the start)."""
         cdef Py_ssize_t i, k
         cdef const lavf.AVIndexEntry *entry
+        cdef lavf.AVStream *stream
         if self.index is not None:
             i = self.index.last_at_or_before(target)
             if i < 0:
                 return INT64_MIN
             k = self.index.entries[i].key_before
             return self.index.entries[k].pts if k >= 0 else INT64_MIN
-        entry = lavf.avformat_index_get_entry_from_timestamp(
-            self.demuxer.ptr.streams[self.stream_index], target, lavf.AVSEEK_FLAG_BACKWARD)
-        return entry.timestamp if entry != NULL else target
+        # Approximate mode: the demuxer's own index of key frames, when it has one.
+        stream = self.demuxer.ptr.streams[self.stream_index]
+        if lavf.avformat_index_get_entries_count(stream) == 0:
+            return target                     # no index: let the demuxer's seek find the key frame
+        entry = lavf.avformat_index_get_entry_from_timestamp(stream, target, lavf.AVSEEK_FLAG_BACKWARD)
+        return entry.timestamp if entry != NULL else INT64_MIN
+
+    cdef int64_t key_frame_position(self, int64_t target) noexcept nogil:
+        """Byte position of ``target``'s key frame packet (exact mode), or -1."""
+        cdef Py_ssize_t i, k
+        if self.index is None:
+            return -1
+        i = self.index.last_at_or_before(target)
+        k = self.index.entries[i].key_before if i >= 0 else -1
+        return self.index.entries[k].pos if k >= 0 else -1
 
     cdef bint held_answers(self, int64_t target, Match match) noexcept nogil:
         """Whether the held frame is the one ``match`` asks for at ``target``."""
@@ -180,9 +255,7 @@ cdef class VideoStream:
         if self.needs_seek or self.input_done:
             return True
         if not self.has_held:                 # nothing decoded since the start or the last seek
-            if self.covered_from == INT64_MIN:
-                return key > self.first_key_timestamp
-            return target < self.covered_from or key > self.covered_from
+            return not self.run_from_start or key > self.first_key_timestamp
         if target <= self.held_pts:           # behind us
             return True
         next_pts = self.held_pts + (self.held_duration if self.held_duration > 0 else 1)
@@ -193,12 +266,17 @@ cdef class VideoStream:
         return key > next_pts
 
     cdef int find_frame(self, int64_t target, Match match) except -1 nogil:
-        """Decode until ``held`` is the frame that ``match`` asks for at ``target``."""
-        cdef bint from_start = False
+        """Decode until ``held`` is the frame that ``match`` asks for at ``target``.
+
+        A seek must land at or before the target: the first frame after it is checked. When it
+        landed later (timestamp search is approximate in MPEG-TS/PS and raw streams; a demuxer's
+        index may hold dts), the seek is redone by the key frame's byte position (kept for every
+        later seek) or from an earlier key frame, and at worst from the start of the file.
+        """
         if self.held_answers(target, match):
             return 0
         if self.should_seek(target):
-            self.seek_to(self.key_frame_timestamp(target))
+            self.seek_to(target)
         while True:
             if not self.decode_next():
                 if self.has_held and match == PLAYED_AT and self.held_pts <= target:
@@ -207,14 +285,23 @@ cdef class VideoStream:
                     raise IndexError(
                         f"no decodable frame at or after pts {target} (={target * self.time_base:.6f} s): "
                         f"the stream ended first (truncated or corrupt file?)")
+            if self.frames_since_seek == 1:
+                if self.run_from_start:
+                    if (self.index is not None and self.index.size and self.held_pts > self.index.entries[0].pts
+                            and not self.start_by_bytes and self.demuxer.can_seek_bytes()):
+                        self.start_by_bytes = True    # the timestamp seek to the start landed late
+                        self.seek_to(INT64_MIN)
+                        continue
+                    self.covered_from = INT64_MIN
+                elif self.held_pts > target:
+                    self.step_back(target)
+                    continue
+                else:
+                    self.covered_from = self.held_pts
+                    self.step_backs = 0
             if self.held_answers(target, match):
                 return 0
             if self.held_pts > target and not self.has_prev:
-                # The seek landed after the target. Start again from the beginning of the file.
-                if not from_start:
-                    from_start = True
-                    self.seek_to(INT64_MIN)
-                    continue
                 return 0              # the target lies before the first frame: use the first
 
     # ---- the batch routine ------------------------------------------------------------------------

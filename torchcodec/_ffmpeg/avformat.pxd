@@ -25,10 +25,12 @@ cdef extern from "libavformat/avformat.h" nogil:
     int AVSEEK_FLAG_ANY
     int AVSEEK_FLAG_FRAME
     int AVINDEX_KEYFRAME
+    int AVFMT_NO_BYTE_SEEK
 
     ctypedef struct AVInputFormat:
         const char *name
         const char *long_name
+        int flags
 
     ctypedef struct AVIndexEntry:
         int64_t pos

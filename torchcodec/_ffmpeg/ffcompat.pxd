@@ -8,6 +8,7 @@ from torchcodec._ffmpeg.avutil cimport AVFrame
 cdef extern from "torchcodec/ffcompat.h" nogil:
     int64_t tc_frame_duration(const AVFrame *frame)
     int64_t tc_frame_pts(const AVFrame *frame)
+    int tc_frame_is_key(const AVFrame *frame)
     int64_t tc_packet_pts(const AVPacket *packet)
     const int32_t *tc_stream_display_matrix(const AVStream *stream)
     int tc_codecpar_channels(const AVCodecParameters *par)

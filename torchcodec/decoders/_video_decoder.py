@@ -86,6 +86,10 @@ class VideoDecoder:
             index = demuxer.scan(self.stream_index)
         else:
             index = None
+        clockwise = (-round(header["rotation"])) % 360 if header["rotation"] is not None else 0
+        self._engine = VideoStream(demuxer, self.stream_index, index, int(num_ffmpeg_threads),
+                                   clockwise if clockwise in (90, 180, 270) else 0,
+                                   index is None or custom_frame_mappings is not None)
         self._index: Optional[FrameIndex] = index
         content = None
         if index is not None and len(index) > 0:
@@ -100,10 +104,6 @@ class VideoDecoder:
         if self._num_frames is None:
             raise ValueError(f"cannot tell the number of frames of stream {self.stream_index} from its header; "
                              f"use seek_mode='exact'")
-        clockwise = (-round(header["rotation"])) % 360 if header["rotation"] is not None else 0
-        self._engine = VideoStream(demuxer, self.stream_index, index, int(num_ffmpeg_threads),
-                                   clockwise if clockwise in (90, 180, 270) else 0,
-                                   index is None or custom_frame_mappings is not None)
 
     # ---- the Sequence protocol ----------------------------------------------------------------
 

@@ -1,0 +1,114 @@
+"""Frames and timestamps against the ffmpeg CLI of the same FFmpeg build, byte for byte."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference
+from torchcodec.decoders import VideoDecoder
+
+# (corpus file, stream index) for every video stream in the corpus.
+VIDEO_STREAMS = [
+    ("h264_25fps_2s.mp4", 0),
+    ("h264_bframes.mp4", 0),
+    ("h264_bframes.ts", 0),
+    ("h264_editlist.mp4", 0),
+    ("h264_10bit.mp4", 0),
+    ("h264_yuv444.mp4", 0),
+    ("h264_yuv444_161x121.mp4", 0),
+    ("h264_rotate90.mp4", 0),
+    ("h264_rotate180.mp4", 0),
+    ("h264_rotate270.mp4", 0),
+    ("h264_vfr.mkv", 0),
+    ("h264_offset2.5s.mkv", 0),
+    ("h264_offset2.5s.mp4", 0),
+    ("h264_fullrange.mp4", 0),
+    ("h264_bt709.mp4", 0),
+    ("h264_aac.mp4", 0),
+    ("h264_aac_audio_first.mp4", 1),
+    ("two_video_streams.mkv", 0),
+    ("two_video_streams.mkv", 1),
+    ("hevc_bframes.mp4", 0),
+    ("hevc_10bit.mp4", 0),
+    ("vp9.webm", 0),
+    ("vp9_161x121.webm", 0),
+    ("vp8.webm", 0),
+    ("av1.mp4", 0),
+    ("mpeg4_bframes.avi", 0),
+    ("mpeg2_mp2.mpg", 0),
+]
+HIGH_BIT_DEPTH = ["h264_10bit.mp4", "hevc_10bit.mp4"]
+
+
+@pytest.mark.parametrize("name,stream_index", VIDEO_STREAMS)
+def test_all_frames_equal_ffmpeg_rgb24(media, name, stream_index):
+    expected = reference.ffmpeg_rgb_frames(media[name], stream_index=stream_index)
+    decoder = VideoDecoder(media[name], stream_index=stream_index, dimension_order="NHWC")
+    frames = decoder.get_all_frames().data
+    assert frames.dtype == np.uint8
+    assert frames.shape == expected.shape
+    np.testing.assert_array_equal(frames, expected)
+
+
+@pytest.mark.parametrize("name,stream_index", VIDEO_STREAMS)
+def test_pts_and_durations_equal_ffprobe(media, name, stream_index):
+    expected = reference.ffprobe_frames(media[name], stream_index)
+    batch = VideoDecoder(media[name], stream_index=stream_index).get_all_frames()
+    if any(f["pts_missing"] for f in expected):
+        # Packets without pts (MPEG-4 B-frames in AVI): FFmpeg's decoder gives its frames the *next*
+        # packet's dts, so its timestamps are off by one frame. We report the packets' dts, which
+        # ffprobe -show_packets gives independently.
+        time_base = reference.ffprobe_stream(media[name], stream_index)["time_base"]
+        dts = sorted(p["dts"] for p in reference.ffprobe_packets(media[name], stream_index))
+        np.testing.assert_allclose(batch.pts_seconds, [float(d * time_base) for d in dts], rtol=0, atol=1e-9)
+        return
+    np.testing.assert_allclose(batch.pts_seconds, [f["pts_seconds"] for f in expected], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(batch.duration_seconds, [f["duration_seconds"] for f in expected], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "hevc_bframes.mp4", "vp9.webm", "h264_bframes.ts",
+                                  "mpeg2_mp2.mpg", "h264_editlist.mp4", "h264_rotate90.mp4",
+                                  "mpeg4_bframes.avi", "h264_vfr.mkv", "av1.mp4"])
+def test_random_access_equals_sequential_frames(media, name):
+    expected = reference.ffmpeg_rgb_frames(media[name])
+    decoder = VideoDecoder(media[name], dimension_order="NHWC")
+    rng = np.random.default_rng(0)
+    indices = rng.integers(0, len(decoder), size=25).tolist() + [len(decoder) - 1, 0, 1]
+    np.testing.assert_array_equal(decoder.get_frames_at(indices).data, expected[indices])
+    for i in indices[:8]:                                # one at a time, in random order
+        np.testing.assert_array_equal(decoder[i], expected[i])
+
+
+@pytest.mark.parametrize("name", ["h264_25fps_2s.mp4", "h264_bframes.mp4", "vp9.webm", "hevc_bframes.mp4"])
+def test_approximate_mode_gives_the_same_frames_on_constant_frame_rate(media, name):
+    expected = reference.ffmpeg_rgb_frames(media[name])
+    decoder = VideoDecoder(media[name], seek_mode="approximate", dimension_order="NHWC")
+    assert len(decoder) == len(expected)
+    np.testing.assert_array_equal(decoder.get_all_frames().data, expected)
+    indices = [17, 3, len(expected) - 1, 3, 0]
+    np.testing.assert_array_equal(decoder.get_frames_at(indices).data, expected[indices])
+
+
+@pytest.mark.parametrize("name", HIGH_BIT_DEPTH + ["h264_bframes.mp4"])
+def test_float32_output_is_rgb48_divided_by_65535(media, name):
+    expected = reference.ffmpeg_rgb_frames(media[name], pix_fmt="rgb48le").astype(np.float32) / np.float32(65535)
+    frames = VideoDecoder(media[name], output_dtype="float32", dimension_order="NHWC").get_all_frames().data
+    assert frames.dtype == np.float32
+    np.testing.assert_array_equal(frames, expected)
+
+
+@pytest.mark.parametrize("name,dtype", [("h264_10bit.mp4", np.float32), ("hevc_10bit.mp4", np.float32),
+                                        ("h264_bframes.mp4", np.uint8)])
+def test_auto_output_dtype_follows_bit_depth(media, name, dtype):
+    assert VideoDecoder(media[name], output_dtype="auto")[0].dtype == dtype
+
+
+def test_rotation_is_applied_and_reported(media):
+    upright = VideoDecoder(media["h264_25fps_2s.mp4"], dimension_order="NHWC")
+    for name, rotation in [("h264_rotate90.mp4", 90), ("h264_rotate180.mp4", 180), ("h264_rotate270.mp4", 270)]:
+        decoder = VideoDecoder(media[name], dimension_order="NHWC")
+        frame = decoder[5]
+        assert round(decoder.metadata.rotation) % 360 == rotation % 360, name
+        if rotation % 180:
+            assert (decoder.metadata.height, decoder.metadata.width) == (upright.metadata.width, upright.metadata.height)
+        assert frame.shape == (decoder.metadata.height, decoder.metadata.width, 3)
