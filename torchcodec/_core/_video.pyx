@@ -98,7 +98,9 @@ cdef class VideoStream:
 
     cdef int seek_to(self, int64_t target) except -1 nogil:
         """Seek to the key frame from which ``target`` can be decoded (INT64_MIN: the start)."""
-        if target == INT64_MIN:
+        if target == INT64_MIN or self.positional:
+            # Positional mode decodes from the start: after a seek, such decoders (MPEG-4 packed
+            # B-frames) may drop frames, which would shift the count.
             return self.seek_to_key(INT64_MIN, 0)
         return self.seek_to_key(self.key_frame_timestamp(target), self.key_frame_position(target))
 
@@ -254,6 +256,8 @@ cdef class VideoStream:
         cdef Py_ssize_t i
         if self.needs_seek or self.input_done:
             return True
+        if self.positional:
+            return self.has_held and target <= self.held_pts
         if not self.has_held:                 # nothing decoded since the start or the last seek
             return not self.run_from_start or key > self.first_key_timestamp
         if target <= self.held_pts:           # behind us
