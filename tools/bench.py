@@ -17,18 +17,19 @@ Run from the repository root, with this package installed in the current Python:
     python tools/bench.py --seek-modes exact     # skip seek_mode="approximate"
 
 Method: each measurement runs once to warm up, then N timed repeats; the table reports the
-MEDIAN of the N repeats (and the minimum). N is chosen per measurement so that the repeats take
-about ``--budget`` seconds (at least 3, at most 15) unless ``--repeats`` fixes it. Every repeat
-opens a fresh decoder, so open time (and the packet scan of seek_mode="exact") always counts.
-For each workload and thread count all peers run back to back, so that a change of machine load
-hits them alike. Where a peer has several strategies (PyAV and OpenCV seeking), each is warmed
-up and the fastest is timed; the note says which. A measurement that hangs for ``--timeout``
-seconds stops the run with a partial report.
+BEST (minimum) of the N repeats, and their median. The best is the least disturbed by other work
+on the machine (timeit's argument), so ratios use it. N is chosen per measurement so that the
+repeats take about ``--budget`` seconds (at least 3, at most 15) unless ``--repeats`` fixes it.
+Every repeat opens a fresh decoder, so open time (and the packet scan of seek_mode="exact")
+always counts. For each workload and thread count all peers run back to back, so that a change of
+machine load hits them alike. Where a peer has several strategies (PyAV and OpenCV seeking), each
+is warmed up and the fastest is timed; the note says which. A measurement that hangs for
+``--timeout`` seconds stops the run with a partial report.
 
-Ratio = peer time / our time (same workload, thread count and seek mode), so a ratio above 1
-means we are faster. When our package gives no numbers, ratios are against TorchCodec, and the
-report says so. The frames of the uniform10 workload are compared with the reference peer's (ours,
-else TorchCodec) so that a fast wrong answer shows.
+Ratio = peer best time / our best time (same workload, thread count and seek mode), so a ratio
+above 1 means we are faster. When our package gives no numbers, ratios are against TorchCodec,
+and the report says so. The frames of the uniform10 workload are compared with the reference
+peer's (ours, else TorchCodec), so that a fast wrong answer shows.
 
 Workloads live in the ``WORKLOADS`` registry and each peer implements a method of the same name;
 a peer without that method does not appear in the workload's rows, a method raising
@@ -222,7 +223,7 @@ class Peer:
         return made if isinstance(made, dict) else {"": made}
 
     def overhead_task(self, workload: Workload, job: VideoJob, threads: int) -> Task | None:
-        """A task whose median is subtracted from this peer's times (process start), or None."""
+        """A task whose best time is subtracted from this peer's times (process start), or None."""
         return None
 
     def alias(self, workload: Workload) -> str | None:
@@ -799,7 +800,7 @@ def measure_peer(peer: Peer, workload: Workload, job: VideoJob, threads: int,
         first = first if first is not None else first_timed
         del first_timed
         if overhead is not None:
-            start_cost = median_of_runs(overhead, settings)
+            start_cost = best_of_runs(overhead, settings)
             row.times_s = [t - start_cost for t in row.times_s]
             row.note = f"net of {start_cost * 1e3:.0f} ms: process start + 1 frame"
         if workload.check_frames and record_frames is not None:
@@ -811,9 +812,9 @@ def measure_peer(peer: Peer, workload: Workload, job: VideoJob, threads: int,
     return row
 
 
-def median_of_runs(task: Task, settings: RunSettings) -> float:
+def best_of_runs(task: Task, settings: RunSettings) -> float:
     warmup_s = time_once(task)[0] if settings.warmup else None
-    return statistics.median(time_repeats(task, settings.repeats_after(warmup_s))[0])
+    return min(time_repeats(task, settings.repeats_after(warmup_s))[0])
 
 
 def run_all(peers: list[Peer], job: VideoJob, settings: RunSettings, record_frames: FrameRecorder | None,
@@ -877,7 +878,7 @@ class Watchdog:
 def format_row_time(row: Measurement) -> str:
     if row.status != "ok":
         return f"{row.status} ({row.note})"
-    return f"{row.median_s * 1e3:.1f} ms (median of {len(row.times_s)})"
+    return f"best {row.min_s * 1e3:.1f} ms, median {row.median_s * 1e3:.1f} ms (N={len(row.times_s)})"
 
 
 _STARTED = time.perf_counter()
@@ -1086,6 +1087,7 @@ def default_media_file() -> Path:
         if spec is None or spec.loader is None or not Path(spec.origin or "").exists():
             raise ImportError("tools/make_media.py not found")
         make_media = importlib.util.module_from_spec(spec)
+        sys.modules["make_media"] = make_media  # its dataclasses look themselves up there
         spec.loader.exec_module(make_media)
         return Path(make_media.ensure_media([DEFAULT_FILE_NAME])[DEFAULT_FILE_NAME])
     except Exception as exc:
@@ -1177,12 +1179,12 @@ def ratio_against(row: Measurement, rows: list[Measurement], baseline: str) -> s
     for other in rows:
         if (other.peer == f"{baseline} {mode}" and other.workload == row.workload
                 and other.threads == row.threads and other.status == "ok"):
-            return f"{row.median_s / other.median_s:.2f}"
+            return f"{row.min_s / other.min_s:.2f}"
     return "-"
 
 
 def format_table(rows: list[Measurement], baseline: str) -> str:
-    header = ("workload", "thr", "peer", "median ms", "min ms", "N", f"peer/{baseline}", "note")
+    header = ("workload", "thr", "peer", "best ms", "median ms", "N", f"peer/{baseline}", "note")
     lines: list[tuple[str, ...] | None] = []
     for workload in WORKLOADS.values():
         for threads in dict.fromkeys(r.threads for r in rows):
@@ -1206,7 +1208,7 @@ def format_table(rows: list[Measurement], baseline: str) -> str:
 
 def format_line(row: Measurement, title: str, rows: list[Measurement], baseline: str) -> tuple[str, ...]:
     if row.status == "ok":
-        times = (f"{row.median_s * 1e3:.1f}", f"{row.min_s * 1e3:.1f}", str(len(row.times_s)))
+        times = (f"{row.min_s * 1e3:.1f}", f"{row.median_s * 1e3:.1f}", str(len(row.times_s)))
         note = row.note
     else:
         times, note = (row.status, "", ""), f"({row.note})"
@@ -1242,10 +1244,10 @@ def format_report(machine: dict[str, Any], job: VideoJob, peers: dict[str, str],
         f"Inputs: uniform {job.uniform_indices}; random {job.random_indices}; t = {job.timestamp_s} s",
         "Peers:",
         *(f"  {name:<18} {text}" for name, text in peers.items()),
-        f"Method: {'warm-up once, then ' if settings.warmup else 'no warm-up, '}median of N repeats"
+        f"Method: {'warm-up once, then ' if settings.warmup else 'no warm-up, '}best of N repeats"
         f" ({count}); every repeat opens a fresh decoder; output RGB uint8 (OpenCV: BGR);"
         " ours and TorchCodec in NCHW, the others HWC.",
-        f"Ratio: peer median / {baseline} median (same workload, threads and seek mode);"
+        f"Ratio: peer best / {baseline} best (same workload, threads and seek mode);"
         f" > 1 means {baseline} is faster.",
     ]
     if baseline != "ours":

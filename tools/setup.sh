@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Set up everything torchcodec needs on a Debian/Ubuntu machine, then build and install it into
+# the virtual environment .venv (created beside this repository's files).
+#
+#   bash tools/setup.sh            # system packages (apt), .venv, build + install torchcodec
+#
+# Re-running is cheap: installed system packages are skipped; the package is rebuilt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(pkg-config ffmpeg libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+              libswresample-dev libavfilter-dev python3-venv python3-dev gcc)
+missing=()
+for package in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing system packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "== creating .venv with $($PYTHON --version)"
+  "$PYTHON" -m venv .venv
+fi
+echo "== installing build tools and test dependencies into .venv"
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q "meson-python>=0.15" "meson>=1.2" ninja "Cython>=3.0.8" numpy pytest
+echo "== building and installing torchcodec"
+.venv/bin/python -m pip install -q --no-build-isolation --no-deps .
+.venv/bin/python -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version())"
