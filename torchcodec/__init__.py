@@ -24,7 +24,10 @@ def ffmpeg_version() -> str:
 
 def get_include() -> str:
     """The directory of torchcodec's C headers (``torchcodec/ffcompat.h``), for building extensions."""
-    return os.path.join(os.path.dirname(__file__), "include")
+    installed = os.path.join(os.path.dirname(__file__), "include")
+    if os.path.isdir(installed):
+        return installed
+    return os.path.join(os.path.dirname(os.path.dirname(__file__)), "include")   # editable install
 
 
 __all__ = [

@@ -283,6 +283,9 @@ cdef class VideoStream:
             self.seek_to(target)
         while True:
             if not self.decode_next():
+                if self.frames_since_seek == 0 and not self.run_from_start:
+                    self.step_back(target)    # the seek landed at the end (e.g. a truncated file)
+                    continue
                 if self.has_held and match == PLAYED_AT and self.held_pts <= target:
                     return 0          # the last frame plays until the end of the stream
                 with gil:
