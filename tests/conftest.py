@@ -1,7 +1,6 @@
 """Shared fixtures: the generated media corpus (tools/make_media.py) and ffmpeg CLI references."""
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import sys
 
@@ -10,16 +9,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-
-def _load_make_media():
-    spec = importlib.util.spec_from_file_location("make_media", REPO / "tools" / "make_media.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_media"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-make_media = _load_make_media()
+from corpus import make_media  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ These tests never import torchcodec: they prove that the corpus and the CLI refe
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import pathlib
@@ -18,26 +17,13 @@ import pytest
 
 import reference as ref
 
-_TOOL = pathlib.Path(__file__).resolve().parent.parent / "tools" / "make_media.py"
+from corpus import load as _load_make_media, make_media  # noqa: E402
 
-
-def _load_make_media(module_name: str = "make_media"):
-    """Import tools/make_media.py (not a package) under ``module_name``."""
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, _TOOL)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # dataclasses look their module up while being created
-    spec.loader.exec_module(module)
-    return module
-
-
-make_media = _load_make_media()
 
 
 @pytest.fixture(scope="session")
-def corpus() -> dict[str, pathlib.Path]:
-    return make_media.ensure_media()
+def corpus(media) -> dict[str, pathlib.Path]:
+    return media
 
 
 # name -> (codec_name, pix_fmt(s), (width, height) before rotation, number of decoded frames)

@@ -5,12 +5,15 @@ with the venv's Python (never run it by hand) and talks to it in JSON lines on s
 
 - ``{"cmd": "init", "job": ..., "settings": ..., "frames_dir": ...}`` →
   ``{"describe": str, "peers": [{"name", "seek_mode", "workloads"}, ...]}``
-- ``{"cmd": "measure", "peer": name, "workload": name, "threads": n}`` → ``{"row": measurement}``
+- ``{"cmd": "prepare", "peer": name, "workload": name, "threads": n}`` (build, warm up,
+  save frames) → ``{"id": int, "repeats": int, "row": measurement so far}``
+- ``{"cmd": "repeat", "id": id}`` (one timed run) → ``{"status": "ok" | "error"}``
+- ``{"cmd": "finish", "id": id}`` → ``{"row": measurement}``
 - any failure → ``{"error": str}``; end of input ends the worker.
 
-bench.py sends one measure request at a time, interleaved with the other peers, so that all are
-timed under the same machine load. Timing uses bench.py's own code (imported from this folder), so
-both sides are measured the same way. Frames of frame-checked workloads are written as raw RGB
+bench.py takes the repeats of all peers round-robin, these included, so that all are timed under
+the same machine load. Timing uses bench.py's own code (imported from this folder), so both sides
+are measured the same way. Frames of frame-checked workloads are written as raw RGB
 bytes into frames_dir for bench.py to compare. The venv has torch but maybe not numpy; nothing
 here needs numpy. Anything that libraries print goes to stderr, never into the protocol.
 """
@@ -63,12 +66,20 @@ class Worker:
         self.settings: Any = None
         self.frames_dir = Path(".")
         self.peers: dict[str, Any] = {}
+        self.prepared: dict[int, Any] = {}  # measurements under way, by id
+        self._next_id = 0
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         if request["cmd"] == "init":
             return self.init(request)
-        if request["cmd"] == "measure":
-            return self.measure(request)
+        if request["cmd"] == "prepare":
+            return self.prepare(request)
+        if request["cmd"] == "repeat":
+            prepared = self.prepared[request["id"]]
+            prepared.run_once()
+            return {"status": prepared.row.status}
+        if request["cmd"] == "finish":
+            return {"row": self.prepared.pop(request["id"]).row.to_json()}
         return {"error": f"unknown command {request['cmd']!r}"}
 
     def init(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -87,11 +98,15 @@ class Worker:
                  for p in peers]
         return {"describe": peers[0].describe(), "peers": specs}
 
-    def measure(self, request: dict[str, Any]) -> dict[str, Any]:
+    def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
         peer = self.peers[request["peer"]]
         workload = self.bench.WORKLOADS[request["workload"]]
-        row = peer.measure(workload, self.job, request["threads"], self.settings, self.save_frames)
-        return {"row": row.to_json()}
+        prepared = peer.prepare(workload, self.job, request["threads"], self.settings,
+                                self.save_frames)
+        key = self._next_id
+        self._next_id += 1
+        self.prepared[key] = prepared
+        return {"id": key, "repeats": prepared.repeats, "row": prepared.row.to_json()}
 
     def save_frames(self, peer: Any, threads: int, frames: Any) -> dict[str, Any]:
         """FrameRecorder: write the frames to a file that bench.py compares (and deletes)."""

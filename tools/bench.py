@@ -234,10 +234,19 @@ class Peer:
         """The frames of a frame-checked workload's result as (N, H, W, 3) RGB uint8."""
         raise NotImplementedError
 
-    def measure(self, workload: Workload, job: VideoJob, threads: int, settings: RunSettings,
-                record_frames: FrameRecorder | None) -> Measurement:
-        """One row of the table; overridden by peers that run in another process."""
-        return measure_peer(self, workload, job, threads, settings, record_frames)
+    # The three steps of a measurement; overridden by peers that run in another process.
+
+    def prepare(self, workload: Workload, job: VideoJob, threads: int, settings: RunSettings,
+                record_frames: FrameRecorder | None) -> Prepared:
+        """Build the task, warm it up, check its frames and decide the number of repeats."""
+        return prepare_measurement(self, workload, job, threads, settings, record_frames)
+
+    def repeat(self, prepared: Prepared) -> None:
+        """One timed repeat."""
+        prepared.run_once()
+
+    def finish(self, prepared: Prepared) -> Measurement:
+        return prepared.row
 
 
 def _try_import(module: str) -> tuple[Any, str | None]:
@@ -747,20 +756,14 @@ def time_once(task: Task) -> tuple[float, Any]:
         gc.enable()
 
 
-def time_repeats(task: Task, count: int) -> tuple[list[float], Any]:
-    """Time count runs; return (times, result of the first run)."""
-    times: list[float] = []
-    first = None
-    for _ in range(count):
-        elapsed, result = time_once(task)
-        times.append(elapsed)
-        if first is None:
-            first = result
-        del result
-    return times, first
+def best_of_runs(task: Task, settings: RunSettings) -> float:
+    """Best time of a task measured on its own (the ffmpeg CLI's process start)."""
+    warmup_s = time_once(task)[0] if settings.warmup else None
+    return min(time_once(task)[0] for _ in range(settings.repeats_after(warmup_s)))
 
 
-def choose_variant(variants: dict[str, Task], settings: RunSettings) -> tuple[str, Task, float | None, Any]:
+def choose_variant(variants: dict[str, Task],
+                   settings: RunSettings) -> tuple[str, Task, float | None, Any]:
     """Warm up every variant and keep the fastest: (name, task, warm-up seconds, its result).
 
     Without warm-up the first variant is taken (peers list their usually-fastest one first).
@@ -778,65 +781,109 @@ def choose_variant(variants: dict[str, Task], settings: RunSettings) -> tuple[st
     return best
 
 
-def measure_peer(peer: Peer, workload: Workload, job: VideoJob, threads: int,
-                 settings: RunSettings, record_frames: FrameRecorder | None) -> Measurement:
-    """Time one peer on one workload at one thread count (its fastest variant)."""
-    row = Measurement(workload.name, threads, peer.name, peer.seek_mode)
+@dataclass
+class Prepared:
+    """A measurement under way: its row, the warmed-up task and how many repeats it wants."""
+
+    row: Measurement
+    task: Task | None = None
+    repeats: int = 0
+    done: int = 0
+    start_cost_s: float = 0.0  # subtracted from every time (process start of the CLI)
+    remote_id: int | None = None  # set when the task lives in the TorchCodec worker
+
+    @property
+    def pending(self) -> bool:
+        return self.row.status == "ok" and self.done < self.repeats
+
+    def fail(self, exc: BaseException) -> None:
+        self.row.status, self.row.times_s = "error", []
+        self.row.note = f"{type(exc).__name__}: {exc}"[:300]
+
+    def run_once(self) -> None:
+        """One timed repeat of a local task."""
+        self.done += 1
+        try:
+            elapsed, result = time_once(self.task)
+            del result
+            self.row.times_s.append(elapsed - self.start_cost_s)
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            self.fail(exc)
+
+
+def prepare_measurement(peer: Peer, workload: Workload, job: VideoJob, threads: int,
+                        settings: RunSettings, record_frames: FrameRecorder | None) -> Prepared:
+    """Build, warm up and frame-check one peer's task for a workload at a thread count."""
+    prepared = Prepared(Measurement(workload.name, threads, peer.name, peer.seek_mode))
+    row = prepared.row
     reason = peer.unavailable_reason()
     if reason:
-        return dataclasses.replace(row, status="n/a", note=reason)
+        row.status, row.note = "n/a", reason
+        return prepared
     try:
         variants = peer.tasks(workload, job, threads)
         overhead = peer.overhead_task(workload, job, threads)
     except NotApplicable as exc:
-        return dataclasses.replace(row, status="n/a", note=str(exc))
+        row.status, row.note = "n/a", str(exc)
+        return prepared
     try:
-        name, task, warmup_s, first = choose_variant(variants, settings)
+        name, prepared.task, warmup_s, first = choose_variant(variants, settings)
+        if first is None:  # no warm-up: the check uses a run of its own, untimed
+            first = prepared.task()
+        prepared.repeats = settings.repeats_after(warmup_s)
         row.variant, row.note = name or None, name
         if len(variants) > 1:
             row.note += (f" (fastest of {len(variants)} strategies)" if settings.warmup
                          else " (first strategy)")
-        row.times_s, first_timed = time_repeats(task, settings.repeats_after(warmup_s))
-        first = first if first is not None else first_timed
-        del first_timed
         if overhead is not None:
-            start_cost = best_of_runs(overhead, settings)
-            row.times_s = [t - start_cost for t in row.times_s]
-            row.note = f"net of {start_cost * 1e3:.0f} ms: process start + 1 frame"
+            prepared.start_cost_s = best_of_runs(overhead, settings)
+            row.note = f"net of {prepared.start_cost_s * 1e3:.0f} ms: process start + 1 frame"
         if workload.check_frames and record_frames is not None:
             row.check = record_frames(peer, threads, peer.rgb_nhwc(first))
     except Exception as exc:
-        row.status, row.times_s = "error", []
-        row.note = f"{type(exc).__name__}: {exc}"[:300]
         traceback.print_exc(file=sys.stderr)
-    return row
+        prepared.fail(exc)
+    return prepared
 
 
-def best_of_runs(task: Task, settings: RunSettings) -> float:
-    warmup_s = time_once(task)[0] if settings.warmup else None
-    return min(time_repeats(task, settings.repeats_after(warmup_s))[0])
+def measure_group(peers: list[Peer], workload: Workload, job: VideoJob, threads: int,
+                  settings: RunSettings, record_frames: FrameRecorder | None,
+                  watchdog: Watchdog) -> list[Measurement]:
+    """All peers on one workload at one thread count, their repeats taken round-robin.
 
-
-def run_all(peers: list[Peer], job: VideoJob, settings: RunSettings, record_frames: FrameRecorder | None,
-            watchdog: Watchdog, rows: list[Measurement]) -> None:
-    """Every workload x thread count x peer, appended to rows as they come.
-
-    Peers run back to back for each workload and thread count, so that changes of machine load
-    hit them all alike.
+    Interleaving the repeats spreads a burst of other work on the machine over all peers
+    instead of letting it spoil one peer's numbers.
     """
+    where = f"{workload.name} / threads={threads}"
+    prepared: list[tuple[Peer, Prepared]] = []
+    for peer in peers:
+        with watchdog.guard(f"{peer.name} / {where} (warm-up)"):
+            prepared.append((peer, peer.prepare(workload, job, threads, settings, record_frames)))
+    while any(p.pending for _, p in prepared):
+        for peer, p in prepared:
+            if p.pending:
+                with watchdog.guard(f"{peer.name} / {where}"):
+                    peer.repeat(p)
+    return [peer.finish(p) for peer, p in prepared]
+
+
+def run_all(peers: list[Peer], job: VideoJob, settings: RunSettings,
+            record_frames: FrameRecorder | None, watchdog: Watchdog,
+            rows: list[Measurement]) -> None:
+    """Every workload x thread count x peer, appended to rows as they come."""
     done: dict[tuple[str, str, int], Measurement] = {}
     for workload in job.workload_list():
         for threads in job.threads:
-            for peer in peers:
-                if not peer.shows(workload):
-                    continue
-                alias = peer.alias(workload)
-                if alias and (peer.name, alias, threads) in done:
-                    row = dataclasses.replace(done[peer.name, alias, threads], workload=workload.name,
-                                              note=f"same runs as '{alias}'")
-                else:
-                    with watchdog.guard(f"{peer.name} / {workload.name} / threads={threads}"):
-                        row = peer.measure(workload, job, threads, settings, record_frames)
+            shown = [p for p in peers if p.shows(workload)]
+            reused = {p.name: done.get((p.name, p.alias(workload) or "", threads)) for p in shown}
+            measured = measure_group([p for p in shown if reused[p.name] is None], workload, job,
+                                     threads, settings, record_frames, watchdog)
+            fresh = {row.peer: row for row in measured}
+            for peer in shown:
+                row = fresh.get(peer.name) or dataclasses.replace(
+                    reused[peer.name], workload=workload.name,
+                    note=f"same runs as '{peer.alias(workload)}'")
                 done[peer.name, workload.name, threads] = row
                 rows.append(row)
                 log(f"{workload.name:<10} threads={threads} {peer.name:<20} {format_row_time(row)}")
@@ -878,7 +925,8 @@ class Watchdog:
 def format_row_time(row: Measurement) -> str:
     if row.status != "ok":
         return f"{row.status} ({row.note})"
-    return f"best {row.min_s * 1e3:.1f} ms, median {row.median_s * 1e3:.1f} ms (N={len(row.times_s)})"
+    return (f"best {row.min_s * 1e3:.1f} ms, median {row.median_s * 1e3:.1f} ms"
+            f" (N={len(row.times_s)})")
 
 
 _STARTED = time.perf_counter()
@@ -1002,9 +1050,12 @@ class WorkerConnection:
 
     def request(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._proc.stdin.write(json.dumps(message) + "\n")
-        self._proc.stdin.flush()
-        line = self._proc.stdout.readline()
+        try:
+            self._proc.stdin.write(json.dumps(message) + "\n")
+            self._proc.stdin.flush()
+            line = self._proc.stdout.readline()
+        except (BrokenPipeError, ValueError):  # ValueError: pipe already closed
+            line = ""
         if not line:
             raise RuntimeError(f"TorchCodec worker exited (status {self._proc.wait()}); see stderr")
         reply = json.loads(line)
@@ -1016,13 +1067,17 @@ class WorkerConnection:
         self._proc.kill()
 
     def close(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.stdin.close()  # the worker ends at end of input
+        """End the worker: it exits at end of input; killed if it does not within a minute."""
+        with contextlib.suppress(OSError):
+            self._proc.stdin.close()
+        try:
             self._proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
 
 
 class RemotePeer(Peer):
-    """A TorchCodec peer that lives in the worker; measurements are made there."""
+    """A TorchCodec peer that lives in the worker, which builds, warms up and times its tasks."""
 
     key = "torchcodec"
 
@@ -1039,18 +1094,42 @@ class RemotePeer(Peer):
     def shows(self, workload: Workload) -> bool:
         return workload.name in self._workloads
 
-    def measure(self, workload: Workload, job: VideoJob, threads: int, settings: RunSettings,
-                record_frames: FrameRecorder | None) -> Measurement:
+    def prepare(self, workload: Workload, job: VideoJob, threads: int, settings: RunSettings,
+                record_frames: FrameRecorder | None) -> Prepared:
+        prepared = Prepared(Measurement(workload.name, threads, self.name, self.seek_mode))
         try:
-            reply = self._connection.request({"cmd": "measure", "peer": self.name,
+            reply = self._connection.request({"cmd": "prepare", "peer": self.name,
                                               "workload": workload.name, "threads": threads})
         except Exception as exc:
-            return Measurement(workload.name, threads, self.name, self.seek_mode, status="error",
-                               note=f"{type(exc).__name__}: {exc}"[:300])
-        row = Measurement.from_json(reply["row"])
-        saved = row.check or {}
+            prepared.fail(exc)
+            return prepared
+        prepared.row = Measurement.from_json(reply["row"])
+        prepared.remote_id, prepared.repeats = reply["id"], reply["repeats"]
+        saved = prepared.row.check or {}
         if "frames_file" in saved and record_frames is not None:
-            row.check = record_frames(self, threads, SavedFrames(saved["frames_file"], saved["shape"]))
+            frames = SavedFrames(saved["frames_file"], saved["shape"])
+            prepared.row.check = record_frames(self, threads, frames)
+        return prepared
+
+    def repeat(self, prepared: Prepared) -> None:
+        prepared.done += 1
+        try:
+            reply = self._connection.request({"cmd": "repeat", "id": prepared.remote_id})
+            prepared.row.status = reply["status"]  # "error" ends the repeats; finish says why
+        except Exception as exc:
+            prepared.fail(exc)
+            prepared.remote_id = None
+
+    def finish(self, prepared: Prepared) -> Measurement:
+        if prepared.remote_id is None:
+            return prepared.row
+        try:
+            reply = self._connection.request({"cmd": "finish", "id": prepared.remote_id})
+        except Exception as exc:
+            prepared.fail(exc)
+            return prepared.row
+        row = Measurement.from_json(reply["row"])
+        row.check = prepared.row.check  # compared here, not in the worker
         return row
 
 
