@@ -359,3 +359,28 @@ def test_ffmpeg_version_is_the_clis(media):
 def test_get_include_has_the_compat_header():
     import os
     assert os.path.isfile(os.path.join(torchcodec.get_include(), "torchcodec", "ffcompat.h"))
+
+
+# ---- the batch plan ----------------------------------------------------------------------------
+
+def test_duplicates_are_decoded_once(h264):
+    decoder = VideoDecoder(h264)
+    decoder.get_frames_at([10, 10, 10, 5, 5])
+    assert decoder._engine.frames_decoded == 11          # frames 0..10 of the first GOP, once each
+
+
+def test_sequential_access_never_seeks_after_the_first_frame(h264):
+    decoder = VideoDecoder(h264)
+    for i in range(90):
+        decoder.get_frame_at(i)
+    assert decoder._engine.seeks <= 1 and decoder._engine.frames_decoded == 90
+    batches = VideoDecoder(h264)
+    for start in range(0, 90, 16):                       # batches in order: no seek either
+        batches.get_frames_in_range(start, start + 16)
+    assert batches._engine.seeks <= 1 and batches._engine.frames_decoded == 90
+
+
+def test_far_targets_seek_to_their_key_frame_instead_of_decoding_through(h264):
+    decoder = VideoDecoder(h264)                          # GOP 30: key frames at 0, 30, 60
+    decoder.get_frames_at([1, 62])
+    assert decoder._engine.frames_decoded == 2 + 3        # 0..1, then 60..62

@@ -47,6 +47,8 @@ cdef class VideoStream:
     cdef bint needs_seek                # the demuxer's position is unknown (after a scan)
     cdef bint input_done                # the decoder was sent the end-of-stream
     cdef bint output_done               # the decoder returned AVERROR_EOF
+    cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
+    cdef readonly unsigned long seeks
     cdef int bad_packets                # consecutive packets the decoder refused
     cdef double time_base
     cdef int64_t first_key_timestamp    # where a decoder opened at the start begins

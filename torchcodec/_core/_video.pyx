@@ -86,6 +86,8 @@ cdef class VideoStream:
         self.positional = index is not None and index.pts_from_dts
         self.position = -1
         self.step_backs = 0
+        self.frames_decoded = 0
+        self.seeks = 0
         start = demuxer.stream(stream_index).start_time
         self.start_timestamp = start if start != lavu.AV_NOPTS_VALUE else INT64_MIN
 
@@ -98,11 +100,18 @@ cdef class VideoStream:
 
     cdef int seek_to(self, int64_t target) except -1 nogil:
         """Seek to the key frame from which ``target`` can be decoded (INT64_MIN: the start)."""
+        cdef int64_t key
         if target == INT64_MIN or self.positional:
             # Positional mode decodes from the start: after a seek, such decoders (MPEG-4 packed
             # B-frames) may drop frames, which would shift the count.
             return self.seek_to_key(INT64_MIN, 0)
-        return self.seek_to_key(self.key_frame_timestamp(target), self.key_frame_position(target))
+        key = self.key_frame_timestamp(target)
+        if self.index is None and key != INT64_MIN:
+            # The demuxer's index holds dts, which its own seek corrects for: give it the target.
+            self.seek_to_key(target, -1)
+            self.last_seek_key = key
+            return 0
+        return self.seek_to_key(key, self.key_frame_position(target))
 
     cdef int seek_to_key(self, int64_t key, int64_t position) except -1 nogil:
         """Seek to the key frame at timestamp ``key`` (byte ``position`` if known; INT64_MIN: the start)."""
@@ -113,6 +122,7 @@ cdef class VideoStream:
         else:
             self.demuxer.seek(self.stream_index, key if key != INT64_MIN else self.start_timestamp)
         self.decoder.flush()
+        self.seeks += 1
         if self.positional:
             self.position = (self.index.find_pts(key) if key != INT64_MIN else 0) - 1
         self.last_seek_key = key
@@ -179,6 +189,7 @@ cdef class VideoStream:
                         self.held_duration = self.index.entries[self.position].duration
                 self.held_serial += 1
                 self.frames_since_seek += 1
+                self.frames_decoded += 1
                 self.bad_packets = 0
                 return 1
             if ret == lavu.AVERROR_EOF:
