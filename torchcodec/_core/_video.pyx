@@ -265,7 +265,7 @@ cdef class VideoStream:
         cdef int64_t key = self.key_frame_timestamp(target)
         cdef int64_t next_pts
         cdef Py_ssize_t i
-        if self.needs_seek or self.input_done:
+        if self.needs_seek or self.output_done:     # the decoder was drained: start again
             return True
         if self.positional:
             return self.has_held and target <= self.held_pts
