@@ -384,3 +384,9 @@ def test_far_targets_seek_to_their_key_frame_instead_of_decoding_through(h264):
     decoder = VideoDecoder(h264)                          # GOP 30: key frames at 0, 30, 60
     decoder.get_frames_at([1, 62])
     assert decoder._engine.frames_decoded == 2 + 3        # 0..1, then 60..62
+
+
+def test_approximate_mode_starts_a_key_frame_target_at_its_own_key_frame(h264):
+    decoder = VideoDecoder(h264, seek_mode="approximate")   # GOP 30
+    decoder.get_frame_at(60)
+    assert decoder._engine.frames_decoded == 1

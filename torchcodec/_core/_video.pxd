@@ -49,6 +49,7 @@ cdef class VideoStream:
     cdef bint output_done               # the decoder returned AVERROR_EOF
     cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
     cdef readonly unsigned long seeks
+    cdef int64_t tolerance              # AT_OR_AFTER matches frames this many ticks early
     cdef int bad_packets                # consecutive packets the decoder refused
     cdef double time_base
     cdef int64_t first_key_timestamp    # where a decoder opened at the start begins

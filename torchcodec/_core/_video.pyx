@@ -88,6 +88,7 @@ cdef class VideoStream:
         self.step_backs = 0
         self.frames_decoded = 0
         self.seeks = 0
+        self.tolerance = 0
         start = demuxer.stream(stream_index).start_time
         self.start_timestamp = start if start != lavu.AV_NOPTS_VALUE else INT64_MIN
 
@@ -251,12 +252,20 @@ cdef class VideoStream:
         return self.index.entries[k].pos if k >= 0 else -1
 
     cdef bint held_answers(self, int64_t target, Match match) noexcept nogil:
-        """Whether the held frame is the one ``match`` asks for at ``target``."""
+        """Whether the held frame is the one ``match`` asks for at ``target``.
+
+        AT_OR_AFTER accepts a frame up to ``self.tolerance`` ticks before the target, so that a
+        frame time computed from the frame rate finds its frame despite rounding.
+        """
         if not self.has_held:
             return False
-        cdef bint nothing_between = (target > self.prev_pts) if self.has_prev else (target >= self.covered_from)
+        cdef bint nothing_between
         if match == AT_OR_AFTER:
-            return target <= self.held_pts and nothing_between
+            # Below the held frame: the previous frame, or where decoding began (judged by the
+            # target itself: no frame lies within the tolerance before a seek's key frame).
+            nothing_between = (target - self.tolerance > self.prev_pts) if self.has_prev else (target >= self.covered_from)
+            return target - self.tolerance <= self.held_pts and nothing_between
+        nothing_between = (target > self.prev_pts) if self.has_prev else (target >= self.covered_from)
         cdef int64_t end = self.held_pts + (self.held_duration if self.held_duration > 0 else 1)
         return target < end and (self.held_pts <= target or nothing_between)
 
@@ -324,12 +333,13 @@ cdef class VideoStream:
 
     # ---- the batch routine ------------------------------------------------------------------------
 
-    def decode_at(self, targets, int match, out, pts_out, duration_out):
+    def decode_at(self, targets, int match, out, pts_out, duration_out, int64_t tolerance=0):
         """Decode the frames at ``targets`` (int64 timestamps in the stream's time base) into ``out``.
 
         ``out``: a writable buffer of shape (len(targets), H, W, 3), uint8 or float32, with pixels
         and channels contiguous. ``pts_out``/``duration_out``: float64 buffers that receive each
         frame's pts and duration in seconds. Targets may come in any order and repeat.
+        ``tolerance``: with AT_OR_AFTER, a frame this many ticks before a target still matches it.
         """
         cdef const int64_t[::1] wanted = targets
         cdef double[::1] pts_view = pts_out
@@ -346,6 +356,9 @@ cdef class VideoStream:
         cdef Match how = <Match>match
         if pts_view.shape[0] != n or duration_view.shape[0] != n:
             raise ValueError("pts_out and duration_out must have one entry per target")
+        if tolerance < 0:
+            raise ValueError(f"tolerance must be >= 0, got {tolerance}")
+        self.tolerance = tolerance
         PyObject_GetBuffer(out, &view, PyBUF_RECORDS | PyBUF_FORMAT)
         try:
             slots = output_slots(&view, n)

@@ -226,8 +226,10 @@ class VideoDecoder:
             targets = array.array("q", [index.pts(i) for i in indices])
         else:
             begin, rate, tb = self.metadata.begin_stream_seconds, self.metadata.average_fps, self._time_base
-            # The frame nearest to begin + i / fps: the first frame at or after half a frame earlier.
-            targets = array.array("q", [math.floor((begin + (i - 0.5) / rate) / tb) for i in indices])
+            # Frame i is expected at begin + i / fps; the first frame from half a frame earlier on
+            # is taken, so that rounding of the frame rate or the timestamps cannot skip a frame.
+            targets = array.array("q", [round((begin + i / rate) / tb) for i in indices])
+            return self._decode(targets, Match.AT_OR_AFTER, tolerance=math.floor(0.5 / rate / tb))
         return self._decode(targets, Match.AT_OR_AFTER)
 
     def _frames_played_at(self, times: list[float]) -> FrameBatch:
@@ -246,14 +248,14 @@ class VideoDecoder:
         batch.duration_seconds[:] = 1.0 / fps
         return batch
 
-    def _decode(self, targets: array.array, match: Match) -> FrameBatch:
+    def _decode(self, targets: array.array, match: Match, tolerance: int = 0) -> FrameBatch:
         n, height, width = len(targets), self.metadata.height, self.metadata.width
         data = _bridge.empty((n, height, width, 3), self._output_dtype)
         pts = _bridge.empty((n,), "float64")
         durations = _bridge.empty((n,), "float64")
         if n:
             with self._lock:
-                self._engine.decode_at(targets, int(match), data, pts, durations)
+                self._engine.decode_at(targets, int(match), data, pts, durations, tolerance)
         if self._dimension_order == "NCHW":
             data = _bridge.nchw(data)
         return FrameBatch(data, pts, durations)
