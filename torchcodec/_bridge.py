@@ -55,15 +55,6 @@ def empty(shape: tuple[int, ...], dtype: str) -> Any:
     return _numpy().empty(shape, dtype=dtype)
 
 
-def int64_array(values: Any) -> Any:
-    """A contiguous int64 array (for passing targets to the engine)."""
-    return _numpy().ascontiguousarray(values, dtype="int64")
-
-
-def full(shape: tuple[int, ...], value: float, dtype: str) -> Any:
-    return _numpy().full(shape, value, dtype=dtype)
-
-
 def nchw(array: Any) -> Any:
     """A (..., H, W, C) array viewed as (..., C, H, W), without copying."""
     axes = tuple(range(array.ndim - 3)) + (array.ndim - 1, array.ndim - 3, array.ndim - 2)

@@ -47,6 +47,3 @@ cdef class StreamDecoder:
     cdef void flush(self) noexcept nogil:
         lavc.avcodec_flush_buffers(self.ptr)
 
-    @property
-    def codec_name(self):
-        return self.ptr.codec.name.decode()

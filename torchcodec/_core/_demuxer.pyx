@@ -157,10 +157,6 @@ cdef class Demuxer:
             )
         return header
 
-    @property
-    def format_name(self):
-        return optional_str(self.ptr.iformat.name)
-
     cdef int read(self, AVPacket *packet) except? -1 nogil:
         """av_read_frame; returns its code (AVERROR_EOF at the end). Raises a file object's error."""
         cdef int ret = lavf.av_read_frame(self.ptr, packet)
@@ -227,9 +223,3 @@ cdef class Demuxer:
             lavc.av_packet_free(&packet)
         return index
 
-    def index_key_frame_timestamp(self, int stream_index, int64_t timestamp):
-        """Timestamp of the demuxer's index entry for the key frame at or before ``timestamp``, or None."""
-        cdef AVStream *st = self.stream(stream_index)
-        cdef const lavf.AVIndexEntry *entry = lavf.avformat_index_get_entry_from_timestamp(
-            st, timestamp, lavf.AVSEEK_FLAG_BACKWARD)
-        return entry.timestamp if entry != NULL else None

@@ -90,18 +90,6 @@ cdef class FrameIndex:
     def pts(self, Py_ssize_t i):
         return self.entries[self._check(i)].pts
 
-    def duration(self, Py_ssize_t i):
-        return self.entries[self._check(i)].duration
-
-    def is_key(self, Py_ssize_t i):
-        return bool(self.entries[self._check(i)].is_key)
-
-    def pts_seconds(self, Py_ssize_t i):
-        return self.entries[self._check(i)].pts * self.time_base
-
-    def duration_seconds(self, Py_ssize_t i):
-        return self.entries[self._check(i)].duration * self.time_base
-
     def index_played_at(self, double seconds):
         """Index of the last frame whose pts (in seconds) is <= ``seconds``; -1 if none."""
         cdef Py_ssize_t lo = 0, hi = self.size, mid
@@ -133,9 +121,6 @@ cdef class FrameIndex:
         for i in range(1, self.size):
             end = max(end, self.entries[i].pts + self.entries[i].duration)
         return self.entries[0].pts * self.time_base, end * self.time_base
-
-    def key_frame_indices(self):
-        return [i for i in range(self.size) if self.entries[i].is_key]
 
     cdef Py_ssize_t _check(self, Py_ssize_t i) except -1:
         if i < 0 or i >= self.size:

@@ -388,11 +388,6 @@ cdef class VideoStream:
             free(order)
             PyBuffer_Release(&view)
 
-    @property
-    def time_base_seconds(self):
-        return self.time_base
-
-
 cdef void copy_frame(char *dst, const char *src, const OutputSlots *slots, size_t frame_bytes) noexcept nogil:
     cdef int r
     cdef size_t row_bytes = <size_t>slots.width * 3 * (4 if slots.as_float else 1)
