@@ -390,3 +390,14 @@ def test_approximate_mode_starts_a_key_frame_target_at_its_own_key_frame(h264):
     decoder = VideoDecoder(h264, seek_mode="approximate")   # GOP 30
     decoder.get_frame_at(60)
     assert decoder._engine.frames_decoded == 1
+
+
+def test_custom_frame_mappings_from_a_file_object(h264, tmp_path):
+    path = tmp_path / "frames.json"
+    path.write_text(_ffprobe_frames_json(h264))
+    with open(path, "rb") as f:
+        assert len(VideoDecoder(h264, custom_frame_mappings=f)) == 90
+
+
+def test_cpu_decoder_reports_no_cpu_fallback(decoder):
+    assert not decoder.cpu_fallback
