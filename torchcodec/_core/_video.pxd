@@ -1,5 +1,5 @@
 # The video engine: one stream of one source, decoded to RGB into caller-provided memory.
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t
 from torchcodec._core._decoder cimport StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._frame_index cimport FrameIndex
@@ -66,4 +66,6 @@ cdef class VideoStream:
     cdef int64_t key_frame_timestamp(self, int64_t target) noexcept nogil
     cdef int64_t key_frame_position(self, int64_t target) noexcept nogil
     cdef int find_frame(self, int64_t target, Match match) except -1 nogil
+    cdef int decode_into(self, int64_t target, Match match, uint8_t *dst, Py_ssize_t row_stride,
+                         int width, int height, bint as_float) except -1 nogil
     cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil

@@ -331,6 +331,17 @@ cdef class VideoStream:
             if self.held_pts > target and not self.has_prev:
                 return 0              # the target lies before the first frame: use the first
 
+    cdef int decode_into(self, int64_t target, Match match, uint8_t *dst, Py_ssize_t row_stride,
+                         int width, int height, bint as_float) except -1 nogil:
+        """Decode the frame ``match`` asks for at ``target`` and write it as RGB into ``dst``.
+
+        The C-level entry point for other extensions: ``dst`` holds ``height`` rows of ``width``
+        packed RGB pixels (uint8, or float32 when ``as_float``), ``row_stride`` bytes apart. Runs
+        without the GIL; the caller serialises calls on one VideoStream.
+        """
+        self.find_frame(target, match)
+        return self.scaler.convert(self.held, self.rotation, dst, row_stride, width, height, as_float)
+
     # ---- the batch routine ------------------------------------------------------------------------
 
     def decode_at(self, targets, int match, out, pts_out, duration_out, int64_t tolerance=0):
@@ -378,8 +389,8 @@ cdef class VideoStream:
                     if previous_slot != NULL and previous_serial == self.held_serial:
                         copy_frame(slot, previous_slot, &slots, frame_bytes)
                     else:
-                        self.scaler.convert(self.held, self.rotation, <uint8_t *>slot, slots.row_stride,
-                                            slots.width, slots.height, slots.as_float)
+                        self.decode_into(order[k].timestamp, how, <uint8_t *>slot, slots.row_stride,
+                                         slots.width, slots.height, slots.as_float)
                     previous_slot = slot
                     previous_serial = self.held_serial
                     pts_view[order[k].position] = self.held_pts * self.time_base
