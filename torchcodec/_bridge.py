@@ -1,80 +1,180 @@
 """The bridge: which array library decoders allocate their outputs with.
 
-This version supports the numpy bridge; every output is allocated here, so that the engine writes
-into memory that is a native array of the chosen library from birth (no wrapper, no copy).
+Every output is allocated here, with the chosen library (``numpy.empty``, ``torch.empty``), and
+the engine writes into that memory: frames are native arrays of that library from birth, with no
+wrapper and no copy. The choice lives in a ContextVar, so threads and async tasks are independent.
+
+Names: "numpy", "torch", "jax" (CPU frames decoded into numpy memory and handed to jax through
+DLPack, zero-copy), "cupy" (CUDA frames; not available for CPU decoders), and "auto": torch when it
+is installed, otherwise numpy. Neither torch nor numpy is imported until an output needs it.
 """
 from __future__ import annotations
 
+import array
 import contextlib
 import contextvars
+import importlib
+import importlib.util
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
-_SUPPORTED = ("numpy",)
-_current: contextvars.ContextVar[str] = contextvars.ContextVar("torchcodec_bridge", default="numpy")
+BRIDGES = ("auto", "numpy", "torch", "jax", "cupy")
+_PACKAGES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "cupy": "cupy"}
+_current: contextvars.ContextVar[str] = contextvars.ContextVar("torchcodec_bridge", default="auto")
 
 
-def _check_name(name: str) -> str:
+def _resolve(name: str) -> str:
     if name == "auto":
-        return "numpy"
-    if name not in _SUPPORTED:
-        raise ValueError(f"unknown or unsupported bridge {name!r}; supported: {', '.join(_SUPPORTED)} (or 'auto')")
+        return "torch" if importlib.util.find_spec("torch") is not None else "numpy"
+    return name
+
+
+def _check(name: str) -> str:
+    if name not in BRIDGES:
+        raise ValueError(f"unknown bridge {name!r}; choose one of {', '.join(BRIDGES)}")
+    resolved = _resolve(name)
+    if importlib.util.find_spec(_PACKAGES[resolved]) is None:
+        raise ImportError(f"the {resolved!r} bridge needs the {resolved} package: pip install {_PACKAGES[resolved]}")
     return name
 
 
 def get_bridge() -> str:
-    """The name of the array library that outputs are allocated with ("numpy")."""
-    return _current.get()
+    """The array library outputs are allocated with: "numpy", "torch", "jax" or "cupy"."""
+    return _resolve(_current.get())
 
 
 def set_bridge(name: str) -> None:
-    """Choose the output array library for this thread/task: "numpy" or "auto"."""
-    _current.set(_check_name(name))
+    """Choose the output array library for this thread/task: "auto", "numpy", "torch", "jax", "cupy"."""
+    _current.set(_check(name))
 
 
 @contextlib.contextmanager
 def bridge(name: str) -> Iterator[None]:
     """``with torchcodec.bridge("numpy"):`` use that bridge inside the block only."""
-    token = _current.set(_check_name(name))
+    token = _current.set(_check(name))
     try:
         yield
     finally:
         _current.reset(token)
 
 
-def _numpy() -> Any:
+def _module(name: str) -> Any:
     try:
-        import numpy
+        return importlib.import_module(name)
     except ImportError:
-        raise ImportError("numpy output needs numpy: pip install numpy") from None
-    return numpy
+        raise ImportError(f"{name} output needs {name}: pip install {_PACKAGES.get(name, name)}") from None
 
 
-def empty(shape: tuple[int, ...], dtype: str) -> Any:
-    """An uninitialised CPU array of ``shape`` and ``dtype`` ("uint8", "float32", "float64")."""
-    return _numpy().empty(shape, dtype=dtype)
+# ---- allocation -------------------------------------------------------------------------------
+
+class Memory(NamedTuple):
+    """Where an array's bytes are: address, shape, strides in bytes, item size, dtype name."""
+
+    address: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    itemsize: int
+    dtype: str
 
 
-def nchw(array: Any) -> Any:
+def empty(shape: tuple[int, ...], dtype: str, name: str) -> Any:
+    """An uninitialised CPU array of ``dtype`` ("uint8", "float32") from bridge ``name``."""
+    if name == "torch":
+        torch = _module("torch")
+        return torch.empty(shape, dtype=getattr(torch, dtype))
+    if name == "cupy":
+        raise ValueError("the cupy bridge gives CUDA frames; this decoder decodes on the CPU "
+                         "(use the numpy, torch or jax bridge, or device='cuda')")
+    return _module("numpy").empty(shape, dtype=dtype)     # numpy, and jax (handed over in finish)
+
+
+def finish(data: Any, name: str) -> Any:
+    """The array as the bridge's type (jax: a zero-copy DLPack hand-over of the numpy memory)."""
+    if name == "jax":
+        return _module("jax.numpy").from_dlpack(data)
+    return data
+
+
+def float64_buffer(count: int) -> array.array:
+    """A buffer the engine writes float64 values into (pts, durations)."""
+    return array.array("d", bytes(8 * count))
+
+
+def float64_array(values: array.array, name: str) -> Any:
+    """``values`` as a float64 array of the bridge's library, without copying where it can."""
+    if name == "torch":
+        torch = _module("torch")
+        return torch.frombuffer(values, dtype=torch.float64) if len(values) else torch.empty(0, dtype=torch.float64)
+    data = _module("numpy").frombuffer(values, dtype="float64")
+    return finish(data, name)
+
+
+def memory_of(data: Any) -> Memory:
+    """Describe a CPU array's memory: numpy (and anything with __array_interface__), torch, or the
+    buffer protocol. Raises TypeError/ValueError for read-only, non-CPU or unsupported arrays."""
+    module = type(data).__module__.split(".")[0]
+    if module == "torch":
+        if data.device.type != "cpu":
+            raise ValueError(f"out= must be a CPU tensor, not one on {data.device}")
+        if data.requires_grad:
+            raise ValueError("out= must not require grad")
+        size = data.element_size()
+        return Memory(data.data_ptr(), tuple(data.shape), tuple(s * size for s in data.stride()), size,
+                      str(data.dtype).replace("torch.", ""))
+    interface = getattr(data, "__array_interface__", None)
+    if interface is not None:
+        address, readonly = interface["data"]
+        if readonly:
+            raise ValueError("out= is read-only")
+        numpy = _module("numpy")
+        dtype = numpy.dtype(interface["typestr"])
+        shape = tuple(interface["shape"])
+        strides = interface.get("strides") or _c_strides(shape, dtype.itemsize)
+        return Memory(address, shape, tuple(strides), dtype.itemsize, dtype.name)
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError(f"out= must be a numpy array, a torch tensor or a writable buffer, "
+                        f"not {type(data).__name__}") from None
+    if view.readonly:
+        raise ValueError("out= is read-only")
+    names = {"B": "uint8", "f": "float32", "d": "float64"}
+    import ctypes
+    address = ctypes.addressof(ctypes.c_char.from_buffer(view))
+    return Memory(address, view.shape, view.strides, view.itemsize, names.get(view.format, view.format))
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
+
+
+def nchw(data: Any) -> Any:
     """A (..., H, W, C) array viewed as (..., C, H, W), without copying."""
-    axes = tuple(range(array.ndim - 3)) + (array.ndim - 1, array.ndim - 3, array.ndim - 2)
-    return array.transpose(axes)
+    axes = tuple(range(data.ndim - 3)) + (data.ndim - 1, data.ndim - 3, data.ndim - 2)
+    return data.permute(*axes) if type(data).__module__.startswith("torch") else data.transpose(axes)
+
+
+def copy_into(out: Any, source: Any) -> None:
+    """out[...] = source, in out's library."""
+    if type(out).__module__.startswith("torch"):
+        out.copy_(source if type(source).__module__.startswith("torch") else _module("torch").from_numpy(source))
+    else:
+        out[...] = source
 
 
 def dtype_name(dtype: Any) -> str:
     """Normalise a dtype given as a string, a numpy dtype or a torch dtype to "uint8"/"float32"."""
     if isinstance(dtype, str):
-        name = dtype
-    else:
-        name = str(dtype).replace("torch.", "")
-        numpy = None
+        return dtype
+    name = str(dtype).replace("torch.", "")
+    if importlib.util.find_spec("numpy") is not None and "torch" not in str(type(dtype)):
+        numpy = _module("numpy")
         try:
-            import numpy
-        except ImportError:
+            return numpy.dtype(dtype).name
+        except TypeError:
             pass
-        if numpy is not None:
-            try:
-                name = numpy.dtype(dtype).name
-            except TypeError:
-                pass
     return name

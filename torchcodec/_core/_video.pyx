@@ -5,7 +5,6 @@ every public method uses. It sorts the targets, decodes each distinct one once, 
 order, seeking only when the next target's key frame lies beyond the frame that the decoder would
 produce next, and writes each frame into its slot(s) of ``out``. All of it runs without the GIL.
 """
-from cpython.buffer cimport PyBUF_FORMAT, PyBUF_RECORDS, PyObject_GetBuffer, PyBuffer_Release, Py_buffer
 from libc.errno cimport EAGAIN, ENOMEM
 from libc.stdint cimport INT64_MIN, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, qsort
@@ -344,39 +343,49 @@ cdef class VideoStream:
 
     # ---- the batch routine ------------------------------------------------------------------------
 
-    def decode_at(self, targets, int match, out, pts_out, duration_out, int64_t tolerance=0):
-        """Decode the frames at ``targets`` (int64 timestamps in the stream's time base) into ``out``.
+    def decode_at(self, targets, int match, size_t address, Py_ssize_t frame_stride, Py_ssize_t row_stride,
+                  int height, int width, bint as_float, pts_out, duration_out, int64_t tolerance=0):
+        """Decode the frames at ``targets`` (int64 timestamps in the stream's time base) into memory.
 
-        ``out``: a writable buffer of shape (len(targets), H, W, 3), uint8 or float32, with pixels
-        and channels contiguous. ``pts_out``/``duration_out``: float64 buffers that receive each
-        frame's pts and duration in seconds. Targets may come in any order and repeat.
-        ``tolerance``: with AT_OR_AFTER, a frame this many ticks before a target still matches it.
+        The output is len(targets) frames of ``height`` x ``width`` packed RGB pixels (uint8, or
+        float32 when ``as_float``) at ``address``, frames ``frame_stride`` and rows ``row_stride``
+        bytes apart; the caller keeps that memory alive and checked its size. ``pts_out`` and
+        ``duration_out`` (float64 buffers) receive each frame's pts and duration in seconds.
+        Targets may come in any order and repeat. ``tolerance``: with AT_OR_AFTER, a frame this
+        many ticks before a target still matches it.
         """
         cdef const int64_t[::1] wanted = targets
         cdef double[::1] pts_view = pts_out
         cdef double[::1] duration_view = duration_out
         cdef Py_ssize_t n = wanted.shape[0]
-        cdef Py_buffer view
         cdef OutputSlots slots
         cdef Target *order = NULL
         cdef Py_ssize_t k
         cdef char *slot
         cdef char *previous_slot = NULL
         cdef unsigned long previous_serial = 0
-        cdef size_t frame_bytes
         cdef Match how = <Match>match
+        cdef size_t pixel_bytes = 3 * (4 if as_float else 1)
         if pts_view.shape[0] != n or duration_view.shape[0] != n:
             raise ValueError("pts_out and duration_out must have one entry per target")
         if tolerance < 0:
             raise ValueError(f"tolerance must be >= 0, got {tolerance}")
+        if n == 0:
+            return
+        if (address == 0 or height <= 0 or width <= 0 or row_stride < <Py_ssize_t>(width * pixel_bytes)
+                or (n > 1 and frame_stride < row_stride * height)):
+            raise ValueError("the output memory's size or strides do not fit the frames")
         self.tolerance = tolerance
-        PyObject_GetBuffer(out, &view, PyBUF_RECORDS | PyBUF_FORMAT)
+        slots.data = <char *>address
+        slots.frame_stride = frame_stride
+        slots.row_stride = row_stride
+        slots.height = height
+        slots.width = width
+        slots.as_float = as_float
+        order = <Target *>malloc(n * sizeof(Target))
+        if order == NULL:
+            raise MemoryError(f"cannot plan {n} targets")
         try:
-            slots = output_slots(&view, n)
-            frame_bytes = <size_t>slots.row_stride * (slots.height - 1) + <size_t>slots.width * 3 * (4 if slots.as_float else 1)
-            order = <Target *>malloc(max(n, 1) * sizeof(Target))
-            if order == NULL:
-                raise MemoryError(f"cannot plan {n} targets")
             for k in range(n):
                 order[k].timestamp = wanted[k]
                 order[k].position = k
@@ -387,7 +396,7 @@ cdef class VideoStream:
                     if k == 0 or order[k].timestamp != order[k - 1].timestamp:
                         self.find_frame(order[k].timestamp, how)
                     if previous_slot != NULL and previous_serial == self.held_serial:
-                        copy_frame(slot, previous_slot, &slots, frame_bytes)
+                        copy_frame(slot, previous_slot, &slots)
                     else:
                         self.decode_into(order[k].timestamp, how, <uint8_t *>slot, slots.row_stride,
                                          slots.width, slots.height, slots.as_float)
@@ -397,37 +406,10 @@ cdef class VideoStream:
                     duration_view[order[k].position] = self.held_duration * self.time_base
         finally:
             free(order)
-            PyBuffer_Release(&view)
 
-cdef void copy_frame(char *dst, const char *src, const OutputSlots *slots, size_t frame_bytes) noexcept nogil:
+
+cdef void copy_frame(char *dst, const char *src, const OutputSlots *slots) noexcept nogil:
     cdef int r
     cdef size_t row_bytes = <size_t>slots.width * 3 * (4 if slots.as_float else 1)
-    if slots.row_stride == <Py_ssize_t>row_bytes:
-        memcpy(dst, src, frame_bytes)
-    else:
-        for r in range(slots.height):
-            memcpy(dst + r * slots.row_stride, src + r * slots.row_stride, row_bytes)
-
-
-cdef OutputSlots output_slots(Py_buffer *view, Py_ssize_t n) except *:
-    """Check that ``view`` is an (n, H, W, 3) uint8/float32 buffer with packed pixels; describe it."""
-    cdef OutputSlots slots
-    fmt = (<bytes>view.format).lstrip(b"@=<") if view.format != NULL else b"B"
-    if view.readonly:
-        raise ValueError("the output buffer is read-only")
-    if fmt not in (b"B", b"f"):
-        raise TypeError(f"the output buffer must hold uint8 or float32, not format {fmt.decode()!r}")
-    if view.ndim != 4 or view.shape[0] != n or view.shape[3] != 3:
-        shape = tuple(view.shape[i] for i in range(view.ndim))
-        raise ValueError(f"the output buffer must have shape ({n}, H, W, 3), got {shape}")
-    if view.strides[3] != view.itemsize or view.strides[2] != 3 * view.itemsize:
-        raise ValueError("the output buffer's pixels must be packed (channels, then pixels, contiguous)")
-    if view.strides[1] < view.shape[2] * 3 * view.itemsize or (n > 1 and view.strides[0] < view.shape[1] * view.strides[1]):
-        raise ValueError("the output buffer's rows or frames overlap (unsupported strides)")
-    slots.data = <char *>view.buf
-    slots.frame_stride = view.strides[0]
-    slots.row_stride = view.strides[1]
-    slots.height = <int>view.shape[1]
-    slots.width = <int>view.shape[2]
-    slots.as_float = fmt == b"f"
-    return slots
+    for r in range(slots.height):
+        memcpy(dst + r * slots.row_stride, src + r * slots.row_stride, row_bytes)

@@ -129,18 +129,29 @@ class VideoDecoder:
 
     # ---- by index ---------------------------------------------------------------------------
 
-    def get_frame_at(self, index: int) -> Frame:
-        """The frame at ``index`` (negative counts from the end); IndexError when out of range."""
-        batch = self._frames_at_indices([self._normalize_index(index)])
+    def get_frame_at(self, index: int, *, out: Any = None) -> Frame:
+        """The frame at ``index`` (negative counts from the end); IndexError when out of range.
+
+        ``out``: a writable CPU array of the frame's shape and dtype (numpy, torch, or any buffer)
+        that receives the frame in place and is returned as ``Frame.data``.
+        """
+        batch = self._frames_at_indices([self._normalize_index(index)], _one_frame_batch(out))
+        if out is not None:
+            return Frame(out, float(batch.pts_seconds[0]), float(batch.duration_seconds[0]))
         return Frame(batch.data[0], float(batch.pts_seconds[0]), float(batch.duration_seconds[0]))
 
-    def get_frames_at(self, indices: Sequence[int]) -> FrameBatch:
-        """Frames at ``indices`` (any order, duplicates and negatives allowed), in that order."""
-        return self._frames_at_indices([self._normalize_index(i) for i in _as_int_list(indices)])
+    def get_frames_at(self, indices: Sequence[int], *, out: Any = None) -> FrameBatch:
+        """Frames at ``indices`` (any order, duplicates and negatives allowed), in that order.
 
-    def get_frames_in_range(self, start: int, stop: int, step: int = 1) -> FrameBatch:
+        ``out``: a writable CPU array of shape (N, 3, H, W) or (N, H, W, 3) (per dimension_order)
+        and the output dtype, filled in place and returned as ``FrameBatch.data``. The other
+        batch methods accept it too.
+        """
+        return self._frames_at_indices([self._normalize_index(i) for i in _as_int_list(indices)], out)
+
+    def get_frames_in_range(self, start: int, stop: int, step: int = 1, *, out: Any = None) -> FrameBatch:
         """Frames ``start, start + step, ...`` before ``stop``, clamped like Python slicing."""
-        return self._frames_at_indices(self._slice_indices(start, stop, step))
+        return self._frames_at_indices(self._slice_indices(start, stop, step), out)
 
     # ---- by time ------------------------------------------------------------------------------
 
@@ -153,17 +164,17 @@ class VideoDecoder:
         batch = self._frames_played_at([seconds])
         return Frame(batch.data[0], float(batch.pts_seconds[0]), float(batch.duration_seconds[0]))
 
-    def get_frames_played_at(self, seconds: Sequence[float]) -> FrameBatch:
+    def get_frames_played_at(self, seconds: Sequence[float], *, out: Any = None) -> FrameBatch:
         """The frames on screen at each of ``seconds``; RuntimeError if one lies outside the stream."""
         times = [float(t) for t in seconds]
         for t in times:
             if not self._in_stream(t):
                 raise RuntimeError(f"frame pts is {t}; must be greater than or equal to "
                                    f"{self.metadata.begin_stream_seconds} and less than {self.metadata.end_stream_seconds}.")
-        return self._frames_played_at(times)
+        return self._frames_played_at(times, out)
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
-                                   fps: Optional[float] = None) -> FrameBatch:
+                                   fps: Optional[float] = None, *, out: Any = None) -> FrameBatch:
         """Frames on screen during [start_seconds, stop_seconds).
 
         Without ``fps``: every frame shown in the interval, where frame i is shown from its pts until
@@ -181,9 +192,9 @@ class VideoDecoder:
         if end is not None and stop > end:
             raise ValueError(f"Invalid stop seconds: {stop}. It must be less than or equal to {end}.")
         if fps is not None:
-            return self._resampled(start, stop, fps)
+            return self._resampled(start, stop, fps, out)
         if start == stop:
-            return self._frames_at_indices([])
+            return self._frames_at_indices([], out)
         if self._index is not None:
             first = max(self._index.index_played_at(start), 0)
             last = self._index.index_at_or_after(stop)          # exclusive
@@ -191,14 +202,14 @@ class VideoDecoder:
             rate = self.metadata.average_fps
             first = math.floor((start - begin) * rate + 1e-9)
             last = math.ceil((stop - begin) * rate - 1e-9)
-        return self._frames_at_indices(list(range(first, min(last, len(self)))))
+        return self._frames_at_indices(list(range(first, min(last, len(self)))), out)
 
-    def get_all_frames(self, fps: Optional[float] = None) -> FrameBatch:
+    def get_all_frames(self, fps: Optional[float] = None, *, out: Any = None) -> FrameBatch:
         """Every frame; with ``fps``, the stream resampled at that rate (see get_frames_played_in_range)."""
         if fps is None:
-            return self._frames_at_indices(list(range(len(self))))
+            return self._frames_at_indices(list(range(len(self))), out)
         return self.get_frames_played_in_range(self.metadata.begin_stream_seconds,
-                                               self.metadata.end_stream_seconds, fps=fps)
+                                               self.metadata.end_stream_seconds, fps=fps, out=out)
 
     # ---- internals ----------------------------------------------------------------------------
 
@@ -219,46 +230,92 @@ class VideoDecoder:
         end = self.metadata.end_stream_seconds
         return self.metadata.begin_stream_seconds <= seconds and (end is None or seconds < end)
 
-    def _frames_at_indices(self, indices: list[int]) -> FrameBatch:
+    def _frames_at_indices(self, indices: list[int], out: Any = None, **override: Any) -> FrameBatch:
         """Decode frames by (normalised) index; the one path to the engine for index requests."""
         if self._index is not None:
             index = self._index
             targets = array.array("q", [index.pts(i) for i in indices])
-        else:
-            begin, rate, tb = self.metadata.begin_stream_seconds, self.metadata.average_fps, self._time_base
-            # Frame i is expected at begin + i / fps; the first frame from half a frame earlier on
-            # is taken, so that rounding of the frame rate or the timestamps cannot skip a frame.
-            targets = array.array("q", [round((begin + i / rate) / tb) for i in indices])
-            return self._decode(targets, Match.AT_OR_AFTER, tolerance=math.floor(0.5 / rate / tb))
-        return self._decode(targets, Match.AT_OR_AFTER)
+            return self._decode(targets, Match.AT_OR_AFTER, out=out, **override)
+        begin, rate, tb = self.metadata.begin_stream_seconds, self.metadata.average_fps, self._time_base
+        # Frame i is expected at begin + i / fps; the first frame from half a frame earlier on
+        # is taken, so that rounding of the frame rate or the timestamps cannot skip a frame.
+        targets = array.array("q", [round((begin + i / rate) / tb) for i in indices])
+        return self._decode(targets, Match.AT_OR_AFTER, math.floor(0.5 / rate / tb), out=out, **override)
 
-    def _frames_played_at(self, times: list[float]) -> FrameBatch:
+    def _frames_played_at(self, times: list[float], out: Any = None, resampled: bool = False,
+                          frame_duration: Optional[float] = None) -> FrameBatch:
+        override = {"times": times, "frame_duration": frame_duration} if resampled else {}
         if self._index is not None:
-            return self._frames_at_indices([max(self._index.index_played_at(t), 0) for t in times])
+            indices = [max(self._index.index_played_at(t), 0) for t in times]
+            return self._frames_at_indices(indices, out, **override)
         tb = self._time_base
-        return self._decode(array.array("q", [math.floor(t / tb + 1e-6) for t in times]), Match.PLAYED_AT)
+        targets = array.array("q", [math.floor(t / tb + 1e-6) for t in times])
+        return self._decode(targets, Match.PLAYED_AT, out=out, **override)
 
-    def _resampled(self, start: float, stop: float, fps: float) -> FrameBatch:
+    def _resampled(self, start: float, stop: float, fps: float, out: Any = None) -> FrameBatch:
         if not fps > 0:
             raise ValueError(f"fps must be > 0, got {fps}")
-        count = round((stop - start) * fps)
-        times = [start + k / fps for k in range(count)]
-        batch = self._frames_played_at(times)
-        batch.pts_seconds[:] = times if count else batch.pts_seconds
-        batch.duration_seconds[:] = 1.0 / fps
-        return batch
+        times = [start + k / fps for k in range(round((stop - start) * fps))]
+        return self._frames_played_at(times, out, resampled=True, frame_duration=1.0 / fps)
 
-    def _decode(self, targets: array.array, match: Match, tolerance: int = 0) -> FrameBatch:
+    def _decode(self, targets: array.array, match: Match, tolerance: int = 0, out: Any = None,
+                times: Optional[list[float]] = None, frame_duration: Optional[float] = None) -> FrameBatch:
+        """Decode ``targets`` into a new array of the bridge's library, or into ``out``.
+
+        ``times``/``frame_duration`` replace the frames' own pts and durations (resampling).
+        """
         n, height, width = len(targets), self.metadata.height, self.metadata.width
-        data = _bridge.empty((n, height, width, 3), self._output_dtype)
-        pts = _bridge.empty((n,), "float64")
-        durations = _bridge.empty((n,), "float64")
+        name = _bridge.get_bridge()
+        temporary = None
+        if out is None:
+            data = _bridge.empty((n, height, width, 3), self._output_dtype, name)
+            memory = _bridge.memory_of(data)
+            frame_stride, row_stride = memory.strides[0], memory.strides[1]
+            result = _bridge.nchw(data) if self._dimension_order == "NCHW" else data
+        else:
+            memory, frame_stride, row_stride = self._check_out(out, n)
+            if memory is None:        # not a layout the engine writes: decode, then copy once
+                temporary = _bridge.empty((n, height, width, 3), self._output_dtype, name)
+                memory = _bridge.memory_of(temporary)
+                frame_stride, row_stride = memory.strides[0], memory.strides[1]
+            result = out
+        pts, durations = _bridge.float64_buffer(n), _bridge.float64_buffer(n)
         if n:
             with self._lock:
-                self._engine.decode_at(targets, int(match), data, pts, durations, tolerance)
-        if self._dimension_order == "NCHW":
-            data = _bridge.nchw(data)
-        return FrameBatch(data, pts, durations)
+                self._engine.decode_at(targets, int(match), memory.address, frame_stride, row_stride, height,
+                                       width, self._output_dtype == "float32", pts, durations, tolerance)
+        if temporary is not None:
+            _bridge.copy_into(out, _bridge.nchw(temporary) if self._dimension_order == "NCHW" else temporary)
+        if times is not None:
+            pts = array.array("d", times)
+            durations = array.array("d", [frame_duration] * len(times))
+        return FrameBatch(_bridge.finish(result, name), _bridge.float64_array(pts, name),
+                          _bridge.float64_array(durations, name))
+
+    def _check_out(self, out: Any, n: int) -> tuple[Any, int, int]:
+        """Check ``out``'s shape and dtype; return (memory, frame stride, row stride), or
+        (None, 0, 0) when its layout is not packed RGB pixels (the caller then copies once)."""
+        height, width = self.metadata.height, self.metadata.width
+        expected = (n, 3, height, width) if self._dimension_order == "NCHW" else (n, height, width, 3)
+        memory = _bridge.memory_of(out)
+        if memory.shape != expected:
+            raise ValueError(f"out= has shape {memory.shape}; this request needs {expected} "
+                             f"(dimension_order={self._dimension_order!r})")
+        if memory.dtype != self._output_dtype:
+            raise ValueError(f"out= has dtype {memory.dtype}; this decoder outputs {self._output_dtype}")
+        strides = memory.strides
+        if self._dimension_order == "NCHW":      # as (n, h, w, c)
+            strides = (strides[0], strides[2], strides[3], strides[1])
+        if strides[3] == memory.itemsize and strides[2] == 3 * memory.itemsize and strides[1] > 0 and strides[0] > 0:
+            return memory, strides[0], strides[1]
+        return None, 0, 0
+
+
+def _one_frame_batch(out: Any) -> Any:
+    """A single frame's ``out`` viewed as a batch of one (same memory)."""
+    if out is None:
+        return None
+    return out.unsqueeze(0) if type(out).__module__.startswith("torch") else out[None]
 
 
 def _check_device(device: Any) -> None:
