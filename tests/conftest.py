@@ -22,3 +22,14 @@ def media() -> dict[str, pathlib.Path]:
 def h264(media) -> pathlib.Path:
     """H.264 with B-frames, 320x240, 30 fps, 3 s, GOP 30: the workhorse of the API tests."""
     return media["h264_bframes.mp4"]
+
+
+@pytest.fixture(autouse=True)
+def numpy_bridge(request):
+    """Tests compare with numpy unless they are about the bridge (tests/test_bridge.py)."""
+    import torchcodec
+    if request.module.__name__.endswith("test_bridge"):
+        yield
+        return
+    with torchcodec.bridge("numpy"):
+        yield

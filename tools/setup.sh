@@ -3,6 +3,7 @@
 # the virtual environment .venv (created beside this repository's files).
 #
 #   bash tools/setup.sh            # system packages (apt), .venv, build + install torchcodec
+#   VENV=.venv-torch EXTRA_PIP="torch==2.13.0" bash tools/setup.sh   # a second environment, with torch
 #
 # Re-running is cheap: installed system packages are skipped; the package is rebuilt.
 set -euo pipefail
@@ -22,13 +23,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PYTHON=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  echo "== creating .venv with $($PYTHON --version)"
-  "$PYTHON" -m venv .venv
+VENV=${VENV:-.venv}
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "== creating $VENV with $($PYTHON --version)"
+  "$PYTHON" -m venv "$VENV"
 fi
-echo "== installing build tools and test dependencies into .venv"
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "meson-python>=0.15" "meson>=1.2" ninja "Cython>=3.0.8" numpy pytest
+echo "== installing build tools and test dependencies into $VENV"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+# shellcheck disable=SC2086  # EXTRA_PIP is a list of requirements
+"$VENV/bin/python" -m pip install -q "meson-python>=0.15" "meson>=1.2" ninja "Cython>=3.0.8" numpy pytest ${EXTRA_PIP:-}
 echo "== building and installing torchcodec"
-.venv/bin/python -m pip install -q --no-build-isolation --no-deps .
-.venv/bin/python -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version())"
+"$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps .
+"$VENV/bin/python" -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version(), '- default bridge:', torchcodec.get_bridge())"

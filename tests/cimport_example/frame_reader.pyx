@@ -1,4 +1,4 @@
-# cython: language_level=3
+# cython: language_level=3, boundscheck=False, wraparound=False
 """frame_reader: a downstream extension that decodes video frames through torchcodec's C-level API.
 
 It is the example of docs/cython_api.md and is built by tests/test_cimport.py against the installed
@@ -6,7 +6,7 @@ torchcodec. The engine objects are created through their Python constructors (as
 does); the frames are then decoded without the GIL by ``VideoStream.decode_into``, straight into
 memory that this extension owns.
 """
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport uint8_t
 
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._frame_index cimport FrameIndex
@@ -41,27 +41,38 @@ cdef class FrameReader:
         self.width, self.height = header["width"], header["height"]
         if clockwise in (90, 270):
             self.width, self.height = self.height, self.width
+        if self.width <= 0 or self.height <= 0:
+            raise ValueError(f"{path!r}: the video stream has no valid frame size")
 
     def __len__(self):
         return self.stream.index.size
 
-    def read_into(self, indices, uint8_t[:, :, :, ::1] out not None):
-        """Decode the frames at ``indices`` (any order) into ``out``, shape (len(indices), H, W, 3)."""
+    def read_into(self, indices, out):
+        """Decode the frames at ``indices`` (any order, repeats allowed) into ``out``; return ``out``.
+
+        ``out``: any writable uint8 buffer of shape (len(indices), H, W, 3) whose pixels are packed
+        (3 bytes apart); its rows and frames may lie further apart (e.g. a slice of a wider array).
+        """
+        cdef uint8_t[:, :, :, :] view = out
         cdef Py_ssize_t[::1] wanted = np.asarray(indices, dtype=np.intp).reshape(-1).copy()
         cdef Py_ssize_t n = wanted.shape[0], k
-        cdef FrameIndex index = self.stream.index
         cdef VideoStream stream = self.stream
-        if out.shape[0] != n or out.shape[1] != self.height or out.shape[2] != self.width or out.shape[3] != 3:
-            raise ValueError(f"out must have shape ({n}, {self.height}, {self.width}, 3), "
-                             f"got ({out.shape[0]}, {out.shape[1]}, {out.shape[2]}, {out.shape[3]})")
+        cdef FrameIndex index = stream.index
+        # Everything is checked while the GIL is held; the loop below only decodes.
+        if view.shape[0] != n or view.shape[1] != self.height or view.shape[2] != self.width or view.shape[3] != 3:
+            raise ValueError(f"out must have shape ({n}, {self.height}, {self.width}, 3), got "
+                             f"({view.shape[0]}, {view.shape[1]}, {view.shape[2]}, {view.shape[3]})")
+        if (view.strides[3] != 1 or view.strides[2] != 3 or view.strides[1] < 3 * self.width
+                or (n > 1 and view.strides[0] < self.height * view.strides[1])):
+            raise ValueError("out's pixels must be packed, and its rows and frames must not overlap")
         for k in range(n):
             if not 0 <= wanted[k] < index.size:
                 raise IndexError(f"frame index {wanted[k]} is out of range [0, {index.size})")
         with nogil:
             for k in range(n):
                 # entries[i].pts: frame i's timestamp (presentation order); AT_OR_AFTER finds it.
-                stream.decode_into(index.entries[wanted[k]].pts, AT_OR_AFTER, &out[k, 0, 0, 0],
-                                   out.strides[1], self.width, self.height, False)
+                stream.decode_into(index.entries[wanted[k]].pts, AT_OR_AFTER, &view[k, 0, 0, 0],
+                                   view.strides[1], self.width, self.height, False)
         return out
 
     def read(self, indices):
