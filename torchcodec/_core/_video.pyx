@@ -406,6 +406,7 @@ cdef class VideoStream:
                     duration_view[order[k].position] = self.held_duration * self.time_base
         finally:
             free(order)
+            self.tolerance = 0
 
 
 cdef void copy_frame(char *dst, const char *src, const OutputSlots *slots) noexcept nogil:

@@ -6,6 +6,7 @@ import io
 import json
 import math
 import numbers
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
@@ -21,6 +22,7 @@ from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
 _DIMENSION_ORDERS = ("NCHW", "NHWC")
 _SEEK_MODES = ("exact", "approximate")
 _DTYPES = ("uint8", "float32")
+_FORK_ORPHANS: list = []   # engines inherited through fork(), kept so that they are never freed
 
 
 class VideoDecoder:
@@ -75,6 +77,11 @@ class VideoDecoder:
         self._dimension_order = dimension_order
         self._seek_mode = seek_mode
         self._lock = threading.Lock()
+        # What pickling and a forked child need to open the same stream again.
+        self._reopen = dict(source=source, stream_index=stream_index, dimension_order=dimension_order,
+                            num_ffmpeg_threads=num_ffmpeg_threads, device=device, seek_mode=seek_mode,
+                            output_dtype=output_dtype, custom_frame_mappings=custom_frame_mappings)
+        self._pid = os.getpid()
         demuxer_input, name = open_source(source)
         self._demuxer = demuxer = Demuxer(demuxer_input, name)
         self.stream_index = _choose_video_stream(demuxer, stream_index)
@@ -104,6 +111,36 @@ class VideoDecoder:
         if self._num_frames is None:
             raise ValueError(f"cannot tell the number of frames of stream {self.stream_index} from its header; "
                              f"use seek_mode='exact'")
+
+    # ---- pickling and fork -----------------------------------------------------------------------
+
+    def __getstate__(self) -> dict:
+        """A decoder pickles to its source and options; the copy opens the source again.
+
+        Paths and in-memory bytes are supported (bytes travel by value); file objects are not.
+        """
+        source = self._reopen["source"]
+        if not isinstance(source, (str, os.PathLike, bytes, bytearray)):
+            if hasattr(source, "read"):
+                raise TypeError("a VideoDecoder reading a file object cannot be pickled: pass a path "
+                                "or the file's bytes instead")
+            source = bytes(memoryview(source).cast("B"))        # arrays, memoryviews: by value
+        mappings = self._reopen["custom_frame_mappings"]
+        if mappings is not None and hasattr(mappings, "read"):
+            raise TypeError("a VideoDecoder built from a custom_frame_mappings file object cannot be pickled")
+        return dict(self._reopen, source=source)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state.pop("source"), **state)
+
+    def _reopen_after_fork(self) -> None:
+        """In a forked child (e.g. a DataLoader worker), open the source again: FFmpeg's threads
+        and file positions are the parent's."""
+        state = self.__getstate__() if not hasattr(self._reopen["source"], "read") else dict(self._reopen)
+        # The parent's FFmpeg contexts must never be freed here: their worker threads do not exist
+        # in this process, and freeing would wait for them forever. They are left alone.
+        _FORK_ORPHANS.append((self._engine, self._demuxer))
+        self.__init__(state.pop("source"), **state)
 
     # ---- the Sequence protocol ----------------------------------------------------------------
 
@@ -281,6 +318,8 @@ class VideoDecoder:
             result = out
         pts, durations = _bridge.float64_buffer(n), _bridge.float64_buffer(n)
         if n:
+            if self._pid != os.getpid():
+                self._reopen_after_fork()
             with self._lock:
                 self._engine.decode_at(targets, int(match), memory.address, frame_stride, row_stride, height,
                                        width, self._output_dtype == "float32", pts, durations, tolerance)
