@@ -246,3 +246,13 @@ def test_object_without_seek_is_refused():
             return b""
     with pytest.raises(TypeError):
         VideoDecoder(NoSeek())
+
+
+def test_torch_tensor_source_is_read_in_place(h264, expected):
+    torch = pytest.importorskip("torch")
+    tensor = torch.frombuffer(bytearray(h264.read_bytes()), dtype=torch.uint8)
+    _check(VideoDecoder(tensor), expected)
+    with pytest.raises(TypeError):
+        VideoDecoder(tensor[: tensor.numel() // 2 * 2].reshape(2, -1))
+    with pytest.raises(TypeError):
+        VideoDecoder(tensor[::2])

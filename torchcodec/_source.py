@@ -33,6 +33,8 @@ def open_source(source: SourceLike) -> tuple[Any, str]:
         return source, repr(source)
     if isinstance(source, io.TextIOBase):
         raise TypeError("the file object is in text mode; open it in binary mode ('rb')")
+    if type(source).__module__.split(".")[0] == "torch" and hasattr(source, "data_ptr"):
+        return _tensor_source(source), f"a tensor of {source.numel()} bytes"
     if isinstance(source, (bytes, bytearray, memoryview)):
         return MemorySource(source), f"a {type(source).__name__} of {len(memoryview(source).cast('B'))} bytes"
     if hasattr(source, "read") and hasattr(source, "seek"):
@@ -46,6 +48,20 @@ def open_source(source: SourceLike) -> tuple[Any, str]:
         f"unsupported source type {type(source).__name__}: pass a path (str or pathlib.Path), "
         f"bytes/bytearray/memoryview, a 1-D uint8 array of encoded bytes, or a binary file object "
         f"with read() and seek()")
+
+
+def _tensor_source(tensor: Any) -> MemorySource:
+    """A 1-D contiguous uint8 CPU tensor of encoded bytes, read in place (no numpy needed)."""
+    if tensor.dim() != 1 or str(tensor.dtype) != "torch.uint8":
+        raise TypeError(f"a tensor source must be 1-D uint8 encoded bytes, got shape {tuple(tensor.shape)} "
+                        f"and dtype {tensor.dtype}")
+    if tensor.device.type != "cpu":
+        raise TypeError(f"a tensor source must be on the CPU, not {tensor.device}")
+    if not tensor.is_contiguous():
+        raise TypeError("a tensor source must be contiguous")
+    if tensor.numel() == 0:
+        raise ValueError("the in-memory source is empty (0 bytes)")
+    return MemorySource(tensor, tensor.data_ptr(), tensor.numel())
 
 
 def _is_buffer(obj: Any) -> bool:

@@ -21,6 +21,7 @@ cdef class MemorySource(IOSource):
     """Reads a contiguous buffer (bytes, bytearray, memoryview, 1-D uint8 array) without copying it."""
     cdef Py_buffer view
     cdef bint has_view
+    cdef object owner               # keeps the memory alive
     cdef MemoryReader reader
 
 

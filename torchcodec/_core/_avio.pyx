@@ -85,8 +85,20 @@ cdef int64_t memory_seek(void *opaque, int64_t offset, int whence) noexcept nogi
 
 
 cdef class MemorySource(IOSource):
-    def __cinit__(self, data):
+    """``MemorySource(data)``: any C-contiguous 1-D buffer of bytes. ``MemorySource(owner, address,
+    size)``: ``size`` bytes at ``address``, kept alive by ``owner`` (e.g. a torch tensor)."""
+
+    def __cinit__(self, data, size_t address=0, Py_ssize_t size=-1):
         self.has_view = False
+        self.owner = data
+        if address != 0:
+            if size <= 0:
+                raise ValueError("the in-memory source is empty (0 bytes)")
+            self.reader.data = <const uint8_t *>address
+            self.reader.size = size
+            self.reader.pos = 0
+            self.ptr = new_avio_context(&self.reader, memory_read, memory_seek)
+            return
         # A C-contiguous buffer of bytes; format is checked so that e.g. a float array is refused.
         PyObject_GetBuffer(data, &self.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
         self.has_view = True
