@@ -148,3 +148,35 @@ def test_jax_bridge(h264, expected):
         assert "jax" in type(batch.data).__module__
         np.testing.assert_array_equal(np.asarray(batch.data), expected[[1]])
         assert jnp.asarray(batch.pts_seconds).dtype.name in ("float64", "float32")
+
+
+def test_torch_only_environment_needs_no_numpy(torch, h264):
+    code = f"""
+import sys
+sys.modules["numpy"] = None          # any import of numpy now fails
+import torchcodec, torch
+from torchcodec.decoders import VideoDecoder
+assert torchcodec.get_bridge() == "torch"
+decoder = VideoDecoder({str(h264)!r})
+batch = decoder.get_frames_at([0, 45])
+out = torch.empty((3, 240, 320), dtype=torch.uint8)
+decoder.get_frame_at(7, out=out)
+assert type(batch.data) is torch.Tensor and batch.pts_seconds.tolist() == [0.0, 1.5]
+assert int(out.sum()) > 0
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_out_in_shared_memory_tensor(torch, h264, expected):
+    out = torch.empty((2, 240, 320, 3), dtype=torch.uint8).share_memory_()
+    VideoDecoder(h264, dimension_order="NHWC").get_frames_at([8, 9], out=out)
+    assert out.is_shared()
+    np.testing.assert_array_equal(out.numpy(), expected[[8, 9]])
+
+
+def test_import_never_imports_jax():
+    code = "import sys, torchcodec.decoders; print('jax' in sys.modules)"
+    out = subprocess.run([sys.executable, "-P", "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "False"

@@ -25,11 +25,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def default_file() -> pathlib.Path:
-    spec = importlib.util.spec_from_file_location("make_media", HERE / "make_media.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_media"] = module
-    spec.loader.exec_module(module)
-    return module.ensure_media(["bench_1080p_h264.mp4"])["bench_1080p_h264.mp4"]
+    sys.path.insert(0, str(HERE))      # tools/ (scripts run with python -P do not have it)
+    import make_media
+    return make_media.ensure_media(["bench_1080p_h264.mp4"])["bench_1080p_h264.mp4"]
 
 
 def decode(path: pathlib.Path, frames: int) -> None:

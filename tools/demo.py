@@ -7,7 +7,6 @@ Without VIDEO, a sample clip is generated with the ffmpeg CLI (tools/make_media.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import pathlib
 import struct
 import sys
@@ -23,10 +22,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def sample_video() -> pathlib.Path:
-    spec = importlib.util.spec_from_file_location("make_media", HERE / "make_media.py")
-    make_media = importlib.util.module_from_spec(spec)
-    sys.modules["make_media"] = make_media
-    spec.loader.exec_module(make_media)
+    sys.path.insert(0, str(HERE))      # tools/ (scripts run with python -P do not have it)
+    import make_media
     return make_media.ensure_media(["h264_bframes.mp4"])["h264_bframes.mp4"]
 
 
