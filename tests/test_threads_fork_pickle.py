@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import pickle
+import subprocess
 import threading
 import time
 
@@ -134,3 +135,24 @@ def test_torch_dataloader_with_workers(h264, media, expected):
     for i, item in enumerate(items):
         reference_frames = expected if i % 2 == 0 else ts_frames
         np.testing.assert_array_equal(item.numpy(), reference_frames[[i, i + 5]])
+
+
+def test_pickle_of_array_sources_and_mapping_files(h264, expected, tmp_path):
+    mappings = tmp_path / "frames.json"
+    mappings.write_text(subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "0", "-show_frames", "-show_entries",
+         "frame=pts,duration,pkt_duration,key_frame", "-of", "json", str(h264)],
+        check=True, capture_output=True, text=True).stdout)
+    with open(mappings, "rb") as f:
+        decoder = VideoDecoder(np.frombuffer(h264.read_bytes(), np.uint8), custom_frame_mappings=f,
+                               dimension_order="NHWC")
+    copy = pickle.loads(pickle.dumps(decoder))
+    np.testing.assert_array_equal(copy[12], expected[12])
+
+
+def test_pickle_of_a_tensor_source(h264, expected):
+    torch = pytest.importorskip("torch")
+    import torchcodec
+    decoder = VideoDecoder(torch.frombuffer(bytearray(h264.read_bytes()), dtype=torch.uint8), dimension_order="NHWC")
+    with torchcodec.bridge("numpy"):
+        np.testing.assert_array_equal(pickle.loads(pickle.dumps(decoder))[4], expected[4])

@@ -77,6 +77,8 @@ class VideoDecoder:
         self._dimension_order = dimension_order
         self._seek_mode = seek_mode
         self._lock = threading.Lock()
+        if custom_frame_mappings is not None and hasattr(custom_frame_mappings, "read"):
+            custom_frame_mappings = custom_frame_mappings.read()       # kept, for pickling and fork
         # What pickling and a forked child need to open the same stream again.
         self._reopen = dict(source=source, stream_index=stream_index, dimension_order=dimension_order,
                             num_ffmpeg_threads=num_ffmpeg_threads, device=device, seek_mode=seek_mode,
@@ -124,10 +126,7 @@ class VideoDecoder:
             if hasattr(source, "read"):
                 raise TypeError("a VideoDecoder reading a file object cannot be pickled: pass a path "
                                 "or the file's bytes instead")
-            source = bytes(memoryview(source).cast("B"))        # arrays, memoryviews: by value
-        mappings = self._reopen["custom_frame_mappings"]
-        if mappings is not None and hasattr(mappings, "read"):
-            raise TypeError("a VideoDecoder built from a custom_frame_mappings file object cannot be pickled")
+            source = _encoded_bytes(source)                   # arrays, tensors, memoryviews: by value
         return dict(self._reopen, source=source)
 
     def __setstate__(self, state: dict) -> None:
@@ -136,7 +135,7 @@ class VideoDecoder:
     def _reopen_after_fork(self) -> None:
         """In a forked child (e.g. a DataLoader worker), open the source again: FFmpeg's threads
         and file positions are the parent's."""
-        state = self.__getstate__() if not hasattr(self._reopen["source"], "read") else dict(self._reopen)
+        state = dict(self._reopen)            # the source objects were copied into this process
         # The parent's FFmpeg contexts must never be freed here: their worker threads do not exist
         # in this process, and freeing would wait for them forever. They are left alone.
         _FORK_ORPHANS.append((self._engine, self._demuxer))
@@ -348,6 +347,14 @@ class VideoDecoder:
         if strides[3] == memory.itemsize and strides[2] == 3 * memory.itemsize and strides[1] > 0 and strides[0] > 0:
             return memory, strides[0], strides[1]
         return None, 0, 0
+
+
+def _encoded_bytes(source: Any) -> bytes:
+    """The bytes of an in-memory source (buffer, array or torch tensor)."""
+    if type(source).__module__.split(".")[0] == "torch":
+        import ctypes
+        return ctypes.string_at(source.data_ptr(), source.numel())
+    return bytes(memoryview(source).cast("B"))
 
 
 def _one_frame_batch(out: Any) -> Any:
