@@ -9,7 +9,7 @@ import io
 import sys
 
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyObject_GetBuffer, PyBuffer_Release
-from libc.errno cimport EINVAL, EIO, ENOSYS
+from libc.errno cimport EINVAL, EIO
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdio cimport SEEK_CUR, SEEK_END, SEEK_SET
 from libc.string cimport memcpy

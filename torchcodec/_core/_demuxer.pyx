@@ -5,7 +5,7 @@ from libc.errno cimport EINVAL
 from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t
 
 from torchcodec._core._avio cimport IOSource
-from torchcodec._core._error cimport av_error_string, check_av
+from torchcodec._core._error cimport check_av
 from torchcodec._core._frame_index cimport FrameIndex
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf

@@ -12,7 +12,7 @@ from libc.string cimport memcpy
 
 from torchcodec._core._decoder cimport StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
-from torchcodec._core._error cimport av_error_string, check_av
+from torchcodec._core._error cimport av_error_string
 from torchcodec._core._frame_index cimport FrameIndex
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg cimport avcodec as lavc
