@@ -172,8 +172,7 @@ cdef class Demuxer:
         if timestamp != INT64_MIN:
             ret = lavf.avformat_seek_file(self.ptr, stream_index, INT64_MIN, timestamp, timestamp, 0)
         if ret < 0:
-            ret = lavf.avformat_seek_file(self.ptr, stream_index, INT64_MIN,
-                                          timestamp if timestamp != INT64_MIN else INT64_MIN, INT64_MAX, 0)
+            ret = lavf.avformat_seek_file(self.ptr, stream_index, INT64_MIN, timestamp, INT64_MAX, 0)
         if ret < 0 and self.can_seek_bytes():
             ret = lavf.av_seek_frame(self.ptr, -1, 0, lavf.AVSEEK_FLAG_BYTE | lavf.AVSEEK_FLAG_BACKWARD)
         if ret < 0:

@@ -1,9 +1,10 @@
 """The video engine: decode frames of one stream into RGB, straight into caller-provided memory.
 
-``VideoStream.decode_at(targets, match, out, pts_out, duration_out)`` is the one batch routine that
-every public method uses. It sorts the targets, decodes each distinct one once, in presentation
-order, seeking only when the next target's key frame lies beyond the frame that the decoder would
-produce next, and writes each frame into its slot(s) of ``out``. All of it runs without the GIL.
+``VideoStream.decode_at(targets, match, address, strides...)`` is the one batch routine that every
+public method uses. It sorts the targets, decodes each distinct one once, in presentation order,
+seeking only when the next target's key frame lies beyond the frame that the decoder would produce
+next, and writes each frame into its slot(s) of the caller's memory. All of it runs without the
+GIL. ``decode_into`` is the same for one frame, for other Cython extensions.
 """
 from libc.errno cimport EAGAIN, ENOMEM
 from libc.stdint cimport INT64_MIN, int64_t, uint8_t
@@ -124,7 +125,7 @@ cdef class VideoStream:
         self.decoder.flush()
         self.seeks += 1
         if self.positional:
-            self.position = (self.index.find_pts(key) if key != INT64_MIN else 0) - 1
+            self.position = -1                # positional mode always restarts from the beginning
         self.last_seek_key = key
         self.run_from_start = key == INT64_MIN
         self.frames_since_seek = 0
@@ -327,8 +328,6 @@ cdef class VideoStream:
                     self.step_backs = 0
             if self.held_answers(target, match):
                 return 0
-            if self.held_pts > target and not self.has_prev:
-                return 0              # the target lies before the first frame: use the first
 
     cdef int decode_into(self, int64_t target, Match match, uint8_t *dst, Py_ssize_t row_stride,
                          int width, int height, bint as_float) except -1 nogil:
@@ -398,8 +397,8 @@ cdef class VideoStream:
                     if previous_slot != NULL and previous_serial == self.held_serial:
                         copy_frame(slot, previous_slot, &slots)
                     else:
-                        self.decode_into(order[k].timestamp, how, <uint8_t *>slot, slots.row_stride,
-                                         slots.width, slots.height, slots.as_float)
+                        self.scaler.convert(self.held, self.rotation, <uint8_t *>slot, slots.row_stride,
+                                            slots.width, slots.height, slots.as_float)
                     previous_slot = slot
                     previous_serial = self.held_serial
                     pts_view[order[k].position] = self.held_pts * self.time_base

@@ -172,9 +172,7 @@ class VideoDecoder:
         that receives the frame in place and is returned as ``Frame.data``.
         """
         batch = self._frames_at_indices([self._normalize_index(index)], _one_frame_batch(out))
-        if out is not None:
-            return Frame(out, float(batch.pts_seconds[0]), float(batch.duration_seconds[0]))
-        return Frame(batch.data[0], float(batch.pts_seconds[0]), float(batch.duration_seconds[0]))
+        return _single_frame(batch, out)
 
     def get_frames_at(self, indices: Sequence[int], *, out: Any = None) -> FrameBatch:
         """Frames at ``indices`` (any order, duplicates and negatives allowed), in that order.
@@ -197,8 +195,7 @@ class VideoDecoder:
         if not self._in_stream(seconds):
             raise IndexError(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to "
                              f"{self.metadata.begin_stream_seconds} and less than {self.metadata.end_stream_seconds}.")
-        batch = self._frames_played_at([seconds])
-        return Frame(batch.data[0], float(batch.pts_seconds[0]), float(batch.duration_seconds[0]))
+        return _single_frame(self._frames_played_at([seconds]))
 
     def get_frames_played_at(self, seconds: Sequence[float], *, out: Any = None) -> FrameBatch:
         """The frames on screen at each of ``seconds``; RuntimeError if one lies outside the stream."""
@@ -278,9 +275,11 @@ class VideoDecoder:
         targets = array.array("q", [round((begin + i / rate) / tb) for i in indices])
         return self._decode(targets, Match.AT_OR_AFTER, math.floor(0.5 / rate / tb), out=out, **override)
 
-    def _frames_played_at(self, times: list[float], out: Any = None, resampled: bool = False,
+    def _frames_played_at(self, times: list[float], out: Any = None,
                           frame_duration: Optional[float] = None) -> FrameBatch:
-        override = {"times": times, "frame_duration": frame_duration} if resampled else {}
+        """Frames on screen at ``times``; with ``frame_duration`` (resampling), those times and that
+        duration replace the frames' own pts and durations."""
+        override = {"times": times, "frame_duration": frame_duration} if frame_duration is not None else {}
         if self._index is not None:
             indices = [max(self._index.index_played_at(t), 0) for t in times]
             return self._frames_at_indices(indices, out, **override)
@@ -292,7 +291,7 @@ class VideoDecoder:
         if not fps > 0:
             raise ValueError(f"fps must be > 0, got {fps}")
         times = [start + k / fps for k in range(round((stop - start) * fps))]
-        return self._frames_played_at(times, out, resampled=True, frame_duration=1.0 / fps)
+        return self._frames_played_at(times, out, frame_duration=1.0 / fps)
 
     def _decode(self, targets: array.array, match: Match, tolerance: int = 0, out: Any = None,
                 times: Optional[list[float]] = None, frame_duration: Optional[float] = None) -> FrameBatch:
@@ -302,19 +301,15 @@ class VideoDecoder:
         """
         n, height, width = len(targets), self.metadata.height, self.metadata.width
         name = _bridge.get_bridge()
-        temporary = None
-        if out is None:
+        data = memory = None
+        if out is not None:
+            memory, frame_stride, row_stride = self._check_out(out, n)
+        if memory is None:            # a new array, or out= in a layout the engine cannot write
             data = _bridge.empty((n, height, width, 3), self._output_dtype, name)
             memory = _bridge.memory_of(data)
             frame_stride, row_stride = memory.strides[0], memory.strides[1]
-            result = _bridge.nchw(data) if self._dimension_order == "NCHW" else data
-        else:
-            memory, frame_stride, row_stride = self._check_out(out, n)
-            if memory is None:        # not a layout the engine writes: decode, then copy once
-                temporary = _bridge.empty((n, height, width, 3), self._output_dtype, name)
-                memory = _bridge.memory_of(temporary)
-                frame_stride, row_stride = memory.strides[0], memory.strides[1]
-            result = out
+            if self._dimension_order == "NCHW":
+                data = _bridge.nchw(data)
         pts, durations = _bridge.float64_buffer(n), _bridge.float64_buffer(n)
         if n:
             if self._pid != os.getpid():
@@ -322,8 +317,9 @@ class VideoDecoder:
             with self._lock:
                 self._engine.decode_at(targets, int(match), memory.address, frame_stride, row_stride, height,
                                        width, self._output_dtype == "float32", pts, durations, tolerance)
-        if temporary is not None:
-            _bridge.copy_into(out, _bridge.nchw(temporary) if self._dimension_order == "NCHW" else temporary)
+        if out is not None and data is not None:
+            _bridge.copy_into(out, data)          # the one copy, for out= of another layout
+        result = out if out is not None else data
         if times is not None:
             pts = array.array("d", times)
             durations = array.array("d", [frame_duration] * len(times))
@@ -355,6 +351,12 @@ def _encoded_bytes(source: Any) -> bytes:
         import ctypes
         return ctypes.string_at(source.data_ptr(), source.numel())
     return bytes(memoryview(source).cast("B"))
+
+
+def _single_frame(batch: FrameBatch, out: Any = None) -> Frame:
+    """The Frame of a batch of one (its data is ``out`` when the caller gave one)."""
+    return Frame(batch.data[0] if out is None else out, float(batch.pts_seconds[0]),
+                 float(batch.duration_seconds[0]))
 
 
 def _one_frame_batch(out: Any) -> Any:
