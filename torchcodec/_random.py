@@ -1,0 +1,65 @@
+"""Where samplers and random transforms draw their random numbers from.
+
+``generator`` may be:
+
+- ``None``: torch's global generator when the bridge is torch (so ``torch.manual_seed(s)`` gives
+  TorchCodec's draws for the same seed), otherwise numpy's unseeded ``default_rng()``;
+- an ``int`` seed: a fresh ``numpy.random.default_rng(seed)``, reproducible without torch;
+- a ``numpy.random.Generator``: used as is, its state advances;
+- a ``torch.Generator``: torch draws with that generator.
+
+Draws follow TorchCodec's calls one for one: integers are ``torch.randint(low, high, (n,))``
+and floats are ``torch.rand(n, dtype=torch.float64)``, so the same torch state gives the same values.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from torchcodec._bridge import get_bridge
+
+
+def _is_torch_generator(generator: Any) -> bool:
+    return type(generator).__module__.startswith("torch") and type(generator).__name__ == "Generator"
+
+
+def _numpy_generator(generator: Any) -> Any:
+    import numpy as np
+
+    if isinstance(generator, np.random.Generator):
+        return generator
+    if generator is None or (isinstance(generator, int) and not isinstance(generator, bool)):
+        return np.random.default_rng(generator)
+    raise TypeError(
+        "generator must be None, an int seed, a numpy.random.Generator or a torch.Generator, "
+        f"got {type(generator).__name__}"
+    )
+
+
+def _uses_torch(generator: Any) -> bool:
+    return _is_torch_generator(generator) or (generator is None and get_bridge() == "torch")
+
+
+def check_generator(generator: Any) -> None:
+    """Raise TypeError now, before any decoding, when ``generator`` is not an accepted kind."""
+    if not _uses_torch(generator):
+        _numpy_generator(generator if not isinstance(generator, int) else 0)
+
+
+def integers(low: int, high: int, n: int, generator: Any = None) -> list[int]:
+    """``n`` integers drawn uniformly from ``[low, high)``, as a Python list."""
+    if high <= low:
+        raise ValueError(f"cannot draw integers from the empty range [{low}, {high})")
+    if _uses_torch(generator):
+        import torch
+
+        return torch.randint(low, high, (n,), generator=generator).tolist()
+    return [int(v) for v in _numpy_generator(generator).integers(low, high, size=n)]
+
+
+def uniform(n: int, generator: Any = None) -> list[float]:
+    """``n`` float64 values drawn uniformly from ``[0, 1)``, as a Python list."""
+    if _uses_torch(generator):
+        import torch
+
+        return torch.rand(n, dtype=torch.float64, generator=generator).tolist()
+    return [float(v) for v in _numpy_generator(generator).random(n)]
