@@ -45,12 +45,9 @@ cdef class VideoStream:
     cdef Py_ssize_t position            # index entry of the held frame, in positional mode
     cdef int step_backs                 # consecutive seeks that landed after their target
     cdef bint needs_seek                # the demuxer's position is unknown (after a scan)
-    cdef bint input_done                # the decoder was sent the end-of-stream
-    cdef bint output_done               # the decoder returned AVERROR_EOF
     cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
     cdef readonly unsigned long seeks
     cdef int64_t tolerance              # AT_OR_AFTER matches frames this many ticks early
-    cdef int bad_packets                # consecutive packets the decoder refused
     cdef readonly double time_base      # seconds per tick of the stream's time base
     cdef int64_t first_key_timestamp    # where a decoder opened at the start begins
     cdef int64_t start_timestamp        # the stream's start time (INT64_MIN: unknown)
@@ -68,4 +65,3 @@ cdef class VideoStream:
     cdef int find_frame(self, int64_t target, Match match) except -1 nogil
     cdef int decode_into(self, int64_t target, Match match, uint8_t *dst, Py_ssize_t row_stride,
                          int width, int height, bint as_float) except -1 nogil
-    cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil

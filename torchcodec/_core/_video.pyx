@@ -6,14 +6,12 @@ seeking only when the next target's key frame lies beyond the frame that the dec
 next, and writes each frame into its slot(s) of the caller's memory. All of it runs without the
 GIL. ``decode_into`` is the same for one frame, for other Cython extensions.
 """
-from libc.errno cimport EAGAIN, ENOMEM
 from libc.stdint cimport INT64_MIN, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy
 
 from torchcodec._core._decoder cimport StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
-from torchcodec._core._error cimport av_error_string
 from torchcodec._core._frame_index cimport FrameIndex
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg cimport avcodec as lavc
@@ -22,8 +20,6 @@ from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
-# The decoder may refuse this many packets in a row (corrupt data) before decoding gives up.
-cdef int MAX_BAD_PACKETS = 100
 # A seek that lands late is retried from earlier key frames this many times, then from the start.
 cdef int MAX_STEP_BACKS = 4
 
@@ -77,9 +73,6 @@ cdef class VideoStream:
         self.frames_since_seek = 0
         self.last_seek_key = INT64_MIN
         self.needs_seek = not at_start
-        self.input_done = False
-        self.output_done = False
-        self.bad_packets = 0
         self.first_key_timestamp = self.key_frame_timestamp(INT64_MIN + 1)
         self.seek_by_bytes = False
         self.start_by_bytes = False
@@ -132,8 +125,6 @@ cdef class VideoStream:
         self.has_held = False
         self.has_prev = False
         self.needs_seek = False
-        self.input_done = False
-        self.output_done = False
         return 0
 
     cdef int step_back(self, int64_t target) except -1 nogil:
@@ -153,76 +144,41 @@ cdef class VideoStream:
 
     cdef int decode_next(self) except -1 nogil:
         """Decode the next frame into ``held``: 1 when one came, 0 at the end of the stream."""
-        cdef int ret
         cdef AVFrame *swap
         cdef int64_t previous_end
-        while True:
-            if self.output_done:
-                return 0
-            ret = self.decoder.receive(self.incoming)
-            if ret >= 0:
-                if self.has_held:
-                    self.prev_pts = self.held_pts
-                    self.has_prev = True
-                swap = self.held
-                self.held = self.incoming
-                self.incoming = swap
-                lavu.av_frame_unref(self.incoming)
-                self.has_held = True
-                previous_end = self.held_pts + self.held_duration
-                self.held_pts = ffcompat.tc_frame_pts(self.held)
-                if self.held_pts == lavu.AV_NOPTS_VALUE:
-                    # No timestamp at all (e.g. MPEG-4 B-frames in AVI): continue from the previous
-                    # frame, or take the key frame that decoding started from.
-                    if self.has_prev:
-                        self.held_pts = previous_end
-                    elif self.run_from_start:
-                        self.held_pts = self.start_timestamp if self.start_timestamp != INT64_MIN else 0
-                    else:
-                        self.held_pts = self.last_seek_key
-                self.held_duration = ffcompat.tc_frame_duration(self.held)
-                if self.positional:
-                    # The decoder's timestamps are not the index's (packets without pts): the n-th
-                    # frame after a seek to key frame k is entry k + n of the index.
-                    self.position += 1
-                    if self.position < self.index.size:
-                        self.held_pts = self.index.entries[self.position].pts
-                        self.held_duration = self.index.entries[self.position].duration
-                self.held_serial += 1
-                self.frames_since_seek += 1
-                self.frames_decoded += 1
-                self.bad_packets = 0
-                return 1
-            if ret == lavu.AVERROR_EOF:
-                self.output_done = True
-                return 0
-            if ret != lavu.AVERROR(EAGAIN):
-                self.refuse_or_raise(ret, "avcodec_receive_frame")
-                continue
-            if self.input_done:       # EAGAIN after end of stream: nothing more will come
-                self.output_done = True
-                return 0
-            ret = self.demuxer.read(self.packet)
-            if ret < 0:               # end of file, or unreadable data: decode what we have
-                self.input_done = True
-                ret = self.decoder.send(NULL)
-                if ret < 0 and ret != lavu.AVERROR_EOF:
-                    self.output_done = True
-                continue
-            if self.packet.stream_index == self.stream_index:
-                ret = self.decoder.send(self.packet)
-                if ret < 0 and ret != lavu.AVERROR(EAGAIN):
-                    self.refuse_or_raise(ret, "avcodec_send_packet")
-            lavc.av_packet_unref(self.packet)
-
-    cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil:
-        """A decoding error: skip the bad data, unless memory ran out or too much data is bad."""
-        self.bad_packets += 1
-        if ret == lavu.AVERROR(ENOMEM) or self.bad_packets > MAX_BAD_PACKETS:
-            with gil:
-                raise RuntimeError(f"decoding failed: {where.decode()} returned {av_error_string(ret)}"
-                                   f" ({self.bad_packets} errors in a row)")
-        return 0
+        if not self.decoder.next_frame(self.demuxer, self.packet, self.incoming):
+            return 0
+        if self.has_held:
+            self.prev_pts = self.held_pts
+            self.has_prev = True
+        swap = self.held
+        self.held = self.incoming
+        self.incoming = swap
+        lavu.av_frame_unref(self.incoming)
+        self.has_held = True
+        previous_end = self.held_pts + self.held_duration
+        self.held_pts = ffcompat.tc_frame_pts(self.held)
+        if self.held_pts == lavu.AV_NOPTS_VALUE:
+            # No timestamp at all (e.g. MPEG-4 B-frames in AVI): continue from the previous
+            # frame, or take the key frame that decoding started from.
+            if self.has_prev:
+                self.held_pts = previous_end
+            elif self.run_from_start:
+                self.held_pts = self.start_timestamp if self.start_timestamp != INT64_MIN else 0
+            else:
+                self.held_pts = self.last_seek_key
+        self.held_duration = ffcompat.tc_frame_duration(self.held)
+        if self.positional:
+            # The decoder's timestamps are not the index's (packets without pts): the n-th
+            # frame after a seek to key frame k is entry k + n of the index.
+            self.position += 1
+            if self.position < self.index.size:
+                self.held_pts = self.index.entries[self.position].pts
+                self.held_duration = self.index.entries[self.position].duration
+        self.held_serial += 1
+        self.frames_since_seek += 1
+        self.frames_decoded += 1
+        return 1
 
     cdef int64_t key_frame_timestamp(self, int64_t target) noexcept nogil:
         """Timestamp to seek to in order to decode ``target``: its key frame (INT64_MIN: the start)."""
@@ -274,7 +230,7 @@ cdef class VideoStream:
         cdef int64_t key = self.key_frame_timestamp(target)
         cdef int64_t next_pts
         cdef Py_ssize_t i
-        if self.needs_seek or self.output_done:     # the decoder was drained: start again
+        if self.needs_seek or self.decoder.output_done:     # the decoder was drained: start again
             return True
         if self.positional:
             return self.has_held and target <= self.held_pts
