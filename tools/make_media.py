@@ -94,6 +94,15 @@ def _tone(sample_rate: int, layout: str, num_channels: int, duration: float = 2)
     return _lavfi(f"aevalsrc=exprs='{exprs}':s={sample_rate}:c={layout}:d={duration}")
 
 
+def _music(sample_rate: int, duration: float, *, mono: bool = False) -> list[str]:
+    """Rising chirps plus deterministic noise: a signal whose every frame differs (for seeking)."""
+    left = "0.4*sin(2*PI*(200+400*t)*t)+0.1*random(1)-0.05"
+    right = "0.3*sin(2*PI*(3000-150*t)*t)+0.1*random(2)-0.05"
+    exprs = left if mono else f"{left}|{right}"
+    layout = "mono" if mono else "stereo"
+    return _lavfi(f"aevalsrc=exprs='{exprs}':s={sample_rate}:c={layout}:d={duration}")
+
+
 _VBITEXACT = ["-flags:v", "+bitexact"]
 _ABITEXACT = ["-flags:a", "+bitexact"]
 
@@ -364,6 +373,26 @@ MEDIA: dict[str, Spec] = {
         *_tone(44100, "stereo", 2), "-c:a", "flac", "-sample_fmt", "s16", *_ABITEXACT,
         "-output_ts_offset", "1.5",
         check=_check_start_time(1.49, 1.51),
+    ),
+    "aac_music_44100_8s.m4a": _spec(
+        "AAC-LC in mp4, stereo, 44.1 kHz, 8 s of chirps and noise (seeking and pre-roll)",
+        *_music(44100, 8), *_aac("96k"),
+    ),
+    "mp3_music_22050_8s.mp3": _spec(
+        "MP3 (LAME, 32 kb/s: a deep bit reservoir), mono, 22.05 kHz, 8 s of chirps and noise",
+        *_music(22050, 8, mono=True), "-c:a", "libmp3lame", "-b:a", "32k", *_ABITEXACT,
+    ),
+    "aac_adts_48000_8s.aac": _spec(
+        "Raw ADTS AAC (timestamps estimated after a seek), stereo, 48 kHz, 8 s",
+        *_music(48000, 8), *_aac("128k"), "-f", "adts",
+    ),
+    "opus_music_48000_8s.webm": _spec(
+        "Opus in WebM (millisecond timestamps), stereo, 48 kHz, 8 s of chirps and noise",
+        *_music(48000, 8), "-c:a", "libopus", "-b:a", "64k", *_ABITEXACT,
+    ),
+    "vorbis_music_44100_8s.ogg": _spec(
+        "Vorbis in Ogg, stereo, 44.1 kHz, 8 s of chirps and noise",
+        *_music(44100, 8), "-c:a", "libvorbis", "-q:a", "3", *_ABITEXACT,
     ),
     # --- benchmark clips (only with --bench / by name) -------------------------------------------
     "bench_1080p_h264.mp4": _spec(

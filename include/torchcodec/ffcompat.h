@@ -11,7 +11,9 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/avutil.h>
+#include <libavutil/channel_layout.h>
 #include <libavutil/display.h>
+#include <libavutil/error.h>
 #include <libavutil/frame.h>
 
 /* AVFrame.duration arrived in libavutil 57.30 (FFmpeg 6.0); pkt_duration left in 7.0. */
@@ -75,6 +77,37 @@ static inline const int32_t *tc_stream_display_matrix(const AVStream *stream)
 static inline int tc_codecpar_channels(const AVCodecParameters *par)
 {
     return par->ch_layout.nb_channels;
+}
+
+/* A usable channel layout for an audio frame, written to *dst (to be released with
+ * av_channel_layout_uninit). FFmpeg 5.1 introduced AVChannelLayout beside the deprecated
+ * channel_layout/channels fields, which 7.0 removed; a 5.x frame may carry only the old fields.
+ * A layout without a channel order (AV_CHANNEL_ORDER_UNSPEC, e.g. a 16-channel WAV without a mask)
+ * becomes the default layout of its channel count, so that libswresample can remix it. */
+static inline int tc_frame_channel_layout(AVChannelLayout *dst, const AVFrame *frame)
+{
+    int channels = frame->ch_layout.nb_channels;
+#if defined(FF_API_OLD_CHANNEL_LAYOUT) && FF_API_OLD_CHANNEL_LAYOUT
+    if (channels <= 0) {
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+        channels = frame->channels;
+        if (frame->channel_layout != 0 && av_channel_layout_from_mask(dst, frame->channel_layout) == 0
+            && dst->nb_channels == channels)
+            return 0;
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+    }
+#endif
+    if (channels <= 0)
+        return AVERROR(EINVAL);
+    if (frame->ch_layout.nb_channels == channels && frame->ch_layout.order != AV_CHANNEL_ORDER_UNSPEC)
+        return av_channel_layout_copy(dst, &frame->ch_layout);
+    av_channel_layout_default(dst, channels);
+    return 0;
 }
 
 /* Whether a packet should be dropped because an edit list discards it. */

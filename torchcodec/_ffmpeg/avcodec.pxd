@@ -9,7 +9,21 @@ from torchcodec._ffmpeg.avutil cimport (
 cdef extern from "libavcodec/codec_id.h" nogil:
     enum AVCodecID:
         AV_CODEC_ID_NONE
+        AV_CODEC_ID_MP1
+        AV_CODEC_ID_MP2
+        AV_CODEC_ID_MP3
+        AV_CODEC_ID_VORBIS
     const char *avcodec_get_name(AVCodecID id)
+
+
+cdef extern from "libavcodec/codec_desc.h" nogil:
+    int AV_CODEC_PROP_INTRA_ONLY
+    int AV_CODEC_PROP_LOSSLESS
+    ctypedef struct AVCodecDescriptor:
+        AVCodecID id
+        const char *name
+        int props
+    const AVCodecDescriptor *avcodec_descriptor_get(AVCodecID id)
 
 
 cdef extern from "libavcodec/codec.h" nogil:
@@ -40,6 +54,8 @@ cdef extern from "libavcodec/codec_par.h" nogil:
         AVChannelLayout ch_layout
         int sample_rate
         int frame_size
+        int initial_padding
+        int seek_preroll
 
 
 cdef extern from "libavcodec/packet.h" nogil:

@@ -26,6 +26,7 @@ cdef extern from "libavformat/avformat.h" nogil:
     int AVSEEK_FLAG_FRAME
     int AVINDEX_KEYFRAME
     int AVFMT_NO_BYTE_SEEK
+    int AVFMT_GENERIC_INDEX
 
     ctypedef struct AVInputFormat:
         const char *name

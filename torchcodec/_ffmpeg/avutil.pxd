@@ -137,20 +137,36 @@ cdef extern from "libavutil/pixdesc.h" nogil:
 cdef extern from "libavutil/samplefmt.h" nogil:
     enum AVSampleFormat:
         AV_SAMPLE_FMT_NONE
+        AV_SAMPLE_FMT_U8
+        AV_SAMPLE_FMT_S16
+        AV_SAMPLE_FMT_S32
         AV_SAMPLE_FMT_FLT
+        AV_SAMPLE_FMT_DBL
         AV_SAMPLE_FMT_FLTP
     const char *av_get_sample_fmt_name(AVSampleFormat sample_fmt)
+    int av_get_bytes_per_sample(AVSampleFormat sample_fmt)
+    int av_sample_fmt_is_planar(AVSampleFormat sample_fmt)
 
 
 cdef extern from "libavutil/channel_layout.h" nogil:
+    enum AVChannelOrder:
+        AV_CHANNEL_ORDER_UNSPEC
+        AV_CHANNEL_ORDER_NATIVE
     ctypedef struct AVChannelLayout:
+        AVChannelOrder order
         int nb_channels
+    void av_channel_layout_default(AVChannelLayout *ch_layout, int nb_channels)
+    void av_channel_layout_uninit(AVChannelLayout *channel_layout)
+    int av_channel_layout_copy(AVChannelLayout *dst, const AVChannelLayout *src)
+    int av_channel_layout_compare(const AVChannelLayout *chl, const AVChannelLayout *chl1)
+    int av_channel_layout_describe(const AVChannelLayout *channel_layout, char *buf, size_t buf_size)
 
 
 cdef extern from "libavutil/frame.h" nogil:
     int AV_NUM_DATA_POINTERS
     ctypedef struct AVFrame:
         uint8_t *data[8]
+        uint8_t **extended_data
         int linesize[8]
         int width
         int height

@@ -2,7 +2,7 @@
 from libc.stdint cimport int32_t, int64_t
 from torchcodec._ffmpeg.avcodec cimport AVCodecParameters, AVPacket
 from torchcodec._ffmpeg.avformat cimport AVStream
-from torchcodec._ffmpeg.avutil cimport AVFrame
+from torchcodec._ffmpeg.avutil cimport AVChannelLayout, AVFrame
 
 
 cdef extern from "torchcodec/ffcompat.h" nogil:
@@ -13,3 +13,4 @@ cdef extern from "torchcodec/ffcompat.h" nogil:
     const int32_t *tc_stream_display_matrix(const AVStream *stream)
     int tc_codecpar_channels(const AVCodecParameters *par)
     int tc_packet_is_discarded(const AVPacket *packet)
+    int tc_frame_channel_layout(AVChannelLayout *dst, const AVFrame *frame)

@@ -1,0 +1,56 @@
+# The audio engine: one audio stream of one source, decoded to planar float32 into caller memory.
+from libc.stdint cimport int64_t
+from torchcodec._core._decoder cimport StreamDecoder
+from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._resampler cimport Resampler
+from torchcodec._ffmpeg.avcodec cimport AVPacket
+from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational
+
+
+cdef class AudioStream:
+    cdef readonly Demuxer demuxer
+    cdef StreamDecoder decoder
+    cdef readonly Resampler resampler
+    cdef readonly int stream_index
+    cdef readonly int in_rate               # samples per second of the stream
+    cdef readonly int out_rate              # ... and of the output
+    cdef AVRational time_base
+    cdef readonly int64_t begin_pts         # pts of the stream's first sample (time base units)
+    cdef AVPacket *packet
+    cdef AVFrame *frame
+    cdef bint has_frame                     # `frame` holds a decoded frame not yet converted
+    # Where runs start: in input samples, a multiple of align_in (= output positions multiple of
+    # align_out), filter_margin of resampler history and codec_preroll of decoder history earlier.
+    cdef int64_t align_in
+    cdef int64_t align_out
+    cdef int64_t filter_margin
+    cdef public int64_t codec_preroll
+    cdef readonly bint seeks_are_exact      # a run started by a seek gives the samples of an unbroken run
+    cdef readonly bint may_seek             # runs may start by a seek (else: from the start, reading forward)
+    cdef bint scan_before_seeking           # timestamps after a seek are estimates until the file was read once
+    cdef bint scanned
+    # The current run (everything decoded since the last seek).
+    cdef bint positioned                    # False: the next request seeks
+    cdef bint landing                       # the next frame is the first of a run: its pts places it
+    cdef bint from_start                    # the run began at the start of the stream
+    cdef int step_backs                     # seeks of this request that landed after their target
+    cdef int64_t feed_from                  # input position from which the resampler is fed
+    cdef int64_t in_next                    # input position of the next decoded sample
+    cdef int64_t out_next                   # output position of the next converted sample
+    cdef bint drained                       # the resampler gave its last samples
+    # Converted samples not yet delivered: planes[c][read:length] are at out positions start + read...
+    cdef float **planes
+    cdef float *scratch
+    cdef int scratch_capacity
+    cdef int64_t scratch_start
+    cdef int scratch_length
+    cdef int scratch_read
+    cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
+    cdef readonly unsigned long seeks
+
+    cdef int seek_for(self, int64_t first) except -1 nogil
+    cdef int start_run(self, int64_t feed_from, int64_t out_position, int64_t seek_to) except -1 nogil
+    cdef int produce(self) except -1 nogil
+    cdef int ensure_scratch(self, int samples) except -1 nogil
+    cdef int64_t read_into(self, int64_t first, int64_t stop, char *dst, Py_ssize_t channel_stride,
+                           int64_t capacity) except -1 nogil

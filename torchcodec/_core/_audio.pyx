@@ -1,0 +1,369 @@
+"""The audio engine: decode one audio stream to planar float32, straight into caller memory.
+
+Samples are numbered by position: output sample k of the stream is at time
+``begin + k / out_rate``, where ``begin`` is the pts of the first decoded sample. ``read(first, stop,
+...)`` writes samples [first, stop). A request continues the current run when it starts at or a
+little after where the run is; otherwise a new run starts, by a seek or from the start.
+
+A run that starts with a seek gives exactly the samples of one unbroken decode of the whole stream
+(resampled, when asked, by one unbroken libswresample run) when three things hold:
+
+- **codec pre-roll**: the decoder's output converges to the unbroken run's once it has decoded
+  ``codec_preroll`` samples (MDCT overlap, MP3's bit reservoir). True of lossless codecs, MP3 and
+  Vorbis (float decoders); not of AAC (noise substitution draws from a random state that never
+  resynchronises), fixed-point MP1/MP2 (rounding dither state) or Opus (slow convergence).
+- **aligned resampler restarts**: the resampler is fed from an input position that is a multiple of
+  ``in_rate / gcd(in_rate, out_rate)``, where an unbroken run has its filter phase at zero, and
+  ``filter_margin`` samples early, so that its filter history is complete by the first sample used.
+- **exact landing**: the first frame after a seek is placed by its pts, so the time base must
+  resolve single samples (not Matroska's milliseconds) and the demuxer must read it from the file,
+  not derive it (Ogg derives the pts of a page's first packets). Formats whose timestamps are estimated
+  after a seek (raw MP3, ADTS AAC: FFmpeg's "generic index" formats) are read once first, which
+  gives FFmpeg an index of every packet. A seek that lands after the position it needs is redone
+  from earlier, and finally from the start.
+
+``seeks_are_exact`` says whether they hold. When they do not, an exact engine
+(``approximate=False``) never seeks into the stream: it reads forward, and starts again from the
+start for a request behind it, as TorchCodec does. An approximate engine seeks anyway; its samples
+then depend only on the request, not on what was decoded before (every run starts with a new
+decoder), but may differ slightly from the unbroken decode's.
+
+The loop runs without the GIL and writes each converted frame's samples straight to the caller's
+channel rows; nothing is gathered in Python.
+"""
+from libc.stdint cimport INT64_MIN, int64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, strcmp
+
+from torchcodec._core._decoder cimport StreamDecoder
+from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._resampler cimport Resampler
+from torchcodec._ffmpeg cimport avcodec as lavc
+from torchcodec._ffmpeg cimport avformat as lavf
+from torchcodec._ffmpeg cimport avutil as lavu
+from torchcodec._ffmpeg cimport ffcompat
+from torchcodec._ffmpeg.avutil cimport AVRational
+
+# A seek that lands after the position it needs is retried this many times, from further back.
+cdef int MAX_STEP_BACKS = 3
+# Lossy codecs: decode at least this many seconds before the first sample a run needs (MP3 at
+# 32 kb/s needs 0.2 s for its bit reservoir; Vorbis two long blocks).
+cdef double LOSSY_PREROLL_SECONDS = 0.5
+# Reading forward rather than seeking, when the next request starts at most this far ahead.
+cdef double READ_AHEAD_SECONDS = 1.0
+# The resampler's filter reaches this many input samples back (libswresample's default
+# filter_size of 32 taps, widened by the decimation factor), with a safety factor of 2.
+cdef int FILTER_TAPS = 32
+
+
+cdef int64_t gcd(int64_t a, int64_t b) noexcept nogil:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+cdef int64_t floor_div(int64_t a, int64_t b) noexcept nogil:
+    cdef int64_t q = a // b
+    if (a % b != 0) and ((a < 0) != (b < 0)):
+        q -= 1
+    return q
+
+
+cdef bint converges_after_preroll(int codec_id, int sample_format, bint lossless) noexcept nogil:
+    """Whether decoding from a seek reproduces, after the pre-roll, an unbroken decode bit for bit
+    (checked by the tests for each codec named here)."""
+    if lossless or codec_id == lavc.AV_CODEC_ID_VORBIS:
+        return True
+    if codec_id == lavc.AV_CODEC_ID_MP3 or codec_id == lavc.AV_CODEC_ID_MP2 or codec_id == lavc.AV_CODEC_ID_MP1:
+        # The float decoders; the fixed-point ones carry a rounding dither across frames.
+        return sample_format == lavu.AV_SAMPLE_FMT_FLT or sample_format == lavu.AV_SAMPLE_FMT_FLTP
+    return False
+
+
+cdef bint timestamps_guessed_after_seek(const char *format_name) noexcept nogil:
+    """Formats whose first packets after a seek carry derived timestamps that can be off by a
+    block: Ogg gives a packet's pts from its page's granule position minus packet durations, which
+    for Vorbis depend on the packet before the seek (checked: 0.1 s into a page, off by 0.5 ms)."""
+    return strcmp(format_name, "ogg") == 0
+
+
+cdef class AudioStream:
+    """Decoding state for audio stream ``stream_index`` of ``demuxer``.
+
+    ``sample_rate``/``num_channels``: the output's (0: the stream's). ``approximate``: seek even
+    where seeks are not exact (see the module's documentation). The first frame is decoded at
+    construction: it tells where the stream begins and proves that it can be decoded.
+    """
+
+    def __cinit__(self, Demuxer demuxer, int stream_index, int sample_rate=0, int num_channels=0,
+                  bint approximate=False):
+        self.packet = NULL
+        self.frame = NULL
+        self.planes = NULL
+        self.scratch = NULL
+        if sample_rate < 0 or num_channels < 0:
+            raise ValueError("sample_rate and num_channels must be positive")
+        cdef lavf.AVStream *st = demuxer.stream(stream_index)
+        if st.codecpar.codec_type != lavu.AVMEDIA_TYPE_AUDIO:
+            raise ValueError(f"stream {stream_index} is not an audio stream "
+                             f"({demuxer.media_type(stream_index)})")
+        self.demuxer = demuxer
+        self.stream_index = stream_index
+        self.time_base = st.time_base
+        demuxer.use_only_stream(stream_index)
+        self.decoder = StreamDecoder(demuxer, stream_index, 1)
+        self.packet = lavc.av_packet_alloc()
+        self.frame = lavu.av_frame_alloc()
+        if self.packet == NULL or self.frame == NULL:
+            raise MemoryError("cannot allocate a packet and a frame")
+        self.scan_before_seeking = (demuxer.ptr.iformat.flags & lavf.AVFMT_GENERIC_INDEX) != 0
+        self.scanned = False
+        self.frames_decoded = 0
+        self.seeks = 0
+
+        # The first frame: the stream's real sample rate, format and start.
+        with nogil:
+            self.has_frame = self.decoder.next_frame(self.demuxer, self.packet, self.frame) == 1
+        if not self.has_frame:
+            raise RuntimeError(f"audio stream {stream_index} of {demuxer.name} has no decodable audio "
+                               f"(the file may be truncated or corrupt)")
+        self.frames_decoded = 1
+        self.in_rate = self.frame.sample_rate if self.frame.sample_rate > 0 else st.codecpar.sample_rate
+        self.out_rate = sample_rate if sample_rate > 0 else self.in_rate
+        self.resampler = Resampler(self.in_rate, self.out_rate, num_channels)
+        self.resampler.configure(self.frame)
+        cdef int64_t pts = ffcompat.tc_frame_pts(self.frame)
+        self.begin_pts = pts if pts != lavu.AV_NOPTS_VALUE else (st.start_time if st.start_time != lavu.AV_NOPTS_VALUE else 0)
+
+        cdef int64_t g = gcd(self.in_rate, self.out_rate)
+        self.align_in = self.in_rate // g
+        self.align_out = self.out_rate // g
+        self.filter_margin = 0
+        if self.out_rate != self.in_rate:
+            self.filter_margin = 2 * FILTER_TAPS * max(1, (self.in_rate + self.out_rate - 1) // self.out_rate)
+        cdef const lavc.AVCodecDescriptor *desc = lavc.avcodec_descriptor_get(st.codecpar.codec_id)
+        cdef bint lossless = desc != NULL and (desc.props & lavc.AV_CODEC_PROP_LOSSLESS) != 0
+        if lossless:
+            self.codec_preroll = 0
+        else:
+            self.codec_preroll = max(<int64_t>st.codecpar.seek_preroll,
+                                     <int64_t>(LOSSY_PREROLL_SECONDS * self.in_rate))
+        self.seeks_are_exact = (converges_after_preroll(st.codecpar.codec_id, self.frame.format, lossless)
+                                and self.time_base.num * <int64_t>self.in_rate <= self.time_base.den
+                                and not timestamps_guessed_after_seek(demuxer.ptr.iformat.name))
+        self.may_seek = self.seeks_are_exact or approximate
+
+        # The run that the constructor began: from the start, with the first frame in hand.
+        self.positioned = True
+        self.from_start = True
+        self.landing = True
+        self.step_backs = 0
+        self.feed_from = 0
+        self.out_next = 0
+        self.in_next = 0
+        self.drained = False
+        self.scratch_start = 0
+        self.scratch_length = 0
+        self.scratch_read = 0
+        self.scratch_capacity = 0
+
+    def __dealloc__(self):
+        lavc.av_packet_free(&self.packet)
+        lavu.av_frame_free(&self.frame)
+        free(self.scratch)
+        free(self.planes)
+
+    @property
+    def num_channels(self):
+        """Channels of the output."""
+        return self.resampler.out_channels
+
+    @property
+    def begin_seconds(self):
+        """Time of the stream's first sample (the pts of its first decoded frame)."""
+        return self.begin_pts * lavu.av_q2d(self.time_base)
+
+    # ---- runs ---------------------------------------------------------------------------------
+
+    cdef int seek_for(self, int64_t first) except -1 nogil:
+        """Start a run that delivers output sample ``first`` exactly as an unbroken run would."""
+        cdef int64_t feed_from, out_position
+        if self.out_rate == self.in_rate:
+            feed_from = out_position = first
+        else:
+            feed_from = floor_div(first * self.in_rate // self.out_rate - self.filter_margin, self.align_in)
+            if feed_from < 0:
+                feed_from = 0
+            out_position = feed_from * self.align_out       # = feed_from * in_rate / out_rate
+            feed_from *= self.align_in
+        self.step_backs = 0
+        return self.start_run(feed_from, out_position, feed_from - self.codec_preroll)
+
+    cdef int start_run(self, int64_t feed_from, int64_t out_position, int64_t seek_to) except -1 nogil:
+        """Seek to input position ``seek_to`` (<= 0: the start of the stream), then feed the
+        resampler from input position ``feed_from``, whose first output is at ``out_position``."""
+        cdef AVRational per_sample
+        self.from_start = seek_to <= 0 or self.step_backs > MAX_STEP_BACKS
+        if self.from_start:
+            self.demuxer.seek(self.stream_index, INT64_MIN)
+        else:
+            if self.scan_before_seeking and not self.scanned:
+                with gil:
+                    self.demuxer.scan(self.stream_index)     # FFmpeg indexes every packet it reads
+                self.scanned = True
+            per_sample.num = 1
+            per_sample.den = self.in_rate
+            self.demuxer.seek(self.stream_index,
+                              self.begin_pts + lavu.av_rescale_q(seek_to, per_sample, self.time_base))
+        with gil:
+            # A new decoder, not a flushed one: some decoders keep state across a flush (AAC's noise
+            # generator), and a run must not depend on what was decoded before it.
+            self.decoder = StreamDecoder(self.demuxer, self.stream_index, 1)
+        self.resampler.restart()
+        self.seeks += 1
+        self.has_frame = False
+        self.positioned = True
+        self.landing = True
+        self.drained = False
+        self.feed_from = feed_from
+        self.out_next = out_position
+        self.scratch_start = out_position
+        self.scratch_length = 0
+        self.scratch_read = 0
+        return 0
+
+    cdef int produce(self) except -1 nogil:
+        """Decode and convert the next frame into the scratch planes: 1 if the stream goes on,
+        0 when it has ended and the resampler has been drained."""
+        cdef int64_t position, pts, offset
+        cdef int n, count
+        cdef AVRational per_sample
+        if not self.has_frame:
+            if not self.decoder.next_frame(self.demuxer, self.packet, self.frame):
+                if self.drained:
+                    return 0
+                self.drained = True
+                self.ensure_scratch(self.resampler.max_output(0))
+                self.scratch_start = self.out_next
+                self.scratch_read = 0
+                self.scratch_length = self.resampler.drain(self.planes, self.scratch_capacity)
+                self.out_next += self.scratch_length
+                return 1
+            self.frames_decoded += 1
+        self.has_frame = False
+        n = self.frame.nb_samples
+        if self.landing:
+            pts = ffcompat.tc_frame_pts(self.frame)
+            if self.from_start or pts == lavu.AV_NOPTS_VALUE:
+                position = 0 if self.from_start else self.feed_from + 1
+            else:
+                per_sample.num = 1
+                per_sample.den = self.in_rate
+                position = lavu.av_rescale_q(pts - self.begin_pts, self.time_base, per_sample)
+            if position > self.feed_from:
+                # Landed after the first sample this run needs: seek again from further back.
+                lavu.av_frame_unref(self.frame)
+                self.step_backs += 1
+                self.start_run(self.feed_from, self.out_next,
+                               self.feed_from - self.codec_preroll - self.step_backs * self.in_rate)
+                return 1
+            self.landing = False
+            self.in_next = position
+
+        position = self.in_next
+        self.in_next += n
+        if position + n <= self.feed_from or n == 0:
+            lavu.av_frame_unref(self.frame)          # pre-roll: decoded for its history only
+            return 1
+        offset = self.feed_from - position if position < self.feed_from else 0
+        count = n - <int>offset
+        self.resampler.configure(self.frame)
+        self.ensure_scratch(self.resampler.max_output(count))
+        self.scratch_start = self.out_next
+        self.scratch_read = 0
+        self.scratch_length = self.resampler.convert(self.frame, <int>offset, count, self.planes,
+                                                     self.scratch_capacity)
+        self.out_next += self.scratch_length
+        self.feed_from = position + n                # fed up to here: later frames go in whole
+        lavu.av_frame_unref(self.frame)
+        return 1
+
+    cdef int ensure_scratch(self, int samples) except -1 nogil:
+        """Room for ``samples`` converted samples per channel (the scratch holds nothing undelivered)."""
+        cdef int c, channels = self.resampler.out_channels
+        if samples <= self.scratch_capacity:
+            return 0
+        samples = max(samples, 4096)
+        free(self.scratch)
+        free(self.planes)
+        self.scratch = <float *>malloc(<size_t>samples * channels * sizeof(float))
+        self.planes = <float **>malloc(channels * sizeof(float *))
+        if self.scratch == NULL or self.planes == NULL:
+            self.scratch_capacity = 0
+            with gil:
+                raise MemoryError(f"cannot allocate {samples} x {channels} samples of scratch space")
+        for c in range(channels):
+            self.planes[c] = self.scratch + <size_t>c * samples
+        self.scratch_capacity = samples
+        return 0
+
+    # ---- delivery -----------------------------------------------------------------------------
+
+    cdef int64_t read_into(self, int64_t first, int64_t stop, char *dst, Py_ssize_t channel_stride,
+                           int64_t capacity) except -1 nogil:
+        """Write output samples [first, stop) (stop < 0: to the end) of every channel to
+        ``dst + c * channel_stride``, at most ``capacity`` of them; return how many were written."""
+        cdef int64_t written = 0, available, position, wanted, n, skip
+        cdef int c, channels = self.resampler.out_channels
+        cdef int64_t next_available = self.scratch_start + self.scratch_read
+        if not self.positioned or first < next_available:
+            if self.may_seek:
+                self.seek_for(first)
+            else:
+                self.start_run(0, 0, 0)               # from the start, reading forward
+        elif self.may_seek and first - next_available > (<int64_t>(READ_AHEAD_SECONDS * self.out_rate)
+                                                         + self.codec_preroll + self.filter_margin):
+            self.seek_for(first)
+        while written < capacity and (stop < 0 or first + written < stop):
+            available = self.scratch_length - self.scratch_read
+            if available <= 0:
+                if not self.produce():
+                    break
+                continue
+            position = self.scratch_start + self.scratch_read
+            wanted = first + written
+            if position < wanted:
+                skip = min(available, wanted - position)
+                self.scratch_read += <int>skip
+                continue
+            if position > wanted:
+                with gil:
+                    raise RuntimeError(f"internal error: audio sample {wanted} was skipped "
+                                       f"(the decoder is at {position})")
+            n = min(available, capacity - written)
+            if stop >= 0:
+                n = min(n, stop - wanted)
+            for c in range(channels):
+                memcpy(dst + c * channel_stride + written * sizeof(float),
+                       self.planes[c] + self.scratch_read, <size_t>n * sizeof(float))
+            written += n
+            self.scratch_read += <int>n
+        return written
+
+    def read(self, int64_t first, int64_t stop, size_t address, Py_ssize_t channel_stride, int64_t capacity):
+        """Write output samples [first, stop) (stop < 0: to the end of the stream), at most
+        ``capacity``, as float32 rows at ``address + c * channel_stride``; return how many came.
+
+        Fewer than asked means the stream ended. Consecutive calls continue without seeking.
+        """
+        if first < 0 or capacity < 0:
+            raise ValueError(f"invalid sample range: first={first}, capacity={capacity}")
+        cdef int64_t written
+        with nogil:
+            written = self.read_into(first, stop, <char *>address, channel_stride, capacity)
+        return written
+
+    @property
+    def at_end(self):
+        """Whether every sample of the stream has been delivered."""
+        return self.drained and self.scratch_read >= self.scratch_length

@@ -1,0 +1,21 @@
+# The Resampler owns a SwrContext (libswresample): any sample format, rate and layout to planar float32.
+from libc.stdint cimport int64_t
+from torchcodec._ffmpeg.avutil cimport AVChannelLayout, AVFrame
+from torchcodec._ffmpeg.swresample cimport SwrContext
+
+
+cdef class Resampler:
+    cdef SwrContext *ptr
+    cdef AVChannelLayout in_layout
+    cdef AVChannelLayout out_layout
+    cdef int in_format
+    cdef int in_rate
+    cdef int out_rate
+    cdef int out_channels
+    cdef bint started               # the context has been given samples since it was (re)initialised
+
+    cdef int configure(self, const AVFrame *frame) except -1 nogil
+    cdef int restart(self) except -1 nogil
+    cdef int max_output(self, int in_samples) noexcept nogil
+    cdef int convert(self, const AVFrame *frame, int offset, int count, float **out, int capacity) except -1 nogil
+    cdef int drain(self, float **out, int capacity) except -1 nogil

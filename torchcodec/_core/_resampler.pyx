@@ -1,0 +1,132 @@
+"""Audio conversion with libswresample: any input sample format, rate and channel layout to planar
+float32 at the output rate and channel count.
+
+The context is configured from the first decoded frame (formats can differ from what the container
+says) and reconfigured when a frame's format or layout changes. ``restart`` throws away the
+resampling history, for seeks: the caller then feeds samples from an aligned input position, so
+that the output continues exactly as an unbroken run would (see _audio.pyx).
+"""
+from libc.errno cimport EINVAL
+
+from torchcodec._core._error cimport check_av
+from torchcodec._ffmpeg cimport avutil as lavu
+from torchcodec._ffmpeg cimport ffcompat
+from torchcodec._ffmpeg cimport swresample as swr
+from torchcodec._ffmpeg.avutil cimport AVChannelLayout, AVFrame, AVSampleFormat
+from libc.stdint cimport uint8_t
+
+
+cdef class Resampler:
+    """Converts frames to planar float32 with ``out_rate`` samples per second and ``out_channels``
+    channels (0: keep the input's)."""
+
+    def __cinit__(self, int in_rate, int out_rate, int out_channels):
+        self.ptr = NULL
+        self.in_format = -1
+        self.in_rate = in_rate
+        self.out_rate = out_rate if out_rate > 0 else in_rate
+        self.out_channels = out_channels
+        self.started = False
+        if self.in_rate <= 0:
+            raise ValueError(f"the stream's sample rate is unknown ({in_rate}); it cannot be decoded")
+
+    def __dealloc__(self):
+        swr.swr_free(&self.ptr)
+        lavu.av_channel_layout_uninit(&self.in_layout)
+        lavu.av_channel_layout_uninit(&self.out_layout)
+
+    cdef int configure(self, const AVFrame *frame) except -1 nogil:
+        """(Re)create the context when ``frame``'s sample format or channel layout is new."""
+        cdef AVChannelLayout layout
+        cdef int ret = ffcompat.tc_frame_channel_layout(&layout, frame)
+        if ret < 0:
+            with gil:
+                check_av(ret, "reading the channel layout of a decoded audio frame")
+        if frame.sample_rate != self.in_rate and frame.sample_rate > 0:
+            lavu.av_channel_layout_uninit(&layout)
+            with gil:
+                raise RuntimeError(f"the sample rate changes within the stream (from {self.in_rate} "
+                                   f"to {frame.sample_rate} Hz), which is not supported")
+        if (self.ptr != NULL and frame.format == self.in_format
+                and lavu.av_channel_layout_compare(&layout, &self.in_layout) == 0):
+            lavu.av_channel_layout_uninit(&layout)
+            return 0
+        lavu.av_channel_layout_uninit(&self.in_layout)
+        self.in_layout = layout
+        self.in_format = frame.format
+        if self.out_layout.nb_channels == 0:
+            if self.out_channels == 0 or self.out_channels == layout.nb_channels:
+                check_av_nogil(lavu.av_channel_layout_copy(&self.out_layout, &layout), "av_channel_layout_copy")
+            else:
+                lavu.av_channel_layout_default(&self.out_layout, self.out_channels)
+            self.out_channels = self.out_layout.nb_channels
+        return self.restart()
+
+    cdef int restart(self) except -1 nogil:
+        """A fresh context: no buffered samples, no filter history."""
+        swr.swr_free(&self.ptr)
+        self.started = False
+        if self.in_format < 0:
+            return 0                  # not configured yet: configure() will create it
+        cdef int ret = swr.swr_alloc_set_opts2(
+            &self.ptr, &self.out_layout, lavu.AV_SAMPLE_FMT_FLTP, self.out_rate,
+            &self.in_layout, <AVSampleFormat>self.in_format, self.in_rate, 0, NULL)
+        if ret >= 0:
+            ret = swr.swr_init(self.ptr)
+        if ret < 0:
+            swr.swr_free(&self.ptr)
+            with gil:
+                check_av(ret, "swr_init", describe_conversion(self))
+        return 0
+
+    cdef int max_output(self, int in_samples) noexcept nogil:
+        """An upper bound of the samples that converting ``in_samples`` more can produce."""
+        return swr.swr_get_out_samples(self.ptr, in_samples)
+
+    cdef int convert(self, const AVFrame *frame, int offset, int count, float **out, int capacity) except -1 nogil:
+        """Convert samples [offset, offset + count) of ``frame`` into ``out`` (one float plane per
+        output channel, room for ``capacity`` samples); returns the number of samples written."""
+        cdef const uint8_t *planes[64]
+        cdef int bytes_per_sample = lavu.av_get_bytes_per_sample(<AVSampleFormat>frame.format)
+        cdef int c, n, planar = lavu.av_sample_fmt_is_planar(<AVSampleFormat>frame.format)
+        if planar:
+            if self.in_layout.nb_channels > 64:
+                with gil:
+                    raise ValueError(f"{self.in_layout.nb_channels} planar channels: at most 64 are supported")
+            for c in range(self.in_layout.nb_channels):
+                planes[c] = frame.extended_data[c] + <size_t>offset * bytes_per_sample
+        else:
+            planes[0] = frame.extended_data[0] + <size_t>offset * bytes_per_sample * self.in_layout.nb_channels
+        n = swr.swr_convert(self.ptr, <uint8_t **>out, capacity, planes, count)
+        if n < 0:
+            with gil:
+                check_av(n, "swr_convert", describe_conversion(self))
+        self.started = True
+        return n
+
+    cdef int drain(self, float **out, int capacity) except -1 nogil:
+        """The samples still inside the resampler at the end of the stream."""
+        if self.ptr == NULL or not self.started:
+            return 0
+        cdef int n = swr.swr_convert(self.ptr, <uint8_t **>out, capacity, NULL, 0)
+        if n < 0:
+            with gil:
+                check_av(n, "swr_convert (drain)", describe_conversion(self))
+        return n
+
+
+cdef int check_av_nogil(int ret, const char *where) except -1 nogil:
+    if ret < 0:
+        with gil:
+            check_av(ret, where)
+    return ret
+
+
+cdef str describe_conversion(Resampler resampler):
+    cdef char in_name[128]
+    cdef char out_name[128]
+    lavu.av_channel_layout_describe(&resampler.in_layout, in_name, sizeof(in_name))
+    lavu.av_channel_layout_describe(&resampler.out_layout, out_name, sizeof(out_name))
+    fmt = lavu.av_get_sample_fmt_name(<AVSampleFormat>resampler.in_format)
+    return (f"{fmt.decode() if fmt != NULL else '?'} {in_name.decode()} {resampler.in_rate} Hz -> "
+            f"fltp {out_name.decode()} {resampler.out_rate} Hz")
