@@ -73,7 +73,14 @@ AUDIO = {
     "h264_aac.mp4": ("aac", "fltp", 2, 44100, 2),
     "h264_aac_audio_first.mp4": ("aac", "fltp", 2, 48000, 2),
     "mpeg2_mp2.mpg": ("mp2", "s16p", 2, 32000, 2),
+    "aac_music_44100_8s.m4a": ("aac", "fltp", 2, 44100, 8),
+    "mp3_music_22050_8s.mp3": ("mp3", "fltp", 1, 22050, 8),
+    "aac_adts_48000_8s.aac": ("aac", "fltp", 2, 48000, 8),
+    "opus_music_48000_8s.webm": ("opus", "fltp", 2, 48000, 8),
+    "vorbis_music_44100_8s.ogg": ("vorbis", "fltp", 2, 44100, 8),
 }
+MUSIC = {"aac_music_44100_8s.m4a", "mp3_music_22050_8s.mp3", "aac_adts_48000_8s.aac",
+         "opus_music_48000_8s.webm", "vorbis_music_44100_8s.ogg"}   # chirps and noise, not tones
 LOSSLESS = {n for n, (codec, *_) in AUDIO.items() if codec.startswith("pcm") or codec == "flac"}
 
 
@@ -419,7 +426,17 @@ def test_audio_stream_has_the_stated_format(corpus, name):
         assert stream["bits_per_raw_sample"] == 24
 
 
-@pytest.mark.parametrize("name", sorted(AUDIO))
+@pytest.mark.parametrize("name", sorted(MUSIC))
+def test_music_files_are_loud_and_long(corpus, name):
+    _, _, channels, sample_rate, duration = AUDIO[name]
+    samples = ref.ffmpeg_audio_samples(corpus[name])
+    assert samples.shape[0] == channels
+    assert sample_rate * duration <= samples.shape[1] <= sample_rate * duration + 4096
+    second = samples[:, sample_rate:2 * sample_rate]
+    assert (np.sqrt(np.mean(np.square(second, dtype=np.float64), axis=1)) > 0.15).all()
+
+
+@pytest.mark.parametrize("name", sorted(set(AUDIO) - MUSIC))
 def test_audio_samples_are_per_channel_tones(corpus, name):
     _, _, channels, sample_rate, duration = AUDIO[name]
     samples = ref.ffmpeg_audio_samples(corpus[name])

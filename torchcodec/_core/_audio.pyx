@@ -33,7 +33,7 @@ channel rows; nothing is gathered in Python.
 """
 from libc.stdint cimport INT64_MIN, int64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, strcmp
+from libc.string cimport memcpy, memmove, strcmp
 
 from torchcodec._core._decoder cimport StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
@@ -367,3 +367,15 @@ cdef class AudioStream:
     def at_end(self):
         """Whether every sample of the stream has been delivered."""
         return self.drained and self.scratch_read >= self.scratch_length
+
+
+def compact_rows(size_t address, int rows, Py_ssize_t stride, Py_ssize_t row_bytes):
+    """Move rows 1.. of a (rows, stride bytes) block so that they follow each other with no gap:
+    row r goes from ``address + r * stride`` to ``address + r * row_bytes`` (row_bytes <= stride)."""
+    if row_bytes > stride or row_bytes < 0:
+        raise ValueError(f"cannot compact rows of {stride} bytes to {row_bytes} bytes")
+    cdef char *base = <char *>address
+    cdef int r
+    with nogil:
+        for r in range(1, rows):
+            memmove(base + r * row_bytes, base + r * stride, <size_t>row_bytes)

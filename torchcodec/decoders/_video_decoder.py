@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import array
-import io
 import json
 import math
 import numbers
@@ -17,15 +16,15 @@ from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._video import Match, VideoStream
 from torchcodec._frame import Frame, FrameBatch
 from torchcodec._source import SourceLike, open_source
+from torchcodec.decoders._common import Reopenable, choose_stream
 from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
 
 _DIMENSION_ORDERS = ("NCHW", "NHWC")
 _SEEK_MODES = ("exact", "approximate")
 _DTYPES = ("uint8", "float32")
-_FORK_ORPHANS: list = []   # engines inherited through fork(), kept so that they are never freed
 
 
-class VideoDecoder:
+class VideoDecoder(Reopenable):
     """Decode the frames of one video stream.
 
     Args:
@@ -86,7 +85,7 @@ class VideoDecoder:
         self._pid = os.getpid()
         demuxer_input, name = open_source(source)
         self._demuxer = demuxer = Demuxer(demuxer_input, name)
-        self.stream_index = _choose_video_stream(demuxer, stream_index)
+        self.stream_index = choose_stream(demuxer, stream_index, "video")
         header = demuxer.stream_header(self.stream_index)
 
         if custom_frame_mappings is not None:
@@ -114,32 +113,8 @@ class VideoDecoder:
             raise ValueError(f"cannot tell the number of frames of stream {self.stream_index} from its header; "
                              f"use seek_mode='exact'")
 
-    # ---- pickling and fork -----------------------------------------------------------------------
-
-    def __getstate__(self) -> dict:
-        """A decoder pickles to its source and options; the copy opens the source again.
-
-        Paths and in-memory bytes are supported (bytes travel by value); file objects are not.
-        """
-        source = self._reopen["source"]
-        if not isinstance(source, (str, os.PathLike, bytes, bytearray)):
-            if hasattr(source, "read"):
-                raise TypeError("a VideoDecoder reading a file object cannot be pickled: pass a path "
-                                "or the file's bytes instead")
-            source = _encoded_bytes(source)                   # arrays, tensors, memoryviews: by value
-        return dict(self._reopen, source=source)
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state.pop("source"), **state)
-
-    def _reopen_after_fork(self) -> None:
-        """In a forked child (e.g. a DataLoader worker), open the source again: FFmpeg's threads
-        and file positions are the parent's."""
-        state = dict(self._reopen)            # the source objects were copied into this process
-        # The parent's FFmpeg contexts must never be freed here: their worker threads do not exist
-        # in this process, and freeing would wait for them forever. They are left alone.
-        _FORK_ORPHANS.append((self._engine, self._demuxer))
-        self.__init__(state.pop("source"), **state)
+    def _engines(self) -> tuple:
+        return (self._engine, self._demuxer)
 
     # ---- the Sequence protocol ----------------------------------------------------------------
 
@@ -312,8 +287,7 @@ class VideoDecoder:
                 data = _bridge.nchw(data)
         pts, durations = _bridge.float64_buffer(n), _bridge.float64_buffer(n)
         if n:
-            if self._pid != os.getpid():
-                self._reopen_after_fork()
+            self._check_fork()
             with self._lock:
                 self._engine.decode_at(targets, int(match), memory.address, frame_stride, row_stride, height,
                                        width, self._output_dtype == "float32", pts, durations, tolerance)
@@ -345,14 +319,6 @@ class VideoDecoder:
         return None, 0, 0
 
 
-def _encoded_bytes(source: Any) -> bytes:
-    """The bytes of an in-memory source (buffer, array or torch tensor)."""
-    if type(source).__module__.split(".")[0] == "torch":
-        import ctypes
-        return ctypes.string_at(source.data_ptr(), source.numel())
-    return bytes(memoryview(source).cast("B"))
-
-
 def _single_frame(batch: FrameBatch, out: Any = None) -> Frame:
     """The Frame of a batch of one (its data is ``out`` when the caller gave one)."""
     return Frame(batch.data[0] if out is None else out, float(batch.pts_seconds[0]),
@@ -374,21 +340,6 @@ def _check_device(device: Any) -> None:
         raise RuntimeError(f"device={name!r}: CUDA decoding is not available in this build of torchcodec; "
                            f"use device='cpu'")
     raise ValueError(f"Invalid device {device!r}: use None, 'cpu', 'cuda' or 'cuda:N'")
-
-
-def _choose_video_stream(demuxer: Demuxer, stream_index: Optional[int]) -> int:
-    if stream_index is None:
-        best = demuxer.best_stream("video")
-        if best is None:
-            raise ValueError("No valid stream found in input file: it has no video stream")
-        return best
-    if not isinstance(stream_index, numbers.Integral) or not 0 <= stream_index < demuxer.num_streams:
-        raise ValueError(f"The stream index {stream_index} is not a valid stream "
-                         f"(the file has {demuxer.num_streams} stream(s)).")
-    kind = demuxer.media_type(int(stream_index))
-    if kind != "video":
-        raise ValueError(f"The stream at index {stream_index} is not a video stream (it is {kind}).")
-    return int(stream_index)
 
 
 def _resolve_dtype(output_dtype: Any, bits_per_component: int) -> str:

@@ -1,0 +1,189 @@
+"""AudioDecoder: TorchCodec's audio decoding API over the Cython engine (torchcodec/_core/_audio.pyx)."""
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import threading
+from typing import Any, Optional
+
+from torchcodec import _bridge
+from torchcodec._core._audio import AudioStream, compact_rows
+from torchcodec._core._demuxer import Demuxer
+from torchcodec._frame import AudioSamples
+from torchcodec._source import SourceLike, open_source
+from torchcodec.decoders._common import Reopenable, choose_stream
+from torchcodec.decoders._metadata import AudioStreamMetadata, audio_metadata
+
+_SEEK_MODES = ("exact", "approximate")
+
+
+class AudioDecoder(Reopenable):
+    """Decode the samples of one audio stream, of an audio file or of a video.
+
+    Args:
+        source: a path (str or pathlib.Path) or URL; bytes, bytearray, memoryview or a 1-D uint8
+            array of encoded bytes (read without copying); or a binary file object with
+            ``read(n)`` and ``seek(offset, whence)``.
+        stream_index: absolute index of the audio stream; None picks FFmpeg's best audio stream.
+        sample_rate: output sample rate in Hz (libswresample); None keeps the stream's.
+        num_channels: output channel count (libswresample's remixing, from the stream's layout to
+            the default layout of that count); None keeps the stream's.
+        seek_mode: "exact" (default): every range holds exactly the samples of one unbroken decode
+            of the whole stream, i.e. the matching slice of ``get_all_samples()``. Where the codec
+            and container allow it (lossless codecs, MP3, WAV, FLAC; MP4, MP3 and MPEG files)
+            ranges are reached by seeking with a pre-roll; otherwise (AAC, Opus, Vorbis in Ogg,
+            Matroska/WebM) decoding reads forward and starts again from the beginning for a range
+            behind the last one, as TorchCodec does. "approximate": always seek; a range then
+            depends only on its bounds, and may differ slightly from the unbroken decode's where
+            the codec's state does not resynchronise.
+
+    Samples are float32 in [-1, 1], shaped (num_channels, num_samples), allocated by the bridge
+    (numpy, or torch when installed). Sample k of the stream is at ``begin + k / sample_rate``,
+    where ``begin`` is the time of the first decoded sample. Errors: TypeError for a bad source
+    type, ValueError for bad arguments or a stream that is not audio, RuntimeError for data that
+    cannot be decoded.
+    """
+
+    def __init__(
+        self,
+        source: SourceLike,
+        *,
+        stream_index: Optional[int] = None,
+        sample_rate: Optional[int] = None,
+        num_channels: Optional[int] = None,
+        seek_mode: str = "exact",
+    ) -> None:
+        _check_positive("sample_rate", sample_rate)
+        _check_positive("num_channels", num_channels)
+        if seek_mode not in _SEEK_MODES:
+            raise ValueError(f"Invalid seek mode ({seek_mode}). Supported values are exact, approximate.")
+        self._reopen = dict(source=source, stream_index=stream_index, sample_rate=sample_rate,
+                            num_channels=num_channels, seek_mode=seek_mode)
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        demuxer_input, name = open_source(source)
+        self._demuxer = demuxer = Demuxer(demuxer_input, name)
+        self.stream_index: int = choose_stream(demuxer, stream_index, "audio")
+        header = demuxer.stream_header(self.stream_index)
+        self._engine = AudioStream(demuxer, self.stream_index, int(sample_rate or 0), int(num_channels or 0),
+                                   seek_mode == "approximate")
+        self.metadata: AudioStreamMetadata = audio_metadata(header)
+        self._sample_rate = self._engine.out_rate
+        self._begin = self._engine.begin_seconds
+
+    def _engines(self) -> tuple:
+        return (self._engine, self._demuxer)
+
+    def get_all_samples(self) -> AudioSamples:
+        """Every sample of the stream."""
+        return self.get_samples_played_in_range()
+
+    def get_samples_played_in_range(self, start_seconds: float = 0.0,
+                                    stop_seconds: Optional[float] = None) -> AudioSamples:
+        """The samples in the half-open range [start_seconds, stop_seconds) (None: to the end).
+
+        Sample k is included when ``start <= begin + k / sample_rate < stop``, with times rounded
+        to the nearest sample (halves up). A start before the stream's first sample starts there;
+        a stop after its end stops there. ``pts_seconds`` is ``max(start_seconds, begin)``, as in
+        TorchCodec. ``start == stop`` gives zero samples; ``start > stop`` is a ValueError; a
+        non-empty range that holds no sample at all (wholly before the stream or after its end)
+        is a RuntimeError, as in TorchCodec.
+        """
+        start = _seconds("start_seconds", start_seconds)
+        stop = None if stop_seconds is None else _seconds("stop_seconds", stop_seconds)
+        if stop is not None and not start <= stop:
+            raise ValueError(f"Invalid start seconds: {start}. It must be less than or equal to "
+                             f"stop seconds ({stop}).")
+        first = max(0, self._position(start))
+        last = None if stop is None else max(first, self._position(stop))
+        data = self._read(first, last)
+        count = _columns(data)
+        if count == 0 and (stop is None or stop > start):
+            raise RuntimeError(f"No audio samples in [{start}, {stop}): the stream's samples start at "
+                               f"{self._begin} s and it has none at or after {start} s before the stop.")
+        return AudioSamples(data=data, pts_seconds=max(start, self._begin),
+                            duration_seconds=count / self._sample_rate, sample_rate=self._sample_rate)
+
+    # ---- internals ------------------------------------------------------------------------------
+
+    def _position(self, seconds: float) -> int:
+        """The sample at time ``seconds``: floor((t - begin) * rate + 0.5), clamped to int64."""
+        position = math.floor((seconds - self._begin) * self._sample_rate + 0.5)
+        return max(-(2**62), min(position, 2**62))
+
+    def _read(self, first: int, last: Optional[int]) -> Any:
+        """Samples [first, last) (None: to the end) in one array of the bridge's library.
+
+        The array is sized before decoding from the range, capped by what the header says the
+        stream holds (a far stop costs no memory); when the header was short, it grows.
+        """
+        name = _bridge.get_bridge()
+        channels = self._engine.num_channels
+        wanted = None if last is None else last - first
+        capacity = self._expected_remaining(first)
+        if wanted is not None:
+            capacity = min(wanted, capacity)
+        data = _bridge.empty((channels, capacity), "float32", name)
+        count = 0
+        with self._lock:
+            self._check_fork()
+            while True:
+                memory = _bridge.memory_of(data)
+                address = memory.address + count * 4
+                room = capacity - count
+                count += self._engine.read(first + count, -1 if last is None else last,
+                                           address, memory.strides[0], room)
+                if count < capacity or count == wanted or self._engine.at_end:
+                    break
+                capacity = capacity * 2 if wanted is None else min(wanted, capacity * 2)
+                data = _grow(data, count, capacity, name)
+        if count < capacity:
+            data = _first_columns(data, count)
+        return _bridge.finish(data, name)
+
+    def _expected_remaining(self, first: int) -> int:
+        """Samples from position ``first`` to the end by the header, with some slack (>= 1)."""
+        duration = self.metadata.duration_seconds_from_header
+        slack = self._sample_rate // 10 + 4096
+        if duration is None or not math.isfinite(duration) or duration <= 0:
+            return 10 * self._sample_rate
+        begin = self.metadata.begin_stream_seconds_from_header or 0.0
+        end = math.ceil((begin + duration - self._begin) * self._sample_rate)
+        return max(1, end - first + slack)
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def _seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
+    value = float(value)
+    if math.isnan(value):
+        raise ValueError(f"{name} must not be NaN")
+    return value
+
+
+def _columns(data: Any) -> int:
+    return int(data.shape[1])
+
+
+def _grow(data: Any, count: int, capacity: int, name: str) -> Any:
+    """A (channels, capacity) array holding the first ``count`` columns of ``data``."""
+    bigger = _bridge.empty((data.shape[0], capacity), "float32", name)
+    bigger[:, :count] = data[:, :count]
+    return bigger
+
+
+def _first_columns(data: Any, count: int) -> Any:
+    """The first ``count`` columns of ``data`` as a C-contiguous array: the rows are moved together
+    in place (no new allocation) and a view of the front of the buffer is returned."""
+    channels = int(data.shape[0])
+    memory = _bridge.memory_of(data)
+    compact_rows(memory.address, channels, memory.strides[0], count * 4)
+    return data.reshape(-1)[:channels * count].reshape(channels, count)

@@ -1,0 +1,77 @@
+"""What every decoder shares: choosing its stream, and opening its source again after pickling
+or in a forked child."""
+from __future__ import annotations
+
+import numbers
+import os
+from typing import Any, Optional
+
+from torchcodec._core._demuxer import Demuxer
+
+_FORK_ORPHANS: list = []   # engines inherited through fork(), kept so that they are never freed
+
+
+def choose_stream(demuxer: Demuxer, stream_index: Optional[int], kind: str) -> int:
+    """``stream_index`` checked to be a ``kind`` ("video"/"audio") stream, or FFmpeg's best one."""
+    if stream_index is None:
+        best = demuxer.best_stream(kind)
+        if best is None:
+            raise ValueError(f"No valid stream found in input file: it has no {kind} stream")
+        return best
+    if (isinstance(stream_index, bool) or not isinstance(stream_index, numbers.Integral)
+            or not 0 <= stream_index < demuxer.num_streams):
+        raise ValueError(f"The stream index {stream_index} is not a valid stream "
+                         f"(the file has {demuxer.num_streams} stream(s)).")
+    found = demuxer.media_type(int(stream_index))
+    if found != kind:
+        raise ValueError(f"The stream at index {stream_index} is not {'an' if kind == 'audio' else 'a'} "
+                         f"{kind} stream (it is {found}).")
+    return int(stream_index)
+
+
+def encoded_bytes(source: Any) -> bytes:
+    """The bytes of an in-memory source (buffer, array or torch tensor)."""
+    if type(source).__module__.split(".")[0] == "torch":
+        import ctypes
+        return ctypes.string_at(source.data_ptr(), source.numel())
+    return bytes(memoryview(source).cast("B"))
+
+
+class Reopenable:
+    """A decoder that pickles to its source and options, and opens them again in a forked child.
+
+    Subclasses set ``self._reopen`` (the ``__init__`` keyword arguments, ``source`` included) and
+    ``self._pid`` in ``__init__``, list their FFmpeg objects in ``_engines()``, and call
+    ``self._check_fork()`` before touching them.
+    """
+
+    _reopen: dict
+    _pid: int
+
+    def _engines(self) -> tuple:
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict:
+        """Paths and in-memory bytes are supported (bytes travel by value); file objects are not."""
+        source = self._reopen["source"]
+        if not isinstance(source, (str, os.PathLike, bytes, bytearray)):
+            if hasattr(source, "read"):
+                raise TypeError(f"a {type(self).__name__} reading a file object cannot be pickled: "
+                                f"pass a path or the file's bytes instead")
+            source = encoded_bytes(source)                   # arrays, tensors, memoryviews: by value
+        return dict(self._reopen, source=source)
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        self.__init__(state.pop("source"), **state)  # type: ignore[misc]
+
+    def _check_fork(self) -> None:
+        """In a forked child (e.g. a DataLoader worker), open the source again: FFmpeg's threads
+        and file positions are the parent's."""
+        if self._pid == os.getpid():
+            return
+        state = dict(self._reopen)            # the source objects were copied into this process
+        # The parent's FFmpeg contexts must never be freed here: their worker threads do not exist
+        # in this process, and freeing would wait for them forever. They are left alone.
+        _FORK_ORPHANS.append(self._engines())
+        self.__init__(state.pop("source"), **state)  # type: ignore[misc]
