@@ -24,9 +24,9 @@ A run that starts with a seek gives exactly the samples of one unbroken decode o
 
 ``seeks_are_exact`` says whether they hold. When they do not, an exact engine
 (``approximate=False``) never seeks into the stream: it reads forward, and starts again from the
-start for a request behind it, as TorchCodec does. An approximate engine seeks anyway; its samples
-then depend only on the request, not on what was decoded before (every run starts with a new
-decoder), but may differ slightly from the unbroken decode's.
+start for a request behind it, as TorchCodec does. An approximate engine seeks anyway, for every request that
+does not continue the current run; such a request then gives the same samples whatever was decoded
+before (every run starts with a new decoder), which may differ slightly from the unbroken decode's.
 
 The loop runs without the GIL and writes each converted frame's samples straight to the caller's
 channel rows; nothing is gathered in Python.
@@ -321,8 +321,13 @@ cdef class AudioStream:
                 self.seek_for(first)
             else:
                 self.start_run(0, 0, 0)               # from the start, reading forward
-        elif self.may_seek and first - next_available > (<int64_t>(READ_AHEAD_SECONDS * self.out_rate)
-                                                         + self.codec_preroll + self.filter_margin):
+        elif self.may_seek and first > next_available and (
+                not self.seeks_are_exact
+                or first - next_available > (<int64_t>(READ_AHEAD_SECONDS * self.out_rate)
+                                             + self.codec_preroll + self.filter_margin)):
+            # Reading ahead gives the same samples as a seek only where seeks are exact; elsewhere a
+            # request that does not continue the run always seeks, so that it does not depend on
+            # what was decoded before.
             self.seek_for(first)
         while written < capacity and (stop < 0 or first + written < stop):
             available = self.scratch_length - self.scratch_read

@@ -106,6 +106,16 @@ class AudioStreamMetadata(StreamMetadata):
     num_channels: Optional[int] = None
     sample_format: Optional[str] = None
 
+    @property
+    def begin_stream_seconds(self) -> float:
+        """The header's start time, else 0."""
+        return self.begin_stream_seconds_from_header if self.begin_stream_seconds_from_header is not None else 0.0
+
+    @property
+    def duration_seconds(self) -> Optional[float]:
+        """The header's duration (None when the header has none)."""
+        return self.duration_seconds_from_header
+
 
 def video_metadata(header: dict, content: Optional[tuple[float, float, int]]) -> VideoStreamMetadata:
     """Build VideoStreamMetadata from a Demuxer.stream_header() dict and (begin, end, count) of content."""
