@@ -16,6 +16,12 @@ cdef extern from "libavformat/avio.h" nogil:
         int (*write_packet)(void *opaque, const uint8_t *buf, int buf_size),
         int64_t (*seek)(void *opaque, int64_t offset, int whence))
     void avio_context_free(AVIOContext **s)
+    int AVIO_FLAG_READ
+    int avio_open(AVIOContext **s, const char *url, int flags)
+    int avio_closep(AVIOContext **s)
+    int avio_read(AVIOContext *s, unsigned char *buf, int size)
+    int64_t avio_seek(AVIOContext *s, int64_t offset, int whence)
+    int64_t avio_size(AVIOContext *s)
 
 
 cdef extern from "libavformat/avformat.h" nogil:

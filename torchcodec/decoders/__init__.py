@@ -2,5 +2,7 @@
 from torchcodec.decoders._audio_decoder import AudioDecoder
 from torchcodec.decoders._metadata import AudioStreamMetadata, StreamMetadata, VideoStreamMetadata
 from torchcodec.decoders._video_decoder import VideoDecoder
+from torchcodec.decoders._wav_decoder import WavDecoder
+from torchcodec._core._wav import UnsupportedWavError
 
-__all__ = ["AudioDecoder", "AudioStreamMetadata", "StreamMetadata", "VideoDecoder", "VideoStreamMetadata"]
+__all__ = ["AudioDecoder", "AudioStreamMetadata", "StreamMetadata", "VideoDecoder", "UnsupportedWavError", "VideoStreamMetadata", "WavDecoder"]

@@ -18,62 +18,23 @@ from torchcodec.decoders._metadata import AudioStreamMetadata, audio_metadata
 _SEEK_MODES = ("exact", "approximate")
 
 
-class AudioDecoder(Reopenable):
-    """Decode the samples of one audio stream, of an audio file or of a video.
+class SampleRanges(Reopenable):
+    """What AudioDecoder and WavDecoder share: sample ranges by time, read by an engine into one
+    array of the bridge's library.
 
-    Args:
-        source: a path (str or pathlib.Path) or URL; bytes, bytearray, memoryview or a 1-D uint8
-            array of encoded bytes (read without copying); or a binary file object with
-            ``read(n)`` and ``seek(offset, whence)``.
-        stream_index: absolute index of the audio stream; None picks FFmpeg's best audio stream.
-        sample_rate: output sample rate in Hz (libswresample); None keeps the stream's.
-        num_channels: output channel count (libswresample's remixing, from the stream's layout to
-            the default layout of that count); None keeps the stream's.
-        seek_mode: "exact" (default): every range holds exactly the samples of one unbroken decode
-            of the whole stream, i.e. the matching slice of ``get_all_samples()``. Where the codec
-            and container allow it (lossless codecs, MP3, WAV, FLAC; MP4, MP3 and MPEG files)
-            ranges are reached by seeking with a pre-roll; otherwise (AAC, Opus, Vorbis in Ogg,
-            Matroska/WebM) decoding reads forward and starts again from the beginning for a range
-            behind the last one, as TorchCodec does. "approximate": always seek; a range then
-            depends only on its bounds, and may differ slightly from the unbroken decode's where
-            the codec's state does not resynchronise.
-
-    Samples are float32 in [-1, 1], shaped (num_channels, num_samples), allocated by the bridge
-    (numpy, or torch when installed). Sample k of the stream is at ``begin + k / sample_rate``,
-    where ``begin`` is the time of the first decoded sample. Errors: TypeError for a bad source
-    type, ValueError for bad arguments or a stream that is not audio, RuntimeError for data that
-    cannot be decoded.
+    Subclasses set ``_engine`` (with ``read``, ``at_end`` and ``num_channels``, as
+    ``AudioStream``), ``_begin`` (seconds of sample 0), ``_sample_rate``, ``_lock`` and
+    ``_expected_remaining``.
     """
 
-    def __init__(
-        self,
-        source: SourceLike,
-        *,
-        stream_index: Optional[int] = None,
-        sample_rate: Optional[int] = None,
-        num_channels: Optional[int] = None,
-        seek_mode: str = "exact",
-    ) -> None:
-        _check_positive("sample_rate", sample_rate)
-        _check_positive("num_channels", num_channels)
-        if seek_mode not in _SEEK_MODES:
-            raise ValueError(f"Invalid seek mode ({seek_mode}). Supported values are exact, approximate.")
-        self._reopen = dict(source=source, stream_index=stream_index, sample_rate=sample_rate,
-                            num_channels=num_channels, seek_mode=seek_mode)
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        demuxer_input, name = open_source(source)
-        self._demuxer = demuxer = Demuxer(demuxer_input, name)
-        self.stream_index: int = choose_stream(demuxer, stream_index, "audio")
-        header = demuxer.stream_header(self.stream_index)
-        self._engine = AudioStream(demuxer, self.stream_index, int(sample_rate or 0), int(num_channels or 0),
-                                   seek_mode == "approximate")
-        self.metadata: AudioStreamMetadata = audio_metadata(header)
-        self._sample_rate = self._engine.out_rate
-        self._begin = self._engine.begin_seconds
+    _engine: Any
+    _begin: float
+    _sample_rate: int
+    _lock: threading.Lock
 
-    def _engines(self) -> tuple:
-        return (self._engine, self._demuxer)
+    def _expected_remaining(self, first: int) -> int:
+        """About how many samples the stream holds from position ``first`` on (>= 1)."""
+        raise NotImplementedError
 
     def get_all_samples(self) -> AudioSamples:
         """Every sample of the stream."""
@@ -141,6 +102,64 @@ class AudioDecoder(Reopenable):
         if count < capacity:
             data = _first_columns(data, count)
         return _bridge.finish(data, name)
+
+
+class AudioDecoder(SampleRanges):
+    """Decode the samples of one audio stream, of an audio file or of a video.
+
+    Args:
+        source: a path (str or pathlib.Path) or URL; bytes, bytearray, memoryview or a 1-D uint8
+            array of encoded bytes (read without copying); or a binary file object with
+            ``read(n)`` and ``seek(offset, whence)``.
+        stream_index: absolute index of the audio stream; None picks FFmpeg's best audio stream.
+        sample_rate: output sample rate in Hz (libswresample); None keeps the stream's.
+        num_channels: output channel count (libswresample's remixing, from the stream's layout to
+            the default layout of that count); None keeps the stream's.
+        seek_mode: "exact" (default): every range holds exactly the samples of one unbroken decode
+            of the whole stream, i.e. the matching slice of ``get_all_samples()``. Where the codec
+            and container allow it (lossless codecs, MP3, WAV, FLAC; MP4, MP3 and MPEG files)
+            ranges are reached by seeking with a pre-roll; otherwise (AAC, Opus, Vorbis in Ogg,
+            Matroska/WebM) decoding reads forward and starts again from the beginning for a range
+            behind the last one, as TorchCodec does. "approximate": always seek; a range then
+            depends only on its bounds, and may differ slightly from the unbroken decode's where
+            the codec's state does not resynchronise.
+
+    Samples are float32 in [-1, 1], shaped (num_channels, num_samples), allocated by the bridge
+    (numpy, or torch when installed). Sample k of the stream is at ``begin + k / sample_rate``,
+    where ``begin`` is the time of the first decoded sample. Errors: TypeError for a bad source
+    type, ValueError for bad arguments or a stream that is not audio, RuntimeError for data that
+    cannot be decoded.
+    """
+
+    def __init__(
+        self,
+        source: SourceLike,
+        *,
+        stream_index: Optional[int] = None,
+        sample_rate: Optional[int] = None,
+        num_channels: Optional[int] = None,
+        seek_mode: str = "exact",
+    ) -> None:
+        _check_positive("sample_rate", sample_rate)
+        _check_positive("num_channels", num_channels)
+        if seek_mode not in _SEEK_MODES:
+            raise ValueError(f"Invalid seek mode ({seek_mode}). Supported values are exact, approximate.")
+        self._reopen = dict(source=source, stream_index=stream_index, sample_rate=sample_rate,
+                            num_channels=num_channels, seek_mode=seek_mode)
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        demuxer_input, name = open_source(source)
+        self._demuxer = demuxer = Demuxer(demuxer_input, name)
+        self.stream_index: int = choose_stream(demuxer, stream_index, "audio")
+        header = demuxer.stream_header(self.stream_index)
+        self._engine = AudioStream(demuxer, self.stream_index, int(sample_rate or 0), int(num_channels or 0),
+                                   seek_mode == "approximate")
+        self.metadata: AudioStreamMetadata = audio_metadata(header)
+        self._sample_rate = self._engine.out_rate
+        self._begin = self._engine.begin_seconds
+
+    def _engines(self) -> tuple:
+        return (self._engine, self._demuxer)
 
     def _expected_remaining(self, first: int) -> int:
         """Samples from position ``first`` to the end by the header, with some slack (>= 1)."""

@@ -1,0 +1,47 @@
+"""WavDecoder: TorchCodec's fast WAV decoder, over torchcodec/_core/_wav.pyx."""
+from __future__ import annotations
+
+import os
+import threading
+
+from torchcodec._core._wav import WavReader
+from torchcodec._source import SourceLike, open_source
+from torchcodec.decoders._audio_decoder import SampleRanges
+from torchcodec.decoders._metadata import AudioStreamMetadata
+
+
+class WavDecoder(SampleRanges):
+    """Decode a WAV file (8/16/24/32-bit PCM, 32/64-bit float, any number of channels) by reading
+    its samples straight into the output, with none of FFmpeg's per-packet work.
+
+    Same sources and methods as :class:`AudioDecoder`, and the same values, bit for bit; no
+    resampling or remixing (use AudioDecoder for those, and for other WAV encodings such as
+    ADPCM or mu-law, which raise ``UnsupportedWavError``, a ValueError). ``stream_index`` is 0.
+    """
+
+    def __init__(self, source: SourceLike) -> None:
+        self._reopen = dict(source=source)
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        reader_input, name = open_source(source)
+        self._engine = reader = WavReader(reader_input, name)
+        self.stream_index = 0
+        self._sample_rate = reader.sample_rate
+        self._begin = 0.0
+        self.metadata = AudioStreamMetadata(
+            duration_seconds_from_header=reader.num_samples / reader.sample_rate,
+            begin_stream_seconds_from_header=None,      # WAV has no start time (as FFmpeg says)
+            bit_rate=reader.sample_rate * reader.num_channels * reader.bits_per_sample,
+            codec=reader.codec,
+            stream_index=0,
+            media_type="audio",
+            sample_rate=reader.sample_rate,
+            num_channels=reader.num_channels,
+            sample_format=reader.sample_format,
+        )
+
+    def _engines(self) -> tuple:
+        return (self._engine,)
+
+    def _expected_remaining(self, first: int) -> int:
+        return max(1, self._engine.num_samples - first)
