@@ -33,7 +33,9 @@ peer's (ours, else TorchCodec), so that a fast wrong answer shows.
 
 Workloads live in the ``WORKLOADS`` registry and each peer implements a method of the same name;
 a peer without that method does not appear in the workload's rows, a method raising
-``NotApplicable`` shows as "n/a (reason)". Audio workloads are to be added the same way.
+``NotApplicable`` shows as "n/a (reason)". Audio workloads (``media="audio"``) decode
+``--audio-file`` (default: a 60 s AAC clip from tools/make_media.py) to float32 (channels,
+samples) and run at the first thread count only.
 
 This module imports only the standard library at the top, so that the TorchCodec worker (whose
 venv has torch but maybe not numpy) can import it and time TorchCodec with the same code.
@@ -73,6 +75,9 @@ Task = Callable[[], Any]  # one timed repeat
 FrameRecorder = Callable[["Peer", int, Any], "dict[str, Any] | None"]
 
 DEFAULT_FILE_NAME = "bench_1080p_h264.mp4"
+DEFAULT_AUDIO_FILE_NAME = "bench_audio_aac_60s.m4a"
+NUM_AUDIO_RANGES = 100
+AUDIO_RANGE_SECONDS = 1.0
 CACHE_DIR = Path.home() / ".cache" / "torchcodec-bench"
 DEFAULT_TC_VENV = CACHE_DIR / "tc-venv"
 TC_PIP_REQUIREMENTS = ("torch==2.14.1", "torchcodec==0.17.0")
@@ -91,7 +96,7 @@ class Workload:
 
     name: str
     title: str
-    media: str = "video"  # "audio" workloads will use an audio job
+    media: str = "video"  # "audio": decodes the job's audio file, at one thread count
     report_approximate: bool = False  # also measure seek_mode="approximate"
     check_frames: bool = False  # compare each peer's frames with the reference peer's
 
@@ -107,6 +112,9 @@ WORKLOADS: dict[str, Workload] = {
                  report_approximate=True),
         Workload("timestamp", "1 frame at a timestamp (with open)", report_approximate=True),
         Workload("open", "open + metadata", report_approximate=True),
+        Workload("audio_whole", "audio: whole file to float32", media="audio"),
+        Workload("audio_ranges", f"audio: {NUM_AUDIO_RANGES} random {AUDIO_RANGE_SECONDS:g}-s ranges",
+                 media="audio", report_approximate=True),
     )
 }
 
@@ -137,6 +145,8 @@ class VideoJob:
     timestamp_s: float
     workloads: list[str]
     threads: list[int]
+    audio_path: str = ""
+    audio_ranges: list[list[float]] = field(default_factory=list)  # [start, stop] seconds
 
     def workload_list(self) -> list[Workload]:
         return [WORKLOADS[name] for name in self.workloads]
@@ -331,6 +341,25 @@ class TorchCodecApiPeer(Peer):
 
         return run
 
+    def _open_audio(self, job: VideoJob) -> Any:
+        if self.seek_mode == "exact":
+            return self._package.decoders.AudioDecoder(job.audio_path)
+        if not hasattr(self._package, "set_bridge"):
+            raise NotApplicable("TorchCodec's AudioDecoder has no seek_mode")
+        return self._package.decoders.AudioDecoder(job.audio_path, seek_mode="approximate")
+
+    def audio_whole(self, job: VideoJob, threads: int) -> Task:
+        return lambda: self._open_audio(job).get_all_samples().data
+
+    def audio_ranges(self, job: VideoJob, threads: int) -> Task:
+        self._open_audio(job)           # NotApplicable now rather than in the timed task
+
+        def run() -> Any:
+            decoder = self._open_audio(job)
+            return [decoder.get_samples_played_in_range(start, stop).data for start, stop in job.audio_ranges]
+
+        return run
+
     def rgb_nhwc(self, result: Any) -> Any:
         data = result.data  # FrameBatch, NCHW (numpy array or torch tensor)
         if hasattr(data, "permute"):
@@ -442,6 +471,67 @@ class PyAVPeer(Peer):
         import numpy as np
 
         return np.stack(result)
+
+    def audio_whole(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            with self._av.open(job.audio_path) as container:
+                return pyav_audio_samples(container.decode(container.streams.audio[0]))
+
+        return run
+
+    def audio_ranges(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            with self._av.open(job.audio_path) as container:
+                stream = container.streams.audio[0]
+                return [pyav_audio_range(container, stream, start, stop) for start, stop in job.audio_ranges]
+
+        return run
+
+
+def pyav_audio_samples(frames: Iterable[Any]) -> Any:
+    """float32 (channels, samples) of decoded frames, converted the way the frames' format needs."""
+    import numpy as np
+
+    arrays = [pyav_frame_float32(frame) for frame in frames]
+    return np.concatenate(arrays, axis=1) if arrays else np.zeros((0, 0), np.float32)
+
+
+def pyav_frame_float32(frame: Any) -> Any:
+    """One PyAV audio frame as float32 (channels, samples), scaled like libswresample."""
+    import numpy as np
+
+    data = frame.to_ndarray()
+    if not frame.format.is_planar:
+        data = data.reshape(-1, len(frame.layout.channels)).T
+    if data.dtype == np.uint8:
+        return (data.astype(np.float32) - 128) / 128
+    if data.dtype.kind == "i":
+        return data.astype(np.float32) / (np.iinfo(data.dtype).max + 1)
+    return data.astype(np.float32, copy=False)
+
+
+def pyav_audio_range(container: Any, stream: Any, start: float, stop: float) -> Any:
+    """Samples in [start, stop): seek to the key frame before start, decode, trim by frame pts."""
+    import numpy as np
+
+    time_base = float(stream.time_base)
+    container.seek(int(start / time_base), stream=stream)
+    pieces, first_pts = [], None
+    for frame in container.decode(stream):
+        begin = frame.pts * time_base
+        if begin >= stop:
+            break
+        if begin + frame.samples / frame.sample_rate <= start:
+            continue
+        if first_pts is None:
+            first_pts = begin
+        pieces.append(pyav_frame_float32(frame))
+    if not pieces:
+        return np.zeros((stream.channels, 0), np.float32)
+    data = np.concatenate(pieces, axis=1)
+    rate = stream.sample_rate
+    first = max(0, int(round((start - first_pts) * rate)))
+    return data[:, first:first + int(round((stop - start) * rate))]
 
 
 def pyav_scan_packets(container: Any, stream: Any) -> tuple[list[int], list[int]]:
@@ -703,8 +793,24 @@ class FFmpegCliPeer(Peer):
             cmd += ["-vf", "format=rgb24"]
         return cmd + ["-f", "null", "-"]
 
+    def shows(self, workload: Workload) -> bool:
+        return super().shows(workload) and (workload.media == "video" or not self.to_rgb)
+
+    def _audio_command(self, job: VideoJob, one_frame: bool) -> list[str]:
+        cmd = [self._ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-i", job.audio_path,
+               "-map", "0:a:0"]
+        if one_frame:
+            cmd += ["-frames:a", "1"]
+        return cmd + ["-c:a", "pcm_f32le", "-f", "f32le", "-"]
+
+    def audio_whole(self, job: VideoJob, threads: int) -> Task:
+        return self._run(self._audio_command(job, one_frame=False))
+
     def _task(self, job: VideoJob, threads: int, one_frame: bool) -> Task:
-        cmd = self._command(job, threads, one_frame)
+        return self._run(self._command(job, threads, one_frame))
+
+    @staticmethod
+    def _run(cmd: list[str]) -> Task:
         return lambda: subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -718,6 +824,8 @@ class FFmpegCliPeer(Peer):
         return "sequential" if workload.name == "batch" else None
 
     def overhead_task(self, workload: Workload, job: VideoJob, threads: int) -> Task | None:
+        if workload.media == "audio":
+            return self._run(self._audio_command(job, one_frame=True))
         return self._task(job, threads, one_frame=True)
 
 
@@ -874,7 +982,7 @@ def run_all(peers: list[Peer], job: VideoJob, settings: RunSettings,
     """Every workload x thread count x peer, appended to rows as they come."""
     done: dict[tuple[str, str, int], Measurement] = {}
     for workload in job.workload_list():
-        for threads in job.threads:
+        for threads in (job.threads[:1] if workload.media == "audio" else job.threads):
             shown = [p for p in peers if p.shows(workload)]
             reused = {p.name: done.get((p.name, p.alias(workload) or "", threads)) for p in shown}
             measured = measure_group([p for p in shown if reused[p.name] is None], workload, job,
@@ -1159,6 +1267,17 @@ def start_torchcodec(venv: Path, job: VideoJob, settings: RunSettings,
 # --------------------------------------------------------------------------------------------
 
 
+def default_audio_file() -> Path:
+    """tools/make_media.py's bench audio clip."""
+    spec = importlib.util.spec_from_file_location("make_media", Path(__file__).with_name("make_media.py"))
+    if spec is None or spec.loader is None:
+        raise SystemExit("tools/make_media.py not found: pass --audio-file")
+    make_media = importlib.util.module_from_spec(spec)
+    sys.modules["make_media"] = make_media
+    spec.loader.exec_module(make_media)
+    return Path(make_media.ensure_media([DEFAULT_AUDIO_FILE_NAME])[DEFAULT_AUDIO_FILE_NAME])
+
+
 def default_media_file() -> Path:
     """tools/make_media.py's bench file; or our own ffmpeg-made copy when that is unavailable."""
     try:
@@ -1208,7 +1327,22 @@ def probe_video(path: Path) -> dict[str, Any]:
             "duration_s": float(duration)}
 
 
-def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int) -> VideoJob:
+def probe_duration(path: Path) -> float:
+    out = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "json", str(path)],
+                         capture_output=True, text=True, check=True)
+    return float(json.loads(out.stdout)["format"]["duration"])
+
+
+def plan_audio_ranges(path: Path, seed: int) -> list[list[float]]:
+    """NUM_AUDIO_RANGES ranges of AUDIO_RANGE_SECONDS at random starts (ms-rounded), in random order."""
+    last_start = max(0.0, probe_duration(path) - AUDIO_RANGE_SECONDS)
+    rng = random.Random(seed + 1)
+    starts = [round(rng.uniform(0.0, last_start), 3) for _ in range(NUM_AUDIO_RANGES)]
+    return [[start, round(start + AUDIO_RANGE_SECONDS, 3)] for start in starts]
+
+
+def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int,
+             audio_path: Path | None = None) -> VideoJob:
     info = probe_video(path)
     count = info["num_frames"]
     if count < 1:
@@ -1220,8 +1354,11 @@ def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int) ->
     frame_s = 1.0 / info["fps"] if info["fps"] else 0.0
     timestamp = info["begin_s"] + 0.55 * info["duration_s"] + 0.5 * frame_s
     timestamp = min(timestamp, info["begin_s"] + info["duration_s"] - frame_s)
+    audio = {}
+    if audio_path is not None:
+        audio = dict(audio_path=str(audio_path), audio_ranges=plan_audio_ranges(audio_path, seed))
     return VideoJob(path=str(path), uniform_indices=uniform, random_indices=randoms,
-                    timestamp_s=round(timestamp, 6), workloads=workloads, threads=threads, **info)
+                    timestamp_s=round(timestamp, 6), workloads=workloads, threads=threads, **info, **audio)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1321,6 +1458,8 @@ def format_report(machine: dict[str, Any], job: VideoJob, peers: dict[str, str],
         f"File: {job.path} ({job.codec} {job.width}x{job.height}, {job.num_frames} frames,"
         f" {job.fps:g} fps, {job.duration_s:g} s)",
         f"Inputs: uniform {job.uniform_indices}; random {job.random_indices}; t = {job.timestamp_s} s",
+        *([f"Audio: {job.audio_path} ({len(job.audio_ranges)} ranges of {AUDIO_RANGE_SECONDS:g} s)"]
+          if job.audio_path else []),
         "Peers:",
         *(f"  {name:<18} {text}" for name, text in peers.items()),
         f"Method: {'warm-up once, then ' if settings.warmup else 'no warm-up, '}best of N repeats"
@@ -1386,6 +1525,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--file", type=Path, help=f"video to decode (default: {DEFAULT_FILE_NAME}"
                         " from tools/make_media.py --bench)")
+    parser.add_argument("--audio-file", type=Path, help=f"audio for the audio workloads (default: "
+                        f"{DEFAULT_AUDIO_FILE_NAME} from tools/make_media.py --bench)")
     parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS))
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 0],
                         help="num_ffmpeg_threads values; 0 lets FFmpeg choose (default: 1 0)")
@@ -1417,7 +1558,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     machine = machine_info()
     path = (args.file if args.file else default_media_file()).resolve()
-    job = plan_job(path, args.workloads, args.threads, args.seed)
+    audio_path = None
+    if any(WORKLOADS[name].media == "audio" for name in args.workloads):
+        audio_path = (args.audio_file if args.audio_file else default_audio_file()).resolve()
+    job = plan_job(path, args.workloads, args.threads, args.seed, audio_path)
     settings = settings_from(args)
     keys = set(args.peers) - ({"torchcodec"} if args.no_torchcodec else set())
     rows: list[Measurement] = []

@@ -403,6 +403,16 @@ MEDIA: dict[str, Spec] = {
         "-pix_fmt", "yuv420p", *_VBITEXACT,
         bench=True,
     ),
+    "bench_audio_aac_60s.m4a": _spec(
+        "Benchmark: AAC-LC in mp4, stereo, 44.1 kHz, 60 s of chirps and noise",
+        *_music(44100, 60), *_aac("128k"),
+        bench=True,
+    ),
+    "bench_audio_mp3_60s.mp3": _spec(
+        "Benchmark: MP3 (LAME 128 kb/s), stereo, 44.1 kHz, 60 s of chirps and noise",
+        *_music(44100, 60), "-c:a", "libmp3lame", "-b:a", "128k", *_ABITEXACT,
+        bench=True,
+    ),
     "bench_1080p_hevc.mp4": _spec(
         "Benchmark: HEVC 1920x1080 yuv420p 30 fps 10 s (300 frames), GOP 60, 3 B-frames",
         *_testsrc(size="1920x1080", duration=10),

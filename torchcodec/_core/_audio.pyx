@@ -20,7 +20,8 @@ A run that starts with a seek gives exactly the samples of one unbroken decode o
   not derive it (Ogg derives the pts of a page's first packets). Formats whose timestamps are estimated
   after a seek (raw MP3, ADTS AAC: FFmpeg's "generic index" formats) are read once first, which
   gives FFmpeg an index of every packet. A seek that lands after the position it needs is redone
-  from earlier, and finally from the start.
+  from earlier, and finally from the start. Matroska's index also grows as the file is read, so it
+  is read once too: a seek then lands in the same place whatever was read before.
 
 ``seeks_are_exact`` says whether they hold. When they do not, an exact engine
 (``approximate=False``) never seeks into the stream: it reads forward, and starts again from the
@@ -33,7 +34,7 @@ channel rows; nothing is gathered in Python.
 """
 from libc.stdint cimport INT64_MIN, int64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memmove, strcmp
+from libc.string cimport memcpy, memmove, strcmp, strncmp
 
 from torchcodec._core._decoder cimport StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
@@ -46,9 +47,10 @@ from torchcodec._ffmpeg.avutil cimport AVRational
 
 # A seek that lands after the position it needs is retried this many times, from further back.
 cdef int MAX_STEP_BACKS = 3
-# Lossy codecs: decode at least this many seconds before the first sample a run needs (MP3 at
-# 32 kb/s needs 0.2 s for its bit reservoir; Vorbis two long blocks).
-cdef double LOSSY_PREROLL_SECONDS = 0.5
+# Vorbis: decode this many seconds before the first sample a run needs (two of its longest blocks).
+cdef double VORBIS_PREROLL_SECONDS = 0.4
+# Other lossy codecs: at least this many frames (the MDCT overlap needs one).
+cdef int LOSSY_PREROLL_FRAMES = 3
 # Reading forward rather than seeking, when the next request starts at most this far ahead.
 cdef double READ_AHEAD_SECONDS = 1.0
 # The resampler's filter reaches this many input samples back (libswresample's default
@@ -78,6 +80,25 @@ cdef bint converges_after_preroll(int codec_id, int sample_format, bint lossless
         # The float decoders; the fixed-point ones carry a rounding dither across frames.
         return sample_format == lavu.AV_SAMPLE_FMT_FLT or sample_format == lavu.AV_SAMPLE_FMT_FLTP
     return False
+
+
+cdef int64_t preroll_samples(const lavc.AVCodecParameters *par, int rate, bint lossless) noexcept nogil:
+    """Input samples to decode and drop before the first sample a run needs, so that the decoder's
+    state has caught up with an unbroken run's (where it can: see converges_after_preroll)."""
+    cdef int64_t frame = par.frame_size if par.frame_size > 0 else max(1, rate // 50)
+    cdef int64_t frame_bytes, frames
+    if lossless:
+        return 0
+    if par.codec_id == lavc.AV_CODEC_ID_MP3 or par.codec_id == lavc.AV_CODEC_ID_MP2 or par.codec_id == lavc.AV_CODEC_ID_MP1:
+        # The bit reservoir reaches 511 bytes back: as many frames as that is at the lowest bit
+        # rate of the MPEG version (32 kb/s MPEG-1, 8 kb/s MPEG-2/2.5), plus the filter bank's overlap.
+        frame = 1152 if rate >= 32000 else 576
+        frame_bytes = max(1, (32000 if rate >= 32000 else 8000) // 8 * frame // rate)
+        frames = (511 + frame_bytes - 1) // frame_bytes + 5
+        return frames * frame
+    if par.codec_id == lavc.AV_CODEC_ID_VORBIS:
+        return <int64_t>(VORBIS_PREROLL_SECONDS * rate)
+    return max(<int64_t>par.seek_preroll, LOSSY_PREROLL_FRAMES * frame)
 
 
 cdef bint timestamps_guessed_after_seek(const char *format_name) noexcept nogil:
@@ -116,7 +137,8 @@ cdef class AudioStream:
         self.frame = lavu.av_frame_alloc()
         if self.packet == NULL or self.frame == NULL:
             raise MemoryError("cannot allocate a packet and a frame")
-        self.scan_before_seeking = (demuxer.ptr.iformat.flags & lavf.AVFMT_GENERIC_INDEX) != 0
+        self.scan_before_seeking = ((demuxer.ptr.iformat.flags & lavf.AVFMT_GENERIC_INDEX) != 0
+                                    or strncmp(demuxer.ptr.iformat.name, "matroska", 8) == 0)
         self.scanned = False
         self.frames_decoded = 0
         self.seeks = 0
@@ -143,11 +165,7 @@ cdef class AudioStream:
             self.filter_margin = 2 * FILTER_TAPS * max(1, (self.in_rate + self.out_rate - 1) // self.out_rate)
         cdef const lavc.AVCodecDescriptor *desc = lavc.avcodec_descriptor_get(st.codecpar.codec_id)
         cdef bint lossless = desc != NULL and (desc.props & lavc.AV_CODEC_PROP_LOSSLESS) != 0
-        if lossless:
-            self.codec_preroll = 0
-        else:
-            self.codec_preroll = max(<int64_t>st.codecpar.seek_preroll,
-                                     <int64_t>(LOSSY_PREROLL_SECONDS * self.in_rate))
+        self.codec_preroll = preroll_samples(st.codecpar, self.in_rate, lossless)
         self.seeks_are_exact = (converges_after_preroll(st.codecpar.codec_id, self.frame.format, lossless)
                                 and self.time_base.num * <int64_t>self.in_rate <= self.time_base.den
                                 and not timestamps_guessed_after_seek(demuxer.ptr.iformat.name))
