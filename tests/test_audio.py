@@ -14,7 +14,7 @@ import pytest
 import reference as ref
 import torchcodec
 from torchcodec.decoders import AudioDecoder, AudioStreamMetadata
-from test_media_corpus import AUDIO, MUSIC
+from test_media_corpus import AUDIO
 
 # Files whose seeks are exact (lossless codecs, MP3; mp4/mp3/wav/flac containers) and files that
 # read forward instead (AAC: noise substitution; Opus; Vorbis in Ogg; Matroska's ms timestamps).
