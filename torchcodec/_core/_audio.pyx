@@ -90,11 +90,12 @@ cdef int64_t preroll_samples(const lavc.AVCodecParameters *par, int rate, bint l
     if lossless:
         return 0
     if par.codec_id == lavc.AV_CODEC_ID_MP3 or par.codec_id == lavc.AV_CODEC_ID_MP2 or par.codec_id == lavc.AV_CODEC_ID_MP1:
-        # The bit reservoir reaches 511 bytes back: as many frames as that is at the lowest bit
-        # rate of the MPEG version (32 kb/s MPEG-1, 8 kb/s MPEG-2/2.5), plus the filter bank's overlap.
+        # The bit reservoir reaches up to 511 bytes back: as many frames as that is at half the
+        # stream's bit rate (a VBR floor; never below the MPEG version's lowest rate, 32 kb/s for
+        # MPEG-1, 8 kb/s for MPEG-2/2.5), plus three for the filter bank's overlap.
         frame = 1152 if rate >= 32000 else 576
-        frame_bytes = max(1, (32000 if rate >= 32000 else 8000) // 8 * frame // rate)
-        frames = (511 + frame_bytes - 1) // frame_bytes + 5
+        frame_bytes = max(1, max(par.bit_rate // 2, 32000 if rate >= 32000 else 8000) // 8 * frame // rate)
+        frames = (511 + frame_bytes - 1) // frame_bytes + 3
         return frames * frame
     if par.codec_id == lavc.AV_CODEC_ID_VORBIS:
         return <int64_t>(VORBIS_PREROLL_SECONDS * rate)
