@@ -352,3 +352,38 @@ def test_file_object_that_fails_mid_decode(media):
     source.armed = True
     with pytest.raises(OSError, match="disk on fire"):
         decoder.get_all_samples()
+
+
+def _child_samples(decoder, queue):
+    queue.put(decoder.get_samples_played_in_range(2.0, 3.0).data)
+
+
+def test_decoder_opened_in_parent_works_in_forked_child(media):
+    import multiprocessing
+
+    path = media["mp3_music_22050_8s.mp3"]
+    decoder = AudioDecoder(path)
+    decoder.get_samples_played_in_range(5.0, 6.0)        # the parent has decoded and seeked
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child_samples, args=(decoder, queue))
+    child.start()
+    samples = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    np.testing.assert_array_equal(samples, cli_samples(path)[:, 2 * 22050:3 * 22050])
+    np.testing.assert_array_equal(decoder.get_samples_played_in_range(1.0, 1.5).data,
+                                  cli_samples(path)[:, 22050:33075])
+
+
+def test_decoders_in_threads_agree(media):
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = media["flac_s24_stereo_88200.flac"]
+    whole = cli_samples(path)
+    decoder = AudioDecoder(path)                  # shared: its lock serialises the requests
+    ranges = [(t / 10, t / 10 + 0.3) for t in range(15)]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda r: decoder.get_samples_played_in_range(*r).data, ranges))
+    for (start, stop), data in zip(ranges, results):
+        np.testing.assert_array_equal(data, whole[:, round(start * 88200):round(stop * 88200)])
