@@ -71,7 +71,7 @@ class SampleRanges(Reopenable):
     def _position(self, seconds: float) -> int:
         """The sample at time ``seconds``: floor((t - begin) * rate + 0.5), clamped to int64."""
         position = math.floor((seconds - self._begin) * self._sample_rate + 0.5)
-        return max(-(2**62), min(position, 2**62))
+        return max(-(2**40), min(position, 2**40))      # ~265 days at 48 kHz; keeps C arithmetic in range
 
     def _read(self, first: int, last: Optional[int]) -> Any:
         """Samples [first, last) (None: to the end) in one array of the bridge's library.
