@@ -287,7 +287,7 @@ def test_stream_errors(media):
         AudioDecoder(media["h264_aac.mp4"], stream_index=7)
 
 
-@pytest.mark.parametrize("kwargs", [dict(sample_rate=0), dict(sample_rate=-8000), dict(sample_rate=44100.5),
+@pytest.mark.parametrize("kwargs", [dict(sample_rate=0), dict(sample_rate=-8000), dict(sample_rate=44100.5), dict(sample_rate=2**40),
                                     dict(num_channels=0), dict(num_channels=True), dict(seek_mode="fast")])
 def test_argument_errors(media, kwargs):
     with pytest.raises(ValueError):

@@ -175,8 +175,8 @@ class AudioDecoder(SampleRanges):
 def _check_positive(name: str, value: Any) -> None:
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 < value < 2**31:
+        raise ValueError(f"{name} must be a positive int below 2**31, got {value!r}")
 
 
 def _seconds(name: str, value: Any) -> float:
