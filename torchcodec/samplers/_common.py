@@ -1,5 +1,5 @@
-"""What every sampler shares: the policies, parameter checks, evenly spaced starts, and the one
-batch request that decodes all clips into a 5-D FrameBatch."""
+"""What every sampler shares: the policies, parameter checks, evenly spaced starts, and the view of
+one decoded batch as (clips, frames, ...)."""
 from __future__ import annotations
 
 import math

@@ -5,12 +5,13 @@ from typing import Any, Optional
 
 from torchcodec import _random
 from torchcodec._frame import FrameBatch
+from torchcodec.decoders import VideoDecoder
 from torchcodec.samplers._common import (Policy, as_clips, check_common, check_num_clips, complete_clip,
                                          evenly_spaced_ints)
 
 
 def clips_at_random_indices(
-    decoder: Any,
+    decoder: VideoDecoder,
     *,
     num_clips: int = 1,
     num_frames_per_clip: int = 1,
@@ -56,7 +57,7 @@ def clips_at_random_indices(
 
 
 def clips_at_regular_indices(
-    decoder: Any,
+    decoder: VideoDecoder,
     *,
     num_clips: int = 1,
     num_frames_per_clip: int = 1,
@@ -78,8 +79,9 @@ def clips_at_regular_indices(
     return _decode_clips(decoder, starts, num_frames_per_clip, num_indices_between_frames, policy)
 
 
-def _check_index_params(decoder: Any, num_clips: int, num_frames_per_clip: int, num_indices_between_frames: int,
-                        range_start: int, range_end: Optional[int], policy: str) -> tuple[int, int]:
+def _check_index_params(decoder: VideoDecoder, num_clips: int, num_frames_per_clip: int,
+                        num_indices_between_frames: int, range_start: int, range_end: Optional[int],
+                        policy: str) -> tuple[int, int]:
     """Check the arguments; return the sampling range [start, end) of clip starts."""
     check_common(decoder, num_frames_per_clip, policy)
     check_num_clips(num_clips)
@@ -113,7 +115,8 @@ def _clip_span(num_frames_per_clip: int, num_indices_between_frames: int) -> int
     return num_indices_between_frames * (num_frames_per_clip - 1) + 1
 
 
-def _decode_clips(decoder: Any, starts: list[int], num_frames_per_clip: int, step: int, policy: str) -> FrameBatch:
+def _decode_clips(decoder: VideoDecoder, starts: list[int], num_frames_per_clip: int, step: int,
+                  policy: str) -> FrameBatch:
     """All clips' frame indices in one ``get_frames_at`` request, viewed as (clips, frames, ...)."""
     num_frames = len(decoder)
     span = _clip_span(num_frames_per_clip, step)

@@ -5,11 +5,12 @@ from typing import Any, Optional
 
 from torchcodec import _random
 from torchcodec._frame import FrameBatch
+from torchcodec.decoders import VideoDecoder
 from torchcodec.samplers._common import Policy, arange_below, as_clips, check_common, check_num_clips, complete_clip
 
 
 def clips_at_random_timestamps(
-    decoder: Any,
+    decoder: VideoDecoder,
     *,
     num_clips: int = 1,
     num_frames_per_clip: int = 1,
@@ -63,7 +64,7 @@ def clips_at_random_timestamps(
 
 
 def clips_at_regular_timestamps(
-    decoder: Any,
+    decoder: VideoDecoder,
     *,
     seconds_between_clip_starts: float,
     num_frames_per_clip: int = 1,
@@ -90,7 +91,7 @@ def clips_at_regular_timestamps(
     return _decode_clips(decoder, starts, num_frames_per_clip, between, policy)
 
 
-def _check_time_params(decoder: Any, seconds_between_frames: Optional[float]) -> float:
+def _check_time_params(decoder: VideoDecoder, seconds_between_frames: Optional[float]) -> float:
     """Check the stream's metadata and seconds_between_frames; return the latter (default filled in)."""
     metadata = decoder.metadata
     if metadata.average_fps is None:
@@ -104,7 +105,7 @@ def _check_time_params(decoder: Any, seconds_between_frames: Optional[float]) ->
     return seconds_between_frames
 
 
-def _sampling_range(decoder: Any, num_frames_per_clip: int, between: float,
+def _sampling_range(decoder: VideoDecoder, num_frames_per_clip: int, between: float,
                     range_start: Optional[float], range_end: Optional[float]) -> tuple[float, float]:
     """Check the range of clip starts; return it as [start, end), end clamped to the stream's end."""
     begin, stream_end = decoder.metadata.begin_stream_seconds, decoder.metadata.end_stream_seconds
@@ -124,7 +125,7 @@ def _sampling_range(decoder: Any, num_frames_per_clip: int, between: float,
     return range_start, min(range_end, stream_end)
 
 
-def _decode_clips(decoder: Any, starts: list[float], num_frames_per_clip: int, between: float,
+def _decode_clips(decoder: VideoDecoder, starts: list[float], num_frames_per_clip: int, between: float,
                   policy: str) -> FrameBatch:
     """All clips' sampling times in one ``get_frames_played_at`` request, viewed as (clips, frames, ...)."""
     end = decoder.metadata.end_stream_seconds
