@@ -79,6 +79,7 @@ TC_PIP_REQUIREMENTS = ("torch==2.14.1", "torchcodec==0.17.0")
 WORKER_SCRIPT = Path(__file__).with_name("_bench_torchcodec_worker.py")
 BATCH_SIZE = 32
 NUM_SAMPLED_FRAMES = 10
+NUM_CLIPS, FRAMES_PER_CLIP = 8, 16  # the sampler workload
 
 # --------------------------------------------------------------------------------------------
 # Workload registry
@@ -106,6 +107,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload("random10", f"{NUM_SAMPLED_FRAMES} frames, random indices",
                  report_approximate=True),
         Workload("timestamp", "1 frame at a timestamp (with open)", report_approximate=True),
+        Workload("clips", f"{NUM_CLIPS} clips x {FRAMES_PER_CLIP} frames at random indices (sampler)",
+                 report_approximate=True, check_frames=True),
         Workload("open", "open + metadata", report_approximate=True),
     )
 }
@@ -137,9 +140,17 @@ class VideoJob:
     timestamp_s: float
     workloads: list[str]
     threads: list[int]
+    # the clips workload: starts that torch.manual_seed(clip_seed) makes clips_at_random_indices
+    # draw (torch.randint); clip_seed is None when torch was not there to compute them
+    clip_starts: list[int] = field(default_factory=list)
+    clip_seed: int | None = None
 
     def workload_list(self) -> list[Workload]:
         return [WORKLOADS[name] for name in self.workloads]
+
+    def clip_indices(self) -> list[int]:
+        """The frames of all clips, clip after clip (consecutive frames)."""
+        return [start + k for start in self.clip_starts for k in range(FRAMES_PER_CLIP)]
 
 
 @dataclass
@@ -331,8 +342,27 @@ class TorchCodecApiPeer(Peer):
 
         return run
 
+    def clips(self, job: VideoJob, threads: int) -> Task:
+        """clips_at_random_indices after torch.manual_seed: TorchCodec's draws, which ours reproduces."""
+        if job.clip_seed is None:
+            raise NotApplicable("needs torch where bench.py runs, to know the clips that "
+                                "torch.manual_seed gives")
+        import torch
+
+        sampler = importlib.import_module(f"{self._package.__name__}.samplers").clips_at_random_indices
+        torch_output = getattr(self._package, "bridge", lambda name: contextlib.nullcontext())  # ours: a bridge
+
+        def run() -> Any:
+            decoder = self._open(job, threads)
+            torch.manual_seed(job.clip_seed)
+            with torch_output("torch"):
+                return sampler(decoder, num_clips=NUM_CLIPS, num_frames_per_clip=FRAMES_PER_CLIP)
+
+        return run
+
     def rgb_nhwc(self, result: Any) -> Any:
-        data = result.data  # FrameBatch, NCHW (numpy array or torch tensor)
+        data = result.data  # FrameBatch, NCHW (numpy array or torch tensor); clips as one batch
+        data = data.reshape((-1,) + tuple(data.shape[-3:]))
         if hasattr(data, "permute"):
             return data.permute(0, 2, 3, 1)
         return data.transpose(0, 2, 3, 1)
@@ -420,6 +450,9 @@ class PyAVPeer(Peer):
 
     def random10(self, job: VideoJob, threads: int) -> dict[str, Task]:
         return self._indexed_variants(job, threads, job.random_indices)
+
+    def clips(self, job: VideoJob, threads: int) -> dict[str, Task]:
+        return self._indexed_variants(job, threads, job.clip_indices())
 
     def timestamp(self, job: VideoJob, threads: int) -> Task:
         def run() -> Any:
@@ -1220,8 +1253,21 @@ def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int) ->
     frame_s = 1.0 / info["fps"] if info["fps"] else 0.0
     timestamp = info["begin_s"] + 0.55 * info["duration_s"] + 0.5 * frame_s
     timestamp = min(timestamp, info["begin_s"] + info["duration_s"] - frame_s)
+    clip_seed, clip_starts = plan_clip_starts(count, seed)
     return VideoJob(path=str(path), uniform_indices=uniform, random_indices=randoms,
-                    timestamp_s=round(timestamp, 6), workloads=workloads, threads=threads, **info)
+                    timestamp_s=round(timestamp, 6), workloads=workloads, threads=threads,
+                    clip_starts=clip_starts, clip_seed=clip_seed, **info)
+
+
+def plan_clip_starts(count: int, seed: int) -> tuple[int | None, list[int]]:
+    """(seed, starts): what clips_at_random_indices draws after torch.manual_seed(seed), i.e.
+    torch.randint(0, count - FRAMES_PER_CLIP + 1, (NUM_CLIPS,)); (None, []) without torch."""
+    if importlib.util.find_spec("torch") is None:
+        return None, []
+    import torch
+
+    high = max(count - FRAMES_PER_CLIP + 1, 1)
+    return seed, torch.randint(0, high, (NUM_CLIPS,), generator=torch.Generator().manual_seed(seed)).tolist()
 
 
 # --------------------------------------------------------------------------------------------
@@ -1320,7 +1366,8 @@ def format_report(machine: dict[str, Any], job: VideoJob, peers: dict[str, str],
         f" {os.getloadavg()[0]:.2f} at end",
         f"File: {job.path} ({job.codec} {job.width}x{job.height}, {job.num_frames} frames,"
         f" {job.fps:g} fps, {job.duration_s:g} s)",
-        f"Inputs: uniform {job.uniform_indices}; random {job.random_indices}; t = {job.timestamp_s} s",
+        f"Inputs: uniform {job.uniform_indices}; random {job.random_indices}; t = {job.timestamp_s} s;"
+        f" clip starts {job.clip_starts or 'n/a (no torch)'}",
         "Peers:",
         *(f"  {name:<18} {text}" for name, text in peers.items()),
         f"Method: {'warm-up once, then ' if settings.warmup else 'no warm-up, '}best of N repeats"
