@@ -203,6 +203,16 @@ def test_regular_timestamps_start_every_step_before_the_range_end(decoder):
     assert batch.data.shape[:2] == (5, 2)
 
 
+def test_regular_timestamps_default_range_leaves_room_for_the_whole_clip(decoder):
+    # 30 frames 0.1 s apart span 2.9 s, so clips start in [0, 3 - 2.9): at 0 and 0.05
+    requests = record_requests(decoder)
+    clips_at_regular_timestamps(decoder, seconds_between_clip_starts=0.05, num_frames_per_clip=30,
+                                seconds_between_frames=0.1)
+    starts = requests[0][::30]
+    assert starts == [0.0, 0.05] and all(t < END for t in requests[0])
+    assert math.isclose(requests[0][29], 2.9)
+
+
 @pytest.mark.parametrize("start, stop, step, expected", [
     # (1.3 - 1.0) / 0.1 = 3.0000000000000004 makes 4 values; the 4th, 1.0 + 3 * 0.1 = 1.3, is not below stop
     (1.0, 1.3, 0.1, [1.0, 1.1, 1.2]),
@@ -439,12 +449,3 @@ def test_evenly_spaced_ints_match_torch_linspace():
                 assert evenly_spaced_ints(first, last, count) == \
                     torch.linspace(first, last, steps=count, dtype=torch.int).tolist()
 
-
-def test_time_request_count_and_range_for_a_long_clip(decoder):
-    # 30 frames 0.1 s apart starting at the default range's only start window [0, 3 - 2.9)
-    requests = record_requests(decoder)
-    clips_at_regular_timestamps(decoder, seconds_between_clip_starts=0.05, num_frames_per_clip=30,
-                                seconds_between_frames=0.1)
-    starts = requests[0][::30]
-    assert starts == [0.0, 0.05] and all(t < END for t in requests[0])
-    assert math.isclose(requests[0][29], 2.9)
