@@ -84,6 +84,7 @@ TC_PIP_REQUIREMENTS = ("torch==2.14.1", "torchcodec==0.17.0")
 WORKER_SCRIPT = Path(__file__).with_name("_bench_torchcodec_worker.py")
 BATCH_SIZE = 32
 NUM_SAMPLED_FRAMES = 10
+NUM_CLIPS, FRAMES_PER_CLIP = 8, 16  # the sampler workload
 
 # --------------------------------------------------------------------------------------------
 # Workload registry
@@ -111,6 +112,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload("random10", f"{NUM_SAMPLED_FRAMES} frames, random indices",
                  report_approximate=True),
         Workload("timestamp", "1 frame at a timestamp (with open)", report_approximate=True),
+        Workload("clips", f"{NUM_CLIPS} clips x {FRAMES_PER_CLIP} frames at random indices (sampler)",
+                 report_approximate=True, check_frames=True),
         Workload("open", "open + metadata", report_approximate=True),
         Workload("audio_whole", "audio: whole file to float32", media="audio"),
         Workload("audio_ranges", f"audio: {NUM_AUDIO_RANGES} random {AUDIO_RANGE_SECONDS:g}-s ranges",
@@ -147,9 +150,17 @@ class VideoJob:
     threads: list[int]
     audio_path: str = ""
     audio_ranges: list[list[float]] = field(default_factory=list)  # [start, stop] seconds
+    # the clips workload: starts that torch.manual_seed(clip_seed) makes clips_at_random_indices
+    # draw (torch.randint); clip_seed is None when torch was not there to compute them
+    clip_starts: list[int] = field(default_factory=list)
+    clip_seed: int | None = None
 
     def workload_list(self) -> list[Workload]:
         return [WORKLOADS[name] for name in self.workloads]
+
+    def clip_indices(self) -> list[int]:
+        """The frames of all clips, clip after clip (consecutive frames)."""
+        return [start + k for start in self.clip_starts for k in range(FRAMES_PER_CLIP)]
 
 
 @dataclass
@@ -360,8 +371,27 @@ class TorchCodecApiPeer(Peer):
 
         return run
 
+    def clips(self, job: VideoJob, threads: int) -> Task:
+        """clips_at_random_indices after torch.manual_seed: TorchCodec's draws, which ours reproduces."""
+        if job.clip_seed is None:
+            raise NotApplicable("needs torch where bench.py runs, to know the clips that "
+                                "torch.manual_seed gives")
+        import torch
+
+        sampler = importlib.import_module(f"{self._package.__name__}.samplers").clips_at_random_indices
+        torch_output = getattr(self._package, "bridge", lambda name: contextlib.nullcontext())  # ours: a bridge
+
+        def run() -> Any:
+            decoder = self._open(job, threads)
+            torch.manual_seed(job.clip_seed)
+            with torch_output("torch"):
+                return sampler(decoder, num_clips=NUM_CLIPS, num_frames_per_clip=FRAMES_PER_CLIP)
+
+        return run
+
     def rgb_nhwc(self, result: Any) -> Any:
-        data = result.data  # FrameBatch, NCHW (numpy array or torch tensor)
+        data = result.data  # FrameBatch, NCHW (numpy array or torch tensor); clips as one batch
+        data = data.reshape((-1,) + tuple(data.shape[-3:]))
         if hasattr(data, "permute"):
             return data.permute(0, 2, 3, 1)
         return data.transpose(0, 2, 3, 1)
@@ -449,6 +479,9 @@ class PyAVPeer(Peer):
 
     def random10(self, job: VideoJob, threads: int) -> dict[str, Task]:
         return self._indexed_variants(job, threads, job.random_indices)
+
+    def clips(self, job: VideoJob, threads: int) -> dict[str, Task]:
+        return self._indexed_variants(job, threads, job.clip_indices())
 
     def timestamp(self, job: VideoJob, threads: int) -> Task:
         def run() -> Any:
@@ -1357,8 +1390,21 @@ def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int,
     audio = {}
     if audio_path is not None:
         audio = dict(audio_path=str(audio_path), audio_ranges=plan_audio_ranges(audio_path, seed))
+    clip_seed, clip_starts = plan_clip_starts(count, seed)
     return VideoJob(path=str(path), uniform_indices=uniform, random_indices=randoms,
-                    timestamp_s=round(timestamp, 6), workloads=workloads, threads=threads, **info, **audio)
+                    timestamp_s=round(timestamp, 6), workloads=workloads, threads=threads,
+                    clip_starts=clip_starts, clip_seed=clip_seed, **info, **audio)
+
+
+def plan_clip_starts(count: int, seed: int) -> tuple[int | None, list[int]]:
+    """(seed, starts): what clips_at_random_indices draws after torch.manual_seed(seed), i.e.
+    torch.randint(0, count - FRAMES_PER_CLIP + 1, (NUM_CLIPS,)); (None, []) without torch."""
+    if importlib.util.find_spec("torch") is None:
+        return None, []
+    import torch
+
+    high = max(count - FRAMES_PER_CLIP + 1, 1)
+    return seed, torch.randint(0, high, (NUM_CLIPS,), generator=torch.Generator().manual_seed(seed)).tolist()
 
 
 # --------------------------------------------------------------------------------------------
@@ -1457,7 +1503,8 @@ def format_report(machine: dict[str, Any], job: VideoJob, peers: dict[str, str],
         f" {os.getloadavg()[0]:.2f} at end",
         f"File: {job.path} ({job.codec} {job.width}x{job.height}, {job.num_frames} frames,"
         f" {job.fps:g} fps, {job.duration_s:g} s)",
-        f"Inputs: uniform {job.uniform_indices}; random {job.random_indices}; t = {job.timestamp_s} s",
+        f"Inputs: uniform {job.uniform_indices}; random {job.random_indices}; t = {job.timestamp_s} s;"
+        f" clip starts {job.clip_starts or 'n/a (no torch)'}",
         *([f"Audio: {job.audio_path} ({len(job.audio_ranges)} ranges of {AUDIO_RANGE_SECONDS:g} s)"]
           if job.audio_path else []),
         "Peers:",

@@ -4,7 +4,8 @@
 
 - ``None``: torch's global generator when the bridge is torch (so ``torch.manual_seed(s)`` gives
   TorchCodec's draws for the same seed), otherwise numpy's unseeded ``default_rng()``;
-- an ``int`` seed: a fresh ``numpy.random.default_rng(seed)``, reproducible without torch;
+- an int seed (a Python or numpy integer, not a bool): a fresh ``numpy.random.default_rng(seed)``,
+  reproducible without torch and the same under every bridge;
 - a ``numpy.random.Generator``: used as is, its state advances;
 - a ``torch.Generator``: torch draws with that generator.
 
@@ -13,6 +14,7 @@ and floats are ``torch.rand(n, dtype=torch.float64)``, so the same torch state g
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from torchcodec._bridge import get_bridge
@@ -22,13 +24,17 @@ def _is_torch_generator(generator: Any) -> bool:
     return type(generator).__module__.startswith("torch") and type(generator).__name__ == "Generator"
 
 
+def _is_seed(generator: Any) -> bool:
+    return isinstance(generator, numbers.Integral) and not isinstance(generator, bool)
+
+
 def _numpy_generator(generator: Any) -> Any:
     import numpy as np
 
     if isinstance(generator, np.random.Generator):
         return generator
-    if generator is None or (isinstance(generator, int) and not isinstance(generator, bool)):
-        return np.random.default_rng(generator)
+    if generator is None or _is_seed(generator):
+        return np.random.default_rng(None if generator is None else int(generator))
     raise TypeError(
         "generator must be None, an int seed, a numpy.random.Generator or a torch.Generator, "
         f"got {type(generator).__name__}"
@@ -41,8 +47,9 @@ def _uses_torch(generator: Any) -> bool:
 
 def check_generator(generator: Any) -> None:
     """Raise TypeError now, before any decoding, when ``generator`` is not an accepted kind."""
-    if not _uses_torch(generator):
-        _numpy_generator(generator if not isinstance(generator, int) else 0)
+    if generator is None or _is_seed(generator) or _is_torch_generator(generator):
+        return
+    _numpy_generator(generator)          # a numpy Generator passes; anything else raises TypeError
 
 
 def integers(low: int, high: int, n: int, generator: Any = None) -> list[int]:
