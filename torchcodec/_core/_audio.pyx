@@ -38,6 +38,7 @@ from libc.string cimport memcpy, memmove, strcmp, strncmp
 
 from torchcodec._core._decoder cimport StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._frame_index cimport ticks_to_seconds
 from torchcodec._core._resampler cimport Resampler
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
@@ -200,7 +201,7 @@ cdef class AudioStream:
     @property
     def begin_seconds(self):
         """Time of the stream's first sample (the pts of its first decoded frame)."""
-        return self.begin_pts * lavu.av_q2d(self.time_base)
+        return ticks_to_seconds(self.begin_pts, self.time_base.num, self.time_base.den)
 
     # ---- runs ---------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t
 
 from torchcodec._core._avio cimport IOSource
 from torchcodec._core._error cimport check_av
-from torchcodec._core._frame_index cimport FrameIndex
+from torchcodec._core._frame_index cimport FrameIndex, ticks_to_seconds
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -113,12 +113,11 @@ cdef class Demuxer:
         """A dict of what the container and codec parameters say about stream ``index``."""
         cdef AVStream *st = self.stream(index)
         cdef lavc.AVCodecParameters *par = st.codecpar
-        cdef double tb = lavu.av_q2d(st.time_base)
         cdef const int32_t *matrix = ffcompat.tc_stream_display_matrix(st)
         cdef const lavu.AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<lavu.AVPixelFormat>par.format)
         duration = None
         if st.duration != lavu.AV_NOPTS_VALUE and st.duration > 0:
-            duration = st.duration * tb
+            duration = ticks_to_seconds(st.duration, st.time_base.num, st.time_base.den)
         elif self.ptr.duration != lavu.AV_NOPTS_VALUE and self.ptr.duration > 0:
             duration = self.ptr.duration / <double>lavu.AV_TIME_BASE
         header = {
@@ -127,7 +126,7 @@ cdef class Demuxer:
             "codec": optional_str(lavc.avcodec_get_name(par.codec_id)),
             "time_base": Fraction(st.time_base.num, st.time_base.den),
             "duration_seconds_from_header": duration,
-            "begin_stream_seconds_from_header": (st.start_time * tb if st.start_time != lavu.AV_NOPTS_VALUE
+            "begin_stream_seconds_from_header": (ticks_to_seconds(st.start_time, st.time_base.num, st.time_base.den) if st.start_time != lavu.AV_NOPTS_VALUE
                                                  else None),
             "bit_rate": par.bit_rate,
             "num_frames_from_header": st.nb_frames if st.nb_frames > 0 else None,
@@ -200,7 +199,7 @@ cdef class Demuxer:
         keeps the frames before the damage). The demuxer must be seeked before reading again.
         """
         cdef AVStream *st = self.stream(stream_index)
-        cdef FrameIndex index = FrameIndex(lavu.av_q2d(st.time_base))
+        cdef FrameIndex index = FrameIndex((st.time_base.num, st.time_base.den))
         cdef AVPacket *packet = lavc.av_packet_alloc()
         if packet == NULL:
             raise MemoryError("av_packet_alloc failed")

@@ -14,7 +14,8 @@ cdef class FrameIndex:
     cdef FrameEntry *entries
     cdef Py_ssize_t size
     cdef Py_ssize_t capacity
-    cdef double time_base           # seconds per pts tick
+    cdef readonly int64_t time_base_num   # seconds per pts tick = num / den
+    cdef readonly int64_t time_base_den
     cdef readonly bint pts_from_dts  # some packets had no pts: their dts stood in for it
 
     cdef int append(self, int64_t pts, int64_t duration, bint is_key, int64_t pos=*) except -1 nogil
@@ -22,3 +23,11 @@ cdef class FrameIndex:
     cdef Py_ssize_t find_pts(self, int64_t pts) noexcept nogil
     cdef Py_ssize_t last_at_or_before(self, int64_t pts) noexcept nogil
     cdef Py_ssize_t _check(self, Py_ssize_t i) except -1
+    cdef inline double seconds(self, int64_t pts) noexcept nogil:
+        return ticks_to_seconds(pts, self.time_base_num, self.time_base_den)
+
+
+cdef inline double ticks_to_seconds(int64_t ticks, int64_t num, int64_t den) noexcept nogil:
+    """Seconds of ``ticks`` of a num/den time base, computed as TorchCodec does (pts * num / den),
+    so that 700 ticks of 1/1000 s are 0.7 exactly, not 700 * 0.001 = 0.7000000000000001."""
+    return <double>ticks * num / den

@@ -5,8 +5,18 @@ packets that an edit list discards are left out, or from ``FrameIndex.from_lists
 frame mappings. ``finish`` sorts them and computes, for each frame, the key frame a decoder must
 start from.
 """
+from fractions import Fraction
+
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, qsort, realloc
+
+
+def time_base_fraction(time_base):
+    """A time base given as a Fraction, a (num, den) pair or a float, as a Fraction."""
+    if isinstance(time_base, tuple):
+        return Fraction(*time_base)
+    fraction = Fraction(time_base)
+    return fraction if isinstance(time_base, Fraction) else fraction.limit_denominator(2**31 - 1)
 
 
 cdef int compare_pts(const void *a, const void *b) noexcept nogil:
@@ -16,19 +26,25 @@ cdef int compare_pts(const void *a, const void *b) noexcept nogil:
 
 
 cdef class FrameIndex:
-    def __cinit__(self, double time_base):
+    def __cinit__(self, time_base):
         self.entries = NULL
         self.size = 0
         self.capacity = 0
-        self.time_base = time_base
+        fraction = time_base_fraction(time_base)
+        if fraction <= 0:
+            raise ValueError(f"the time base must be positive, got {time_base}")
+        self.time_base_num = fraction.numerator
+        self.time_base_den = fraction.denominator
         self.pts_from_dts = False
 
     def __dealloc__(self):
         free(self.entries)
 
     @staticmethod
-    def from_lists(double time_base, pts, durations, key_frames):
-        """Build an index from Python sequences of pts, durations (ticks) and key-frame flags."""
+    def from_lists(time_base, pts, durations, key_frames):
+        """Build an index from Python sequences of pts, durations (ticks) and key-frame flags.
+
+        ``time_base``: seconds per tick, as a Fraction, a (num, den) pair or a float."""
         if not (len(pts) == len(durations) == len(key_frames)):
             raise ValueError("pts, durations and key_frames must have the same length")
         cdef FrameIndex index = FrameIndex(time_base)
@@ -95,7 +111,7 @@ cdef class FrameIndex:
         cdef Py_ssize_t lo = 0, hi = self.size, mid
         while lo < hi:
             mid = (lo + hi) // 2
-            if self.entries[mid].pts * self.time_base <= seconds:
+            if self.seconds(self.entries[mid].pts) <= seconds:
                 lo = mid + 1
             else:
                 hi = mid
@@ -106,7 +122,7 @@ cdef class FrameIndex:
         cdef Py_ssize_t lo = 0, hi = self.size, mid
         while lo < hi:
             mid = (lo + hi) // 2
-            if self.entries[mid].pts * self.time_base < seconds:
+            if self.seconds(self.entries[mid].pts) < seconds:
                 lo = mid + 1
             else:
                 hi = mid
@@ -120,7 +136,7 @@ cdef class FrameIndex:
         cdef int64_t end = self.entries[0].pts + self.entries[0].duration
         for i in range(1, self.size):
             end = max(end, self.entries[i].pts + self.entries[i].duration)
-        return self.entries[0].pts * self.time_base, end * self.time_base
+        return self.seconds(self.entries[0].pts), self.seconds(end)
 
     cdef Py_ssize_t _check(self, Py_ssize_t i) except -1:
         if i < 0 or i >= self.size:

@@ -48,7 +48,9 @@ cdef class VideoStream:
     cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
     cdef readonly unsigned long seeks
     cdef int64_t tolerance              # AT_OR_AFTER matches frames this many ticks early
-    cdef readonly double time_base      # seconds per tick of the stream's time base
+    cdef readonly double time_base      # seconds per tick of the stream's time base (num / den)
+    cdef int64_t time_base_num
+    cdef int64_t time_base_den
     cdef int64_t first_key_timestamp    # where a decoder opened at the start begins
     cdef int64_t start_timestamp        # the stream's start time (INT64_MIN: unknown)
     cdef bint start_by_bytes            # a timestamp seek to the start proved unreliable: seek to byte 0

@@ -12,7 +12,7 @@ from libc.string cimport memcpy
 
 from torchcodec._core._decoder cimport StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
-from torchcodec._core._frame_index cimport FrameIndex
+from torchcodec._core._frame_index cimport FrameIndex, ticks_to_seconds
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
@@ -57,7 +57,9 @@ cdef class VideoStream:
         self.index = index
         self.rotation = rotation
         demuxer.use_only_stream(stream_index)
-        self.time_base = lavu.av_q2d(demuxer.stream(stream_index).time_base)
+        self.time_base_num = demuxer.stream(stream_index).time_base.num
+        self.time_base_den = demuxer.stream(stream_index).time_base.den
+        self.time_base = <double>self.time_base_num / self.time_base_den
         self.decoder = StreamDecoder(demuxer, stream_index, num_threads)
         self.scaler = Scaler()
         self.packet = lavc.av_packet_alloc()
@@ -357,8 +359,8 @@ cdef class VideoStream:
                                             slots.width, slots.height, slots.as_float)
                     previous_slot = slot
                     previous_serial = self.held_serial
-                    pts_view[order[k].position] = self.held_pts * self.time_base
-                    duration_view[order[k].position] = self.held_duration * self.time_base
+                    pts_view[order[k].position] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
+                    duration_view[order[k].position] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)
         finally:
             free(order)
             self.tolerance = 0

@@ -391,4 +391,4 @@ def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> Fr
                              f"duration or pkt_duration, and key_frame)") from None
     if not pts:
         raise ValueError(f"custom_frame_mappings has no frame of video stream {stream_index}")
-    return FrameIndex.from_lists(float(time_base), pts, durations, keys)
+    return FrameIndex.from_lists(time_base, pts, durations, keys)
