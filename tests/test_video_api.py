@@ -401,3 +401,16 @@ def test_custom_frame_mappings_from_a_file_object(h264, tmp_path):
 
 def test_cpu_decoder_reports_no_cpu_fallback(decoder):
     assert not decoder.cpu_fallback
+
+
+def test_time_exactly_at_a_frame_start_gives_that_frame(media):
+    """Seconds are pts * num / den: 700 ticks of 1/1000 s is 0.7, not 700 * 0.001 = 0.7000000000000001."""
+    path = media["h264_vfr.mkv"]
+    index = reference.best_stream(path, "video")
+    frames = reference.ffprobe_frames(path, index)
+    time_base = reference.ffprobe_stream(path, index)["time_base"]
+    decoder = VideoDecoder(path)
+    starts = [frame["pts"] * time_base.numerator / time_base.denominator for frame in frames]
+    batch = decoder.get_frames_played_at(starts)
+    assert list(batch.pts_seconds) == starts
+    assert any(repr(s) != repr(p * float(time_base)) for s, p in zip(starts, (f["pts"] for f in frames)))
