@@ -6,7 +6,7 @@ from torchcodec._ffmpeg.swscale cimport SwsContext
 
 cdef enum:
     MAX_STAGES = 8          # transform stages one Scaler runs per frame
-    NUM_BUFFERS = 4         # scratch buffers (see Scaler.get_buffer)
+    NUM_BUFFERS = 5         # scratch buffers (see Scaler.get_buffer)
 
 
 cdef struct Stage:
@@ -37,13 +37,16 @@ cdef class Scaler:
     cdef uint8_t *get_buffer(self, int which, size_t size) except NULL nogil
     cdef const AVFrame *rotate_frame(self, const AVFrame *frame, int rotation) except NULL nogil
     cdef const AVFrame *crop_frame(self, const AVFrame *frame, const Stage *stage) except NULL nogil
+    cdef uint8_t *padded_output(self, Py_ssize_t *stride, int width, int height, int bpp) except NULL nogil
     cdef int scale(self, const AVFrame *frame, uint8_t *dst, Py_ssize_t row_stride, int width, int height,
-                   AVPixelFormat dst_format, int flags) except -1 nogil
+                   AVPixelFormat dst_format, int flags, bint padded) except -1 nogil
     cdef int scale_rgb(self, int k, const uint8_t *src, Py_ssize_t src_stride, uint8_t *dst,
-                       Py_ssize_t dst_stride, AVPixelFormat rgb_format) except -1 nogil
+                       Py_ssize_t dst_stride, AVPixelFormat rgb_format, bint padded) except -1 nogil
     cdef int to_rgb(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
-                    int width, int height, AVPixelFormat rgb_format) except -1 nogil
+                    int width, int height, AVPixelFormat rgb_format, bint padded) except -1 nogil
+    cdef bint crop_aligned(self, const AVFrame *frame, const Stage *stage, uint8_t *dst, Py_ssize_t row_stride,
+                           AVPixelFormat rgb_format) except -1 nogil
     cdef int run_stages(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
-                        AVPixelFormat rgb_format) except -1 nogil
+                        AVPixelFormat rgb_format, bint padded) except -1 nogil
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                      int width, int height, bint as_float) except -1 nogil
