@@ -404,3 +404,20 @@ def test_torchvision_square_crops_from_an_int_are_accepted(media):
 def test_transforms_are_decoder_transforms():
     assert all(issubclass(t, DecoderTransform) for t in (Resize, CenterCrop, RandomCrop))
     assert Resize((3, 4)) == Resize([3, 4]) and Resize((3, 4)) != CenterCrop((3, 4))
+
+
+@pytest.mark.parametrize("name,transforms", [
+    ("h264_bframes.mp4", [Resize((50, 200))]), ("h264_bframes.mp4", [CenterCrop((100, 200))]),
+    ("h264_bframes.mp4", [Resize((101, 151))]), ("vp9_161x121.webm", None), ("h264_bframes.mp4", [CenterCrop((64, 40))]),
+    ("h264_bframes.mp4", [Resize((200, 300)), CenterCrop((30, 40)), Resize((50, 60))]),
+])
+def test_nothing_is_written_outside_the_frames(media, name, transforms):
+    """swscale's SIMD code writes whole blocks of pixels; they must not reach beyond each row."""
+    decoder = VideoDecoder(media[name], dimension_order="NHWC", transforms=transforms)
+    height, width = decoder[0].shape[:2]
+    memory = np.full((3, height + 2, width + 40, 3), 7, np.uint8)
+    out = memory[:, 1:height + 1, 20:width + 20]
+    decoder.get_frames_at([0, 1, 2], out=out)
+    np.testing.assert_array_equal(out, decoder.get_frames_at([0, 1, 2]).data)
+    out[...] = 7
+    assert (memory == 7).all()
