@@ -7,6 +7,7 @@ difference is a stated tolerance (see TORCHVISION_*).
 """
 from __future__ import annotations
 
+import os
 import pickle
 
 import numpy as np
@@ -156,6 +157,34 @@ def test_crop_pixels_are_the_same_pixels_of_the_full_frame_on_444(media):
     height, width = full.shape[1:3]
     top, left = _center(height, 33), _center(width, 47)
     np.testing.assert_array_equal(_frames(path, [CenterCrop((33, 47))]), full[:, top:top + 33, left:left + 47])
+
+
+@pytest.fixture(scope="module")
+def packed_media(tmp_path_factory):
+    """Raw video in packed formats (not in the corpus): yuyv422 (chroma shared by pixel pairs, so
+    it is converted whole before a crop) and rgb24 (cropped by an offset like planar formats)."""
+    folder = tmp_path_factory.mktemp("packed")
+    paths = {}
+    for pix_fmt in ("yuyv422", "rgb24"):
+        paths[pix_fmt] = folder / f"{pix_fmt}.nut"
+        reference._run([reference.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-f", "lavfi", "-i",
+                        "testsrc2=size=96x64:rate=10", "-frames:v", "4", "-c:v", "rawvideo", "-pix_fmt", pix_fmt,
+                        os.fspath(paths[pix_fmt])])
+    return paths
+
+
+@pytest.mark.parametrize("pix_fmt", ["yuyv422", "rgb24"])
+@pytest.mark.parametrize("transforms,filters,size", [
+    ([CenterCrop((33, 45))], "format=rgb24,crop=45:33:26:16", (33, 45)),
+    ([Resize((40, 30))], f"format=rgb24,scale=30:40:{SCALE}", (40, 30)),
+    ([CenterCrop((50, 60)), Resize((25, 31))], f"format=rgb24,crop=60:50:18:7,scale=31:25:{SCALE}", (25, 31)),
+    ([Resize((50, 70)), CenterCrop((21, 33))], f"format=rgb24,scale=70:50:{SCALE},crop=33:21:18:14", (21, 33)),
+])
+def test_packed_formats_are_transformed_as_the_cli_transforms_their_rgb(packed_media, pix_fmt, transforms, filters,
+                                                                        size):
+    """On these formats the CLI's chain and the engine's work on RGB (or on RGB's equal, for rgb24)."""
+    expected = reference.ffmpeg_rgb_frames(packed_media[pix_fmt], filters=filters, size=size)
+    np.testing.assert_array_equal(_frames(packed_media[pix_fmt], transforms), expected)
 
 
 # ---- against torchvision ----------------------------------------------------------------------------
@@ -404,6 +433,7 @@ def test_torchvision_square_crops_from_an_int_are_accepted(media):
 def test_transforms_are_decoder_transforms():
     assert all(issubclass(t, DecoderTransform) for t in (Resize, CenterCrop, RandomCrop))
     assert Resize((3, 4)) == Resize([3, 4]) and Resize((3, 4)) != CenterCrop((3, 4))
+    assert len({Resize((3, 4)), Resize([3, 4]), CenterCrop((3, 4)), RandomCrop((3, 4), generator=1)}) == 3
 
 
 @pytest.mark.parametrize("name,transforms", [

@@ -50,6 +50,9 @@ class DecoderTransform:
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and vars(other) == vars(self)
 
+    def __hash__(self) -> int:
+        return hash((type(self), self.size))
+
 
 class Resize(DecoderTransform):
     """Resize frames to ``size`` = (height, width), bilinear and antialiased.
@@ -102,6 +105,8 @@ class RandomCrop(DecoderTransform):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RandomCrop) and other.size == self.size and other.generator is self.generator
+
+    __hash__ = DecoderTransform.__hash__
 
     def _resolve(self, input_size: Size) -> "DecoderTransform":
         _check_fits(self, input_size)
