@@ -379,8 +379,8 @@ def test_crops_larger_than_their_input_are_refused_at_construction(media, transf
         VideoDecoder(media["h264_bframes.mp4"], transforms=transforms)
 
 
-def test_unsupported_transforms_are_refused(media):
-    path = media["h264_bframes.mp4"]
+def test_unsupported_transforms_are_refused_before_the_source_is_opened():
+    path = "no/such/file.mp4"                           # would raise MediaNotFoundError if opened
     with pytest.raises(ValueError, match="Unsupported transform"):
         VideoDecoder(path, transforms=[lambda frame: frame])
     with pytest.raises(TypeError, match="sequence"):

@@ -18,7 +18,7 @@ from torchcodec._core._video import Match, VideoStream
 from torchcodec._frame import Frame, FrameBatch
 from torchcodec._source import SourceLike, open_source
 from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
-from torchcodec.transforms._decoder_transforms import make_plan
+from torchcodec.transforms._decoder_transforms import convert_transforms, make_plan
 
 _DIMENSION_ORDERS = ("NCHW", "NHWC")
 _SEEK_MODES = ("exact", "approximate")
@@ -75,6 +75,7 @@ class VideoDecoder:
         if not isinstance(num_ffmpeg_threads, numbers.Integral) or num_ffmpeg_threads < 0:
             raise ValueError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
         _check_device(device, bool(transforms))
+        transforms = convert_transforms(transforms)      # refused before the source is opened
 
         self._dimension_order = dimension_order
         self._seek_mode = seek_mode

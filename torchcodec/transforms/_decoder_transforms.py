@@ -188,6 +188,18 @@ def _convert(transform: Any) -> DecoderTransform:
                      f"(Resize, CenterCrop, RandomCrop) or torchvision v2 Resize, CenterCrop or RandomCrop")
 
 
+def convert_transforms(transforms: Optional[Sequence[Any]]) -> Optional[list[DecoderTransform]]:
+    """``transforms`` as torchcodec transforms (torchvision objects converted), checked; None stays None.
+
+    TypeError when ``transforms`` is not a sequence; ValueError for what cannot be applied.
+    """
+    if transforms is None:
+        return None
+    if isinstance(transforms, (DecoderTransform, str, bytes)) or not isinstance(transforms, Sequence):
+        raise TypeError(f"transforms must be a sequence (list or tuple) of transforms, got {type(transforms).__name__}")
+    return [_convert(t) for t in transforms]
+
+
 def make_plan(transforms: Optional[Sequence[Any]], input_size: Size) -> tuple[list[DecoderTransform], list[Stage], Size]:
     """Reduce ``transforms``, applied in order to frames of ``input_size`` = (height, width) (after
     rotation), to an engine plan.
@@ -196,11 +208,9 @@ def make_plan(transforms: Optional[Sequence[Any]], input_size: Size) -> tuple[li
     stages for ``VideoStream.set_transforms`` (empty for no transforms) and the output (height, width).
     Every transform is converted and checked before any random draw.
     """
-    if transforms is None:
+    converted = convert_transforms(transforms)
+    if converted is None:
         return [], [], input_size
-    if isinstance(transforms, (DecoderTransform, str, bytes)) or not isinstance(transforms, Sequence):
-        raise TypeError(f"transforms must be a sequence (list or tuple) of transforms, got {type(transforms).__name__}")
-    converted = [_convert(t) for t in transforms]
     applied: list[DecoderTransform] = []
     stages: list[list[Any]] = []
     height, width = input_size
