@@ -451,3 +451,33 @@ def test_nothing_is_written_outside_the_frames(media, name, transforms):
     np.testing.assert_array_equal(out, decoder.get_frames_at([0, 1, 2]).data)
     out[...] = 7
     assert (memory == 7).all()
+
+
+@pytest.fixture(scope="module")
+def awkward_widths(tmp_path_factory):
+    """H.264 4:2:0 of widths that swscale's SIMD converter handles in blocks: 200 (it writes 8
+    pixels past each row) and 202 (in tight memory it would leave the last pixels unwritten)."""
+    folder = tmp_path_factory.mktemp("widths")
+    paths = {}
+    for width in (200, 202):
+        paths[width] = folder / f"w{width}.mp4"
+        reference._run([reference.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-f", "lavfi", "-i",
+                        f"testsrc2=size={width}x120:rate=10", "-frames:v", "3", "-c:v", "libx264",
+                        "-pix_fmt", "yuv420p", os.fspath(paths[width])])
+    return paths
+
+
+@pytest.mark.parametrize("width", [200, 202])
+@pytest.mark.parametrize("transforms", [None, [CenterCrop((100, 200))], [Resize((60, 202))]])
+def test_awkward_widths_equal_the_cli_and_stay_in_their_rows(awkward_widths, width, transforms):
+    path = awkward_widths[width]
+    filters = {None: None, CenterCrop: "format=rgb24,crop=200:100:{}:10", Resize: f"scale=202:60:{SCALE}"}
+    kind = type(transforms[0]) if transforms else None
+    size = None if kind is None else transforms[0].size
+    chain = filters[kind].format((width - 200) // 2) if kind else None
+    expected = reference.ffmpeg_rgb_frames(path, filters=chain, size=size)
+    decoder = VideoDecoder(path, dimension_order="NHWC", transforms=transforms)
+    memory = np.full((3, expected.shape[1] + 1, expected.shape[2], 3), 7, np.uint8)
+    decoder.get_frames_at([0, 1, 2], out=memory[:, :-1])       # tight rows, one spare row per frame
+    np.testing.assert_array_equal(memory[:, :-1], expected)
+    assert (memory[:, -1] == 7).all()
