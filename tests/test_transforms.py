@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -481,3 +483,16 @@ def test_awkward_widths_equal_the_cli_and_stay_in_their_rows(awkward_widths, wid
     decoder.get_frames_at([0, 1, 2], out=memory[:, :-1])       # tight rows, one spare row per frame
     np.testing.assert_array_equal(memory[:, :-1], expected)
     assert (memory[:, -1] == 7).all()
+
+
+def test_torchcodec_transforms_import_neither_torch_nor_torchvision(media):
+    code = ("import sys, torchcodec\n"
+            "from torchcodec.decoders import VideoDecoder\n"
+            "from torchcodec.transforms import CenterCrop, RandomCrop, Resize\n"
+            "torchcodec.set_bridge('numpy')\n"
+            f"d = VideoDecoder({os.fspath(media['h264_bframes.mp4'])!r}, transforms=[Resize((50, 60)), "
+            "CenterCrop((40, 40)), RandomCrop((20, 20), generator=1)])\n"
+            "assert d[0].shape == (3, 20, 20)\n"
+            "print(sorted(m for m in ('torch', 'torchvision') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
