@@ -285,13 +285,17 @@ def output_size(stream: dict[str, Any]) -> tuple[int, int]:
 
 
 def ffmpeg_rgb_frames(
-    path: PathLike, *, stream_index: int | None = None, pix_fmt: str = "rgb24"
+    path: PathLike, *, stream_index: int | None = None, pix_fmt: str = "rgb24",
+    filters: str | None = None, size: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """Every frame of a video stream as decoded and converted by the ffmpeg CLI.
 
     Runs ``ffmpeg -i path -map 0:<index> -vf format=<pix_fmt> -fps_mode passthrough -f rawvideo -``
     (auto-rotation on, as by default). ``stream_index`` None uses :func:`best_stream`. ``pix_fmt``
-    is ``"rgb24"`` or ``"bgr24"`` (uint8) or ``"rgb48le"`` (uint16). Returns an array of shape
+    is ``"rgb24"`` or ``"bgr24"`` (uint8) or ``"rgb48le"`` (uint16). ``filters``: a filter chain
+    run before the format conversion (``-vf <filters>,format=<pix_fmt>``, e.g.
+    ``"crop=w:h:x:y:exact=1"`` or ``"scale=W:H:flags=bilinear"``), whose output is ``size`` =
+    (height, width) (required with ``filters``). Returns an array of shape
     (num_frames, height, width, 3) in presentation order, height/width after rotation.
     The array is read-only (a view of ffmpeg's output). Raises ``CLIError`` if the output is
     not a whole number of frames.
@@ -299,11 +303,14 @@ def ffmpeg_rgb_frames(
     if pix_fmt not in _RGB_FORMATS:
         raise ValueError(f"pix_fmt must be one of {sorted(_RGB_FORMATS)}, not {pix_fmt!r}")
     dtype, bytes_per_pixel = _RGB_FORMATS[pix_fmt]
+    if (filters is None) != (size is None):
+        raise ValueError("filters and size go together")
     stream = _resolve(path, stream_index, "video")
-    height, width = output_size(stream)
+    height, width = output_size(stream) if size is None else size
+    chain = f"format={pix_fmt}" if filters is None else f"{filters},format={pix_fmt}"
     data = _run([
         FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-i", os.fspath(path),
-        "-map", f"0:{stream['index']}", "-vf", f"format={pix_fmt}", "-fps_mode", "passthrough",
+        "-map", f"0:{stream['index']}", "-vf", chain, "-fps_mode", "passthrough",
         "-f", "rawvideo", "-",
     ])
     frame_bytes = height * width * bytes_per_pixel

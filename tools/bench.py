@@ -85,6 +85,7 @@ WORKER_SCRIPT = Path(__file__).with_name("_bench_torchcodec_worker.py")
 BATCH_SIZE = 32
 NUM_SAMPLED_FRAMES = 10
 NUM_CLIPS, FRAMES_PER_CLIP = 8, 16  # the sampler workload
+RESIZE_SIZE = 256  # the resize256 workload's output: RESIZE_SIZE x RESIZE_SIZE RGB
 
 # --------------------------------------------------------------------------------------------
 # Workload registry
@@ -118,6 +119,7 @@ WORKLOADS: dict[str, Workload] = {
         Workload("audio_whole", "audio: whole file to float32", media="audio"),
         Workload("audio_ranges", f"audio: {NUM_AUDIO_RANGES} random {AUDIO_RANGE_SECONDS:g}-s ranges",
                  media="audio", report_approximate=True),
+        Workload("resize256", f"every frame, batches of {BATCH_SIZE}, resized to {RESIZE_SIZE}x{RESIZE_SIZE}"),
     )
 }
 
@@ -312,9 +314,17 @@ class TorchCodecApiPeer(Peer):
     def shows(self, workload: Workload) -> bool:
         return super().shows(workload) and (self.seek_mode == "exact" or workload.report_approximate)
 
-    def _open(self, job: VideoJob, threads: int) -> Any:
+    def _open(self, job: VideoJob, threads: int, **options: Any) -> Any:
         decoder_cls = self._package.decoders.VideoDecoder
-        return decoder_cls(job.path, seek_mode=self.seek_mode, num_ffmpeg_threads=threads)
+        return decoder_cls(job.path, seek_mode=self.seek_mode, num_ffmpeg_threads=threads, **options)
+
+    @staticmethod
+    def _all_in_batches(decoder: Any) -> Any:
+        count = len(decoder)
+        batch = None
+        for start in range(0, count, BATCH_SIZE):
+            batch = decoder.get_frames_in_range(start, min(start + BATCH_SIZE, count))
+        return batch
 
     def sequential(self, job: VideoJob, threads: int) -> Task:
         def run() -> Any:
@@ -326,15 +336,7 @@ class TorchCodecApiPeer(Peer):
         return run
 
     def batch(self, job: VideoJob, threads: int) -> Task:
-        def run() -> Any:
-            decoder = self._open(job, threads)
-            count = len(decoder)
-            batch = None
-            for start in range(0, count, BATCH_SIZE):
-                batch = decoder.get_frames_in_range(start, min(start + BATCH_SIZE, count))
-            return batch
-
-        return run
+        return lambda: self._all_in_batches(self._open(job, threads))
 
     def uniform10(self, job: VideoJob, threads: int) -> Task:
         return lambda: self._open(job, threads).get_frames_at(job.uniform_indices)
@@ -388,6 +390,15 @@ class TorchCodecApiPeer(Peer):
                 return sampler(decoder, num_clips=NUM_CLIPS, num_frames_per_clip=FRAMES_PER_CLIP)
 
         return run
+
+    def resize256(self, job: VideoJob, threads: int) -> Task:
+        """Decode-time Resize((256, 256)): resized while converting, no full-size RGB frame."""
+        try:
+            transforms = importlib.import_module(f"{self._package.__name__}.transforms")
+        except ImportError as exc:
+            raise NotApplicable(f"no decode-time transforms: {exc}") from None
+        resize = transforms.Resize((RESIZE_SIZE, RESIZE_SIZE))
+        return lambda: self._all_in_batches(self._open(job, threads, transforms=[resize]))
 
     def rgb_nhwc(self, result: Any) -> Any:
         data = result.data  # FrameBatch, NCHW (numpy array or torch tensor); clips as one batch
@@ -499,6 +510,25 @@ class PyAVPeer(Peer):
                 return stream.frames, ctx.width, ctx.height, stream.duration
 
         return run
+
+    def resize256(self, job: VideoJob, threads: int) -> dict[str, Task]:
+        def run(convert: Callable[[Any], Any]) -> Any:
+            container, stream = self._open(job, threads)
+            with container:
+                last = None
+                for frame in container.decode(stream):
+                    last = convert(frame)
+                return last
+
+        size = (RESIZE_SIZE, RESIZE_SIZE)
+        variants = {"to_ndarray(width, height): swscale bilinear":
+                    lambda: run(lambda f: f.to_ndarray(width=size[1], height=size[0], format="rgb24",
+                                                       interpolation="BILINEAR"))}
+        cv2, _ = _try_import("cv2")
+        if cv2 is not None:
+            variants["rgb24 then cv2.resize INTER_AREA"] = lambda: run(
+                lambda f: cv2.resize(f.to_ndarray(format="rgb24"), size[::-1], interpolation=cv2.INTER_AREA))
+        return variants
 
     def rgb_nhwc(self, result: Any) -> Any:
         import numpy as np
@@ -650,19 +680,20 @@ class OpenCVPeer(Peer):
             raise RuntimeError(f"OpenCV cannot open {job.path}")
         return capture
 
-    def sequential(self, job: VideoJob, threads: int) -> Task:
-        def run() -> Any:
-            capture = self._open(job, threads)
-            last = None
-            while True:
-                ok, frame = capture.read()
-                if not ok:
-                    break
-                last = frame
-            capture.release()
-            return last
+    def _read_all(self, job: VideoJob, threads: int, convert: Callable[[Any], Any] | None = None) -> Any:
+        """Every frame in order (through ``convert`` when given); returns the last one."""
+        capture = self._open(job, threads)
+        last = None
+        while True:
+            ok, frame = capture.read()
+            if not ok:
+                break
+            last = frame if convert is None else convert(frame)
+        capture.release()
+        return last
 
-        return run
+    def sequential(self, job: VideoJob, threads: int) -> Task:
+        return lambda: self._read_all(job, threads)
 
     def batch(self, job: VideoJob, threads: int) -> Task:
         raise NotApplicable("no batch API")
@@ -707,6 +738,16 @@ class OpenCVPeer(Peer):
             return frame
 
         return {"CAP_PROP_POS_MSEC seek (approximate semantics)": run}
+
+    def resize256(self, job: VideoJob, threads: int) -> dict[str, Task]:
+        cv2 = self._cv2
+
+        def run(interpolation: int) -> Any:
+            return self._read_all(job, threads,
+                                  lambda frame: cv2.resize(frame, (RESIZE_SIZE, RESIZE_SIZE), interpolation=interpolation))
+
+        return {"cv2.resize INTER_AREA": lambda: run(cv2.INTER_AREA),
+                "cv2.resize INTER_LINEAR (no antialiasing)": lambda: run(cv2.INTER_LINEAR)}
 
     def open(self, job: VideoJob, threads: int) -> Task:
         def run() -> Any:

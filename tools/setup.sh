@@ -3,7 +3,7 @@
 # the virtual environment .venv (created beside this repository's files).
 #
 #   bash tools/setup.sh            # system packages (apt), .venv, build + install torchcodec
-#   VENV=.venv-torch EXTRA_PIP="torch==2.13.0" bash tools/setup.sh   # a second environment, with torch
+#   VENV=.venv-torch EXTRA_PIP="torch==2.14.1 torchvision==0.29.1" bash tools/setup.sh   # a second environment, with torch
 #
 # Re-running is cheap: installed system packages are skipped; the package is rebuilt.
 set -euo pipefail

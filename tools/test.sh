@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set everything up (tools/setup.sh) and run the test suite against the installed package.
 #   bash tools/test.sh [pytest arguments...]
-#   VENV=.venv-torch EXTRA_PIP="torch==2.13.0" bash tools/test.sh    # the same tests with torch installed
+#   VENV=.venv-torch EXTRA_PIP="torch==2.14.1 torchvision==0.29.1" bash tools/test.sh    # the same tests with torch installed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh

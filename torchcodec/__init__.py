@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from torchcodec import decoders, samplers
+from torchcodec import decoders, samplers, transforms
 from torchcodec._bridge import bridge, get_bridge, set_bridge
 from torchcodec._core._info import ffmpeg_versions, set_log_level
 from torchcodec._frame import AudioSamples, Frame, FrameBatch
@@ -32,5 +32,5 @@ def get_include() -> str:
 
 __all__ = [
     "AudioSamples", "Frame", "FrameBatch", "bridge", "decoders", "ffmpeg_version", "ffmpeg_versions",
-    "get_bridge", "get_include", "samplers", "set_bridge", "set_log_level",
+    "get_bridge", "get_include", "samplers", "set_bridge", "set_log_level", "transforms",
 ]

@@ -1,20 +1,52 @@
-# The Scaler owns a SwsContext: decoded frames to RGB in caller-provided memory, rotation applied.
+# The Scaler owns a SwsContext: decoded frames to RGB in caller-provided memory, rotation applied,
+# then the decoder's transforms (crops and resizes), planned once as a short list of stages.
 from libc.stdint cimport uint8_t, uint16_t
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVPixelFormat
 from torchcodec._ffmpeg.swscale cimport SwsContext
 
+cdef enum:
+    MAX_STAGES = 8          # transform stages one Scaler runs per frame
+    NUM_BUFFERS = 5         # scratch buffers (see Scaler.get_buffer)
+
+
+cdef struct Stage:
+    # One stage of a transform plan: crop the stage's input to (x, y, crop_w, crop_h), then, when
+    # ``resize`` is set, resize (bilinear, antialiased) to out_w x out_h; otherwise out = crop.
+    # Stage 0 reads the decoded (rotated) frame, each later stage the RGB output of the one before.
+    int x
+    int y
+    int crop_w
+    int crop_h
+    int out_w
+    int out_h
+    bint resize
+
 
 cdef class Scaler:
     cdef SwsContext *ptr
+    cdef SwsContext *stage_ctx[MAX_STAGES]      # RGB-to-RGB resizes of the stages after the first
     cdef AVFrame *rotated           # the frame's planes turned by the display rotation
-    cdef uint8_t *scratch           # RGB48 (float output) or RGB (rotation of packed inputs)
-    cdef size_t scratch_size
+    cdef AVFrame *view              # a crop of a frame: its planes, offset (borrowed, no buffers)
+    cdef uint8_t *buffers[NUM_BUFFERS]
+    cdef size_t buffer_sizes[NUM_BUFFERS]
     cdef int colorspace             # the colour details last given to ptr (-1: none yet)
     cdef int color_range
+    cdef Stage stages[MAX_STAGES]
+    cdef readonly int num_stages    # 0: no transforms
 
-    cdef uint8_t *get_scratch(self, size_t size) except NULL nogil
+    cdef uint8_t *get_buffer(self, int which, size_t size) except NULL nogil
     cdef const AVFrame *rotate_frame(self, const AVFrame *frame, int rotation) except NULL nogil
+    cdef const AVFrame *crop_frame(self, const AVFrame *frame, const Stage *stage) except NULL nogil
+    cdef uint8_t *padded_output(self, Py_ssize_t *stride, int width, int height, int bpp) except NULL nogil
     cdef int scale(self, const AVFrame *frame, uint8_t *dst, Py_ssize_t row_stride, int width, int height,
-                   AVPixelFormat dst_format) except -1 nogil
+                   AVPixelFormat dst_format, int flags, bint padded) except -1 nogil
+    cdef int scale_rgb(self, int k, const uint8_t *src, Py_ssize_t src_stride, uint8_t *dst,
+                       Py_ssize_t dst_stride, AVPixelFormat rgb_format, bint padded) except -1 nogil
+    cdef int to_rgb(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
+                    int width, int height, AVPixelFormat rgb_format, bint padded) except -1 nogil
+    cdef bint crop_aligned(self, const AVFrame *frame, const Stage *stage, uint8_t *dst, Py_ssize_t row_stride,
+                           AVPixelFormat rgb_format) except -1 nogil
+    cdef int run_stages(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
+                        AVPixelFormat rgb_format, bint padded) except -1 nogil
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                      int width, int height, bint as_float) except -1 nogil

@@ -92,6 +92,17 @@ cdef class VideoStream:
         lavu.av_frame_free(&self.held)
         lavu.av_frame_free(&self.incoming)
 
+    def set_transforms(self, stages):
+        """Apply a transform plan to every frame from now on (an empty sequence: none).
+
+        ``stages``: up to 8 tuples ``(x, y, crop_w, crop_h, out_w, out_h, resize)``. Each crops its
+        input to the rectangle at (x, y), then, when ``resize`` is true, resizes it (bilinear,
+        antialiased) to out_w x out_h (otherwise out_w x out_h must be the crop's size). Stage 0's
+        input is the frame after rotation; each later stage's is the output of the one before.
+        Output frames are then the last stage's out_w x out_h.
+        """
+        self.scaler.set_stages(stages)
+
     # ---- decoding ------------------------------------------------------------------------------
 
     cdef int seek_to(self, int64_t target) except -1 nogil:

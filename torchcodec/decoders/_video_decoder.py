@@ -18,6 +18,7 @@ from torchcodec._frame import Frame, FrameBatch
 from torchcodec._source import SourceLike, open_source
 from torchcodec.decoders._common import Reopenable, choose_stream
 from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
+from torchcodec.transforms._decoder_transforms import convert_transforms, make_plan
 
 _DIMENSION_ORDERS = ("NCHW", "NHWC")
 _SEEK_MODES = ("exact", "approximate")
@@ -37,7 +38,10 @@ class VideoDecoder(Reopenable):
         device: None or "cpu" (CUDA decoding is not available in this version).
         seek_mode: "exact" scans the file at construction (exact frame count and timestamps, correct
             on variable frame rate) or "approximate" trusts the header (frame i is at begin + i / fps).
-        transforms: not available in this version; must be None or empty.
+        transforms: a sequence of ``torchcodec.transforms`` (Resize, CenterCrop, RandomCrop) or
+            torchvision v2 Resize/CenterCrop/RandomCrop objects, applied in order to every frame
+            after rotation, while decoding. Output frames have the size of the last transform;
+            ``metadata`` keeps the stream's size. RandomCrop places are drawn here, once.
         output_dtype: "uint8" (0..255), "float32" (0..1, from 16-bit RGB / 65535) or "auto" (float32
             when the source has more than 8 bits per component). numpy/torch dtypes are accepted.
         custom_frame_mappings: the JSON of ``ffprobe -show_frames -of json`` (str, bytes or a file
@@ -69,9 +73,8 @@ class VideoDecoder(Reopenable):
                              "seek_mode='approximate' (use the default seek_mode='exact')")
         if not isinstance(num_ffmpeg_threads, numbers.Integral) or num_ffmpeg_threads < 0:
             raise ValueError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
-        _check_device(device)
-        if transforms:
-            raise NotImplementedError("decode-time transforms are not available in this version of torchcodec")
+        _check_device(device, bool(transforms))
+        transforms = convert_transforms(transforms)      # refused before the source is opened
 
         self._dimension_order = dimension_order
         self._seek_mode = seek_mode
@@ -81,7 +84,8 @@ class VideoDecoder(Reopenable):
         # What pickling and a forked child need to open the same stream again.
         self._reopen = dict(source=source, stream_index=stream_index, dimension_order=dimension_order,
                             num_ffmpeg_threads=num_ffmpeg_threads, device=device, seek_mode=seek_mode,
-                            output_dtype=output_dtype, custom_frame_mappings=custom_frame_mappings)
+                            output_dtype=output_dtype, custom_frame_mappings=custom_frame_mappings,
+                            transforms=None)
         self._pid = os.getpid()
         demuxer_input, name = open_source(source)
         self._demuxer = demuxer = Demuxer(demuxer_input, name)
@@ -112,6 +116,12 @@ class VideoDecoder(Reopenable):
         if self._num_frames is None:
             raise ValueError(f"cannot tell the number of frames of stream {self.stream_index} from its header; "
                              f"use seek_mode='exact'")
+        if transforms is not None and not (self.metadata.height and self.metadata.width):
+            raise ValueError(f"stream {self.stream_index} has no frame size in its header: transforms need one")
+        applied, stages, (self._height, self._width) = make_plan(transforms, (self.metadata.height, self.metadata.width))
+        self._engine.set_transforms(stages)
+        # Kept as applied (random crops drawn), so that a pickled or forked decoder crops the same place.
+        self._reopen["transforms"] = applied or None
 
     def _engines(self) -> tuple:
         return (self._engine, self._demuxer)
@@ -274,7 +284,7 @@ class VideoDecoder(Reopenable):
 
         ``times``/``frame_duration`` replace the frames' own pts and durations (resampling).
         """
-        n, height, width = len(targets), self.metadata.height, self.metadata.width
+        n, height, width = len(targets), self._height, self._width
         name = _bridge.get_bridge()
         data = memory = None
         if out is not None:
@@ -303,7 +313,7 @@ class VideoDecoder(Reopenable):
     def _check_out(self, out: Any, n: int) -> tuple[Any, int, int]:
         """Check ``out``'s shape and dtype; return (memory, frame stride, row stride), or
         (None, 0, 0) when its layout is not packed RGB pixels (the caller then copies once)."""
-        height, width = self.metadata.height, self.metadata.width
+        height, width = self._height, self._width
         expected = (n, 3, height, width) if self._dimension_order == "NCHW" else (n, height, width, 3)
         memory = _bridge.memory_of(out)
         if memory.shape != expected:
@@ -332,12 +342,13 @@ def _one_frame_batch(out: Any) -> Any:
     return out.unsqueeze(0) if type(out).__module__.startswith("torch") else out[None]
 
 
-def _check_device(device: Any) -> None:
+def _check_device(device: Any, has_transforms: bool = False) -> None:
     name = "cpu" if device is None else str(device)
     if name == "cpu":
         return
     if name.startswith("cuda"):
-        raise RuntimeError(f"device={name!r}: CUDA decoding is not available in this build of torchcodec; "
+        also = " (and decode-time transforms run on the CPU only)" if has_transforms else ""
+        raise RuntimeError(f"device={name!r}: CUDA decoding is not available in this build of torchcodec{also}; "
                            f"use device='cpu'")
     raise ValueError(f"Invalid device {device!r}: use None, 'cpu', 'cuda' or 'cuda:N'")
 
