@@ -1,7 +1,7 @@
 """include/torchcodec/colour.h, the YUV -> RGB arithmetic of the CUDA kernels, checked on the CPU.
 
-tests/colour_probe.c wraps the header's inline functions in batch loops; it is compiled here with
-the system C compiler against the headers of the torchcodec under test and loaded with ctypes.
+tests/colour_probe.c wraps the header's inline functions in batch loops; tests/colour_probe.py
+compiles it with the system C compiler against the headers of the torchcodec under test.
 References come from the ffmpeg CLI (libswscale, as the CPU decoder uses it):
 
 - every 8-bit (Y, Cb, Cr) triple, in a yuv420p frame whose chroma is constant over each 2x2 block,
@@ -14,21 +14,16 @@ References come from the ffmpeg CLI (libswscale, as the CPU decoder uses it):
 """
 from __future__ import annotations
 
-import ctypes
-import os
 import pathlib
 import platform
-import shutil
 import subprocess
-import sysconfig
 
 import numpy as np
 import pytest
 
+import colour_probe
 import reference
-import torchcodec
 
-PROBE_SOURCE = pathlib.Path(__file__).resolve().parent / "colour_probe.c"
 # AVColorSpace numbers (what colour.h takes) of the matrices the CLI's scale filter can be told.
 MATRICES = {"bt601": 6, "bt709": 1, "bt2020": 9}
 RANGES = {"tv": 0, "pc": 1}
@@ -39,61 +34,10 @@ X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 # 4096 x 4096 luma samples: each of the 2^24 triples once.
 SIDE = 4096
 
-_u8 = np.ctypeslib.ndpointer(np.uint8, flags="C_CONTIGUOUS")
-_u16 = np.ctypeslib.ndpointer(np.uint16, flags="C_CONTIGUOUS")
-_f32 = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
-_i32 = np.ctypeslib.ndpointer(np.int32, flags="C_CONTIGUOUS")
-
-
-class Formula:
-    """colour.h through ctypes, on numpy planes of equal shape."""
-
-    def __init__(self, lib: ctypes.CDLL) -> None:
-        c_int, c_int64 = ctypes.c_int, ctypes.c_int64
-        lib.probe_coeffs.argtypes = [c_int, c_int, _i32, _f32]
-        lib.probe_yuv8_to_rgb8.argtypes = [c_int, c_int, _u8, _u8, _u8, c_int64, _u8]
-        lib.probe_yuv8_to_rgbf.argtypes = [c_int, c_int, _u8, _u8, _u8, c_int64, _f32]
-        lib.probe_yuv16_to_rgbf.argtypes = [c_int, c_int, c_int, _u16, _u16, _u16, c_int64, _f32]
-        lib.probe_yuv16_to_rgb8.argtypes = [c_int, c_int, c_int, _u16, _u16, _u16, c_int64, _u8]
-        self.lib = lib
-
-    def coeffs(self, matrix: int, full_range: bool) -> tuple[list[int], list[float]]:
-        ints, floats = np.zeros(6, np.int32), np.zeros(6, np.float32)
-        self.lib.probe_coeffs(matrix, int(full_range), ints, floats)
-        return ints.tolist(), floats.tolist()
-
-    def _run(self, name: str, out_dtype, matrix: int, full_range: bool, y, u, v, *bits: int):
-        y, u, v = (np.ascontiguousarray(p) for p in (y, u, v))
-        assert y.shape == u.shape == v.shape
-        out = np.empty((*y.shape, 3), out_dtype)
-        getattr(self.lib, name)(matrix, int(full_range), *bits, y, u, v, y.size, out)
-        return out
-
-    def rgb8(self, matrix, full_range, y, u, v, bits: int = 8) -> np.ndarray:
-        if bits == 8:
-            return self._run("probe_yuv8_to_rgb8", np.uint8, matrix, full_range, y, u, v)
-        return self._run("probe_yuv16_to_rgb8", np.uint8, matrix, full_range, y, u, v, bits)
-
-    def rgbf(self, matrix, full_range, y, u, v, bits: int = 8) -> np.ndarray:
-        if bits == 8:
-            return self._run("probe_yuv8_to_rgbf", np.float32, matrix, full_range, y, u, v)
-        return self._run("probe_yuv16_to_rgbf", np.float32, matrix, full_range, y, u, v, bits)
-
 
 @pytest.fixture(scope="module")
-def formula(tmp_path_factory) -> Formula:
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    cc = cc.split()[0]
-    if shutil.which(cc) is None:
-        cc = "cc"
-    work = tmp_path_factory.mktemp("colour_probe")
-    lib = work / "colour_probe.so"
-    # -ffp-contract=off: no fused multiply-adds, so that the float path is the same on every host.
-    cmd = [cc, "-O2", "-std=c11", "-Wall", "-Werror", "-ffp-contract=off", "-shared", "-fPIC",
-           "-I", torchcodec.get_include(), "-o", str(lib), str(PROBE_SOURCE)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
-    return Formula(ctypes.CDLL(str(lib)))
+def formula(tmp_path_factory) -> colour_probe.Formula:
+    return colour_probe.build(tmp_path_factory.mktemp("colour_probe"))
 
 
 def _swscale(raw: bytes, pix_fmt: str, width: int, height: int, matrix: str, rng: str,
