@@ -52,52 +52,34 @@ __device__ __forceinline__ uint16_t aligned16(int sample, int shift)
     return (uint16_t)(sample << shift);
 }
 
+// Pixel (x, y) of frame blockIdx.z: In is the sample type (uint8_t, uint16_t), Out the output's.
+template <typename In, typename Out>
+__device__ __forceinline__ void convert(const tc_yuv_to_rgb_params &p)
+{
+    int x, y;
+    if (!inside(p, &x, &y))
+        return;
+    const tc_colour_coeffs c = tc_colour_coeffs_for(p.matrix, p.full_range);
+    const Samples s = load<In>(p, x, y, blockIdx.z);
+    Out *r = output<Out>(p, x, y, blockIdx.z);
+    Out *g = r + p.dst_chan_stride, *b = r + 2 * p.dst_chan_stride;
+    if constexpr (sizeof(In) == 1 && sizeof(Out) == 1) {
+        tc_yuv8_to_rgb8(&c, s.y, s.u, s.v, r, g, b);
+    } else if constexpr (sizeof(In) == 1) {
+        tc_yuv8_to_rgbf(&c, s.y, s.u, s.v, r, g, b);
+    } else {
+        const int shift = p.sample_shift;
+        const uint16_t y16 = aligned16(s.y, shift), u16 = aligned16(s.u, shift), v16 = aligned16(s.v, shift);
+        if constexpr (sizeof(Out) == 1)
+            tc_yuv16_to_rgb8(&c, y16, u16, v16, r, g, b);
+        else
+            tc_yuv16_to_rgbf(&c, y16, u16, v16, r, g, b);
+    }
+}
+
 }  // namespace
 
-extern "C" __global__ void tc_yuv8_to_rgb8(const tc_yuv_to_rgb_params p)
-{
-    int x, y;
-    if (!inside(p, &x, &y))
-        return;
-    const tc_colour_coeffs c = tc_colour_coeffs_for(p.matrix, p.full_range);
-    const Samples s = load<uint8_t>(p, x, y, blockIdx.z);
-    uint8_t *out = output<uint8_t>(p, x, y, blockIdx.z);
-    tc_yuv8_to_rgb8(&c, s.y, s.u, s.v, out, out + p.dst_chan_stride, out + 2 * p.dst_chan_stride);
-}
-
-extern "C" __global__ void tc_yuv8_to_rgbf(const tc_yuv_to_rgb_params p)
-{
-    int x, y;
-    if (!inside(p, &x, &y))
-        return;
-    const tc_colour_coeffs c = tc_colour_coeffs_for(p.matrix, p.full_range);
-    const Samples s = load<uint8_t>(p, x, y, blockIdx.z);
-    float *out = output<float>(p, x, y, blockIdx.z);
-    tc_yuv8_to_rgbf(&c, s.y, s.u, s.v, out, out + p.dst_chan_stride, out + 2 * p.dst_chan_stride);
-}
-
-extern "C" __global__ void tc_yuv16_to_rgb8(const tc_yuv_to_rgb_params p)
-{
-    int x, y;
-    if (!inside(p, &x, &y))
-        return;
-    const tc_colour_coeffs c = tc_colour_coeffs_for(p.matrix, p.full_range);
-    const Samples s = load<uint16_t>(p, x, y, blockIdx.z);
-    uint8_t *out = output<uint8_t>(p, x, y, blockIdx.z);
-    tc_yuv16_to_rgb8(&c, aligned16(s.y, p.sample_shift), aligned16(s.u, p.sample_shift),
-                     aligned16(s.v, p.sample_shift), out, out + p.dst_chan_stride,
-                     out + 2 * p.dst_chan_stride);
-}
-
-extern "C" __global__ void tc_yuv16_to_rgbf(const tc_yuv_to_rgb_params p)
-{
-    int x, y;
-    if (!inside(p, &x, &y))
-        return;
-    const tc_colour_coeffs c = tc_colour_coeffs_for(p.matrix, p.full_range);
-    const Samples s = load<uint16_t>(p, x, y, blockIdx.z);
-    float *out = output<float>(p, x, y, blockIdx.z);
-    tc_yuv16_to_rgbf(&c, aligned16(s.y, p.sample_shift), aligned16(s.u, p.sample_shift),
-                     aligned16(s.v, p.sample_shift), out, out + p.dst_chan_stride,
-                     out + 2 * p.dst_chan_stride);
-}
+extern "C" __global__ void tc_convert_yuv8_to_rgb8(const tc_yuv_to_rgb_params p) { convert<uint8_t, uint8_t>(p); }
+extern "C" __global__ void tc_convert_yuv8_to_rgbf(const tc_yuv_to_rgb_params p) { convert<uint8_t, float>(p); }
+extern "C" __global__ void tc_convert_yuv16_to_rgb8(const tc_yuv_to_rgb_params p) { convert<uint16_t, uint8_t>(p); }
+extern "C" __global__ void tc_convert_yuv16_to_rgbf(const tc_yuv_to_rgb_params p) { convert<uint16_t, float>(p); }

@@ -15,22 +15,16 @@ import torchcodec
 
 SOURCE = pathlib.Path(__file__).resolve().parent / "colour_probe.c"
 
-_u8 = np.ctypeslib.ndpointer(np.uint8, flags="C_CONTIGUOUS")
-_u16 = np.ctypeslib.ndpointer(np.uint16, flags="C_CONTIGUOUS")
-_f32 = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
-_i32 = np.ctypeslib.ndpointer(np.int32, flags="C_CONTIGUOUS")
-
 
 class Formula:
     """colour.h through ctypes, on numpy planes of equal shape."""
 
     def __init__(self, lib: ctypes.CDLL) -> None:
-        c_int, c_int64 = ctypes.c_int, ctypes.c_int64
-        lib.probe_coeffs.argtypes = [c_int, c_int, _i32, _f32]
-        lib.probe_yuv8_to_rgb8.argtypes = [c_int, c_int, _u8, _u8, _u8, c_int64, _u8]
-        lib.probe_yuv8_to_rgbf.argtypes = [c_int, c_int, _u8, _u8, _u8, c_int64, _f32]
-        lib.probe_yuv16_to_rgbf.argtypes = [c_int, c_int, c_int, _u16, _u16, _u16, c_int64, _f32]
-        lib.probe_yuv16_to_rgb8.argtypes = [c_int, c_int, c_int, _u16, _u16, _u16, c_int64, _u8]
+        c_int, c_void_p = ctypes.c_int, ctypes.c_void_p
+        lib.probe_coeffs.argtypes = [c_int, c_int, np.ctypeslib.ndpointer(np.int32, flags="C_CONTIGUOUS"),
+                                     np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")]
+        lib.probe_convert.argtypes = [c_int, c_int, c_int, c_void_p, c_void_p, c_void_p, ctypes.c_int64,
+                                      c_void_p, c_void_p]
         self.lib = lib
 
     def coeffs(self, matrix: int, full_range: bool) -> tuple[list[int], list[float]]:
@@ -38,22 +32,24 @@ class Formula:
         self.lib.probe_coeffs(matrix, int(full_range), ints, floats)
         return ints.tolist(), floats.tolist()
 
-    def _run(self, name: str, out_dtype, matrix: int, full_range: bool, y, u, v, *bits: int):
-        y, u, v = (np.ascontiguousarray(p) for p in (y, u, v))
+    def _convert(self, out_dtype, matrix: int, full_range: bool, y, u, v, bits: int) -> np.ndarray:
+        sample = np.uint8 if bits == 8 else np.uint16
+        y, u, v = (np.ascontiguousarray(p, dtype=sample) for p in (y, u, v))
         assert y.shape == u.shape == v.shape
         out = np.empty((*y.shape, 3), out_dtype)
-        getattr(self.lib, name)(matrix, int(full_range), *bits, y, u, v, y.size, out)
+        pointer = out.ctypes.data_as(ctypes.c_void_p)
+        self.lib.probe_convert(matrix, int(full_range), bits, y.ctypes.data, u.ctypes.data, v.ctypes.data,
+                               y.size, pointer if out_dtype == np.uint8 else None,
+                               pointer if out_dtype == np.float32 else None)
         return out
 
-    def rgb8(self, matrix, full_range, y, u, v, bits: int = 8) -> np.ndarray:
-        if bits == 8:
-            return self._run("probe_yuv8_to_rgb8", np.uint8, matrix, full_range, y, u, v)
-        return self._run("probe_yuv16_to_rgb8", np.uint8, matrix, full_range, y, u, v, bits)
+    def rgb8(self, matrix: int, full_range: bool, y, u, v, bits: int = 8) -> np.ndarray:
+        """uint8 RGB (..., 3) of samples of ``bits`` bits (8: uint8 planes, else uint16)."""
+        return self._convert(np.uint8, matrix, full_range, y, u, v, bits)
 
-    def rgbf(self, matrix, full_range, y, u, v, bits: int = 8) -> np.ndarray:
-        if bits == 8:
-            return self._run("probe_yuv8_to_rgbf", np.float32, matrix, full_range, y, u, v)
-        return self._run("probe_yuv16_to_rgbf", np.float32, matrix, full_range, y, u, v, bits)
+    def rgbf(self, matrix: int, full_range: bool, y, u, v, bits: int = 8) -> np.ndarray:
+        """float32 RGB (..., 3) in [0, 1]."""
+        return self._convert(np.float32, matrix, full_range, y, u, v, bits)
 
 
 def build(work: pathlib.Path) -> Formula:

@@ -165,13 +165,15 @@ def test_no_extension_module_needs_a_cuda_library():
         assert not [lib for lib in needed if lib.startswith(CUDA_LIBRARIES)], (module.name, needed)
 
 
-def test_importing_the_kernels_loads_no_cuda_library(kernels):
+def test_importing_the_kernels_loads_no_cuda_library(kernels, tmp_path):
     code = ("import torchcodec._core._kernels as k, sys; k.fatbin('colour');"
             "maps = open('/proc/self/maps').read();"
             "print([l for l in ('libcuda', 'libcudart', 'libnvcuvid') if l in maps])")
     if not os.path.exists("/proc/self/maps"):
         pytest.skip("needs /proc")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    # From an empty folder: the interpreter must import the built package, not the source tree.
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout
     assert out.strip() == "[]"
 
 
@@ -321,7 +323,7 @@ def test_nv12_kernel_gives_the_cpu_formula_for_every_8bit_triple(gpu, formula, m
             y[dy::2, dx::2] = (k // 65536) * 4 + dy * 2 + dx
     uv = np.stack([u, v], axis=-1).reshape(half, side)
 
-    rgb = convert_on_gpu(gpu, "tc_yuv8_to_rgb8", [y, uv], CHROMA_420_INTERLEAVED, matrix, full_range, side, side)
+    rgb = convert_on_gpu(gpu, "tc_convert_yuv8_to_rgb8", [y, uv], CHROMA_420_INTERLEAVED, matrix, full_range, side, side)
 
     expected = formula.rgb8(matrix, full_range, y, chroma_420(u, side, side), chroma_420(v, side, side))
     np.testing.assert_array_equal(rgb, expected)
@@ -343,7 +345,7 @@ def test_kernels_on_odd_sized_crops_of_every_layout(gpu, formula, planar_out, ou
         y = rng.integers(0, top + 1, (coded_h, coded_w)).astype(dtype)
         u420, v420 = (rng.integers(0, top + 1, (coded_h // 2, coded_w // 2)).astype(dtype) for _ in range(2))
         u444, v444 = (rng.integers(0, top + 1, (coded_h, coded_w)).astype(dtype) for _ in range(2))
-        kernel = f"tc_yuv{8 if bits == 8 else 16}_to_{suffix}"
+        kernel = f"tc_convert_yuv{8 if bits == 8 else 16}_to_{suffix}"
         shift = 16 - bits if bits not in (8, 16) else 0
         up_u, up_v = chroma_420(u420, coded_h, coded_w), chroma_420(v420, coded_h, coded_w)
         if bits != 10:   # NV12 / P016 (P010 is P016 with the low 6 bits zero)

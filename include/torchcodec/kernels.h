@@ -19,10 +19,10 @@ enum {
 
 /* Kernels (extern "C" names), one thread per output pixel, 2-D grid over (width, height), z over
  * the batch:
- *   tc_yuv8_to_rgb8    8-bit samples  -> uint8 RGB   (bit-exact with swscale's x86 YUV420 -> RGB24)
- *   tc_yuv8_to_rgbf    8-bit samples  -> float32 RGB in [0, 1]
- *   tc_yuv16_to_rgb8   16-bit samples -> uint8 RGB
- *   tc_yuv16_to_rgbf   16-bit samples -> float32 RGB in [0, 1]
+ *   tc_convert_yuv8_to_rgb8    8-bit samples  -> uint8 RGB   (bit-exact with swscale's x86 YUV420 -> RGB24)
+ *   tc_convert_yuv8_to_rgbf    8-bit samples  -> float32 RGB in [0, 1]
+ *   tc_convert_yuv16_to_rgb8   16-bit samples -> uint8 RGB
+ *   tc_convert_yuv16_to_rgbf   16-bit samples -> float32 RGB in [0, 1]
  * Interleaved (HWC) or planar (CHW) output is a matter of the destination strides. */
 typedef struct tc_yuv_to_rgb_params {
     uint64_t planes[3];        /* Y, then Cb/Cr as `chroma` says (plane 2 unused when interleaved) */
