@@ -35,3 +35,5 @@ echo "== installing build tools and test dependencies into $VENV"
 echo "== building and installing torchcodec"
 "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps .
 "$VENV/bin/python" -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version(), '- default bridge:', torchcodec.get_bridge())"
+# CUDA kernels are built when nvcc is on PATH (-Dcuda=auto); no GPU is needed for that.
+"$VENV/bin/python" -P -c "from torchcodec._core import _build_config as b; print('CUDA kernels:', 'built by ' + b.NVCC if b.CUDA_KERNELS else 'not built (-Dcuda=' + b.CUDA_OPTION + ', nvcc not found)' if b.CUDA_OPTION != 'disabled' else 'not built (-Dcuda=disabled)')"

@@ -1,0 +1,186 @@
+/* torchcodec: YUV -> RGB colour math, shared by the CPU tests and the CUDA kernels.
+ *
+ * Plain C99 and CUDA device code (every function is __host__ __device__ under nvcc). No libc beyond
+ * <stdint.h>, no tables: a kernel and a C program compute the same bytes.
+ *
+ * Coefficients are libswscale's (sws_getCoefficients, indexed by AVColorSpace; the values are the
+ * 16.16 fixed-point Cr->R, Cb->B, Cb->G, Cr->G factors for limited-range input). The torchcodec CPU
+ * path gives swscale the frame's AVColorSpace and range, so using the same numbers here keeps CPU
+ * and GPU on one definition of each matrix.
+ *
+ * 8-bit input -> uint8 RGB (tc_yuv8_to_rgb8) is integer arithmetic that reproduces libswscale's x86
+ * YUV420 -> RGB24 converter bit for bit (16-bit lanes: samples scaled by 8, offset subtracted,
+ * "multiply high" products, saturating adds, clamp to 0..255). That converter is what
+ * `ffmpeg -vf format=rgb24` and torchcodec's CPU decoder use for 8-bit 4:2:0 frames of even height,
+ * so a kernel that takes each chroma sample for its 2x2 block gives the CPU bytes exactly.
+ * (libswscale's general path, used for 4:4:4 input, rounds at 30-bit precision instead: at most 3
+ * apart; tests/test_colour_formula.py measures it.)
+ *
+ * float32 output, and any input of more than 8 bits (given MSB-aligned in 16 bits, as P010/P016
+ * store it: tc_msb_align16), use the same matrix in single precision, clamped to [0, 1].
+ */
+#ifndef TORCHCODEC_COLOUR_H
+#define TORCHCODEC_COLOUR_H
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define TC_COLOUR_FN static inline __host__ __device__
+#else
+#define TC_COLOUR_FN static inline
+#endif
+
+/* Matrices, numbered as AVColorSpace (libavutil/pixfmt.h) so that frame->colorspace can be passed. */
+enum {
+    TC_MATRIX_BT709 = 1,      /* AVCOL_SPC_BT709 */
+    TC_MATRIX_UNSPECIFIED = 2,/* swscale's default: BT.601 */
+    TC_MATRIX_FCC = 4,
+    TC_MATRIX_BT470BG = 5,    /* BT.601 625 lines */
+    TC_MATRIX_BT601 = 6,      /* AVCOL_SPC_SMPTE170M, BT.601 525 lines (same matrix as 5) */
+    TC_MATRIX_SMPTE240M = 7,
+    TC_MATRIX_BT2020 = 9,     /* AVCOL_SPC_BT2020_NCL (non-constant luminance) */
+    TC_MATRIX_BT2020_CL = 10, /* swscale converts it with the BT.2020 NCL matrix */
+};
+
+/* Everything a conversion needs, computed once per (matrix, range) by tc_colour_coeffs(). */
+typedef struct tc_colour_coeffs {
+    /* 8-bit integer path, in swscale's x86 units: sample * 8 - offset, then (x * coeff) >> 16. */
+    int32_t y_offset, y_coeff, v2r, u2b, u2g, v2g;
+    /* float path: rgb = y_scale * (Y - y_bias) + chroma terms * (C - 128), on 8-bit-scaled samples. */
+    float y_bias, y_scale, fv2r, fu2b, fu2g, fv2g;
+} tc_colour_coeffs;
+
+/* libswscale's roundToInt16: a 16.16 value times 2^k, rounded to an int16 (saturated). */
+TC_COLOUR_FN int32_t tc_round_to_int16(int64_t f)
+{
+    int64_t r = (f + (1 << 15)) >> 16;
+    return (int32_t)(r < -0x8000 ? -0x8000 : r > 0x7fff ? 0x7fff : r);
+}
+
+/* Coefficients for AVColorSpace `matrix` and `full_range` (nonzero for AVCOL_RANGE_JPEG). Unknown
+ * matrices fall back to BT.601, as sws_getCoefficients() does. */
+TC_COLOUR_FN tc_colour_coeffs tc_colour_coeffs_for(int matrix, int full_range)
+{
+    /* Cr->R, Cb->B, Cb->G, Cr->G in 16.16, limited range (libswscale's ff_yuv2rgb_coeffs). */
+    int64_t crv, cbu, cgu, cgv;
+    switch (matrix) {
+    case 0: case TC_MATRIX_BT709:       crv = 117489; cbu = 138438; cgu = 13975; cgv = 34925; break;
+    case TC_MATRIX_FCC:                 crv = 104448; cbu = 132798; cgu = 24759; cgv = 53109; break;
+    case TC_MATRIX_SMPTE240M:           crv = 117579; cbu = 136230; cgu = 16907; cgv = 35559; break;
+    case 8:                             crv = 0; cbu = 0; cgu = 0; cgv = 0; break;  /* YCgCo: as swscale */
+    case TC_MATRIX_BT2020: case TC_MATRIX_BT2020_CL:
+                                        crv = 110013; cbu = 140363; cgu = 12277; cgv = 42626; break;
+    default:                            crv = 104597; cbu = 132201; cgu = 25675; cgv = 53279; break;
+    }
+    cgu = -cgu;
+    cgv = -cgv;
+    int64_t cy = 1 << 16, oy = 0;
+    if (!full_range) {
+        cy = cy * 255 / 219;
+        oy = 16 << 16;
+    } else {                      /* C division truncates towards zero, as in swscale */
+        crv = crv * 224 / 255;
+        cbu = cbu * 224 / 255;
+        cgu = cgu * 224 / 255;
+        cgv = cgv * 224 / 255;
+    }
+    tc_colour_coeffs c;
+    c.y_offset = tc_round_to_int16(oy * (1 << 3));
+    c.y_coeff = tc_round_to_int16(cy * (1 << 13));
+    c.v2r = tc_round_to_int16(crv * (1 << 13));
+    c.u2b = tc_round_to_int16(cbu * (1 << 13));
+    c.u2g = tc_round_to_int16(cgu * (1 << 13));
+    c.v2g = tc_round_to_int16(cgv * (1 << 13));
+    c.y_bias = full_range ? 0.0f : 16.0f;
+    c.y_scale = (float)cy / (65536.0f * 255.0f);
+    c.fv2r = (float)crv / (65536.0f * 255.0f);
+    c.fu2b = (float)cbu / (65536.0f * 255.0f);
+    c.fu2g = (float)cgu / (65536.0f * 255.0f);
+    c.fv2g = (float)cgv / (65536.0f * 255.0f);
+    return c;
+}
+
+TC_COLOUR_FN int32_t tc_sat16(int32_t x)        /* saturating 16-bit lane (paddsw) */
+{
+    return x < -0x8000 ? -0x8000 : x > 0x7fff ? 0x7fff : x;
+}
+
+TC_COLOUR_FN uint8_t tc_clamp_u8(int32_t x)     /* packuswb */
+{
+    return (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x);
+}
+
+TC_COLOUR_FN int32_t tc_mulhi16(int32_t a, int32_t b)   /* pmulhw: (a * b) >> 16, floor */
+{
+    return (a * b) >> 16;
+}
+
+/* 8-bit Y, Cb (u), Cr (v) -> 8-bit R, G, B; bit-exact with libswscale's x86 YUV420 -> RGB24. */
+TC_COLOUR_FN void tc_yuv8_to_rgb8(const tc_colour_coeffs *c, int y, int u, int v,
+                                  uint8_t *r, uint8_t *g, uint8_t *b)
+{
+    int32_t yy = (int32_t)(int16_t)(uint16_t)((y << 3) - c->y_offset);   /* psubw wraps */
+    int32_t uu = (u << 3) - 1024, vv = (v << 3) - 1024;                  /* never saturates */
+    int32_t luma = tc_mulhi16(yy, c->y_coeff);
+    int32_t green = tc_sat16(tc_mulhi16(uu, c->u2g) + tc_mulhi16(vv, c->v2g));
+    *r = tc_clamp_u8(tc_sat16(luma + tc_mulhi16(vv, c->v2r)));
+    *g = tc_clamp_u8(tc_sat16(luma + green));
+    *b = tc_clamp_u8(tc_sat16(luma + tc_mulhi16(uu, c->u2b)));
+}
+
+TC_COLOUR_FN float tc_clamp01(float x)
+{
+    return x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x;
+}
+
+/* Samples on the 8-bit scale (Y in 0..255, chroma centred on 128; fractions allowed) -> RGB in [0, 1]. */
+TC_COLOUR_FN void tc_yuvf_to_rgbf(const tc_colour_coeffs *c, float y, float u, float v,
+                                  float *r, float *g, float *b)
+{
+    float luma = c->y_scale * (y - c->y_bias);
+    u -= 128.0f;
+    v -= 128.0f;
+    *r = tc_clamp01(luma + c->fv2r * v);
+    *g = tc_clamp01(luma + c->fu2g * u + c->fv2g * v);
+    *b = tc_clamp01(luma + c->fu2b * u);
+}
+
+/* 8-bit samples -> float RGB in [0, 1]. */
+TC_COLOUR_FN void tc_yuv8_to_rgbf(const tc_colour_coeffs *c, int y, int u, int v,
+                                  float *r, float *g, float *b)
+{
+    tc_yuvf_to_rgbf(c, (float)y, (float)u, (float)v, r, g, b);
+}
+
+/* A `bits`-bit sample (9..16) MSB-aligned in 16 bits, the layout of P010/P016 surfaces. */
+TC_COLOUR_FN uint16_t tc_msb_align16(uint16_t sample, int bits)
+{
+    return (uint16_t)(sample << (16 - bits));
+}
+
+/* 16-bit MSB-aligned samples (P010, P016, YUV444P16, or tc_msb_align16 of any depth) -> float RGB. */
+TC_COLOUR_FN void tc_yuv16_to_rgbf(const tc_colour_coeffs *c, uint16_t y, uint16_t u, uint16_t v,
+                                   float *r, float *g, float *b)
+{
+    const float k = 1.0f / 256.0f;
+    tc_yuvf_to_rgbf(c, (float)y * k, (float)u * k, (float)v * k, r, g, b);
+}
+
+/* A [0, 1] value -> uint8, rounded to nearest. */
+TC_COLOUR_FN uint8_t tc_unit_to_u8(float x)
+{
+    return (uint8_t)(x * 255.0f + 0.5f);
+}
+
+/* 16-bit MSB-aligned samples -> 8-bit RGB (the float path, rounded). */
+TC_COLOUR_FN void tc_yuv16_to_rgb8(const tc_colour_coeffs *c, uint16_t y, uint16_t u, uint16_t v,
+                                   uint8_t *r, uint8_t *g, uint8_t *b)
+{
+    float fr, fg, fb;
+    tc_yuv16_to_rgbf(c, y, u, v, &fr, &fg, &fb);
+    *r = tc_unit_to_u8(fr);
+    *g = tc_unit_to_u8(fg);
+    *b = tc_unit_to_u8(fb);
+}
+
+#endif /* TORCHCODEC_COLOUR_H */

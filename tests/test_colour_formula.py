@@ -1,0 +1,223 @@
+"""include/torchcodec/colour.h, the YUV -> RGB arithmetic of the CUDA kernels, checked on the CPU.
+
+tests/colour_probe.c wraps the header's inline functions in batch loops; tests/colour_probe.py
+compiles it with the system C compiler against the headers of the torchcodec under test.
+References come from the ffmpeg CLI (libswscale, as the CPU decoder uses it):
+
+- every 8-bit (Y, Cb, Cr) triple, in a yuv420p frame whose chroma is constant over each 2x2 block,
+  so that chroma upsampling plays no part: libswscale's x86 YUV420 -> RGB24 converter (the one
+  behind ``-vf format=rgb24`` and the CPU decoder for 8-bit 4:2:0 of even height) gives exactly the
+  formula's bytes, for every matrix and range;
+- every triple in a yuv444p frame: libswscale's general path (30-bit rounding) is within 3;
+- decoded frames of the corpus with chroma taken as the kernels take it (each 4:2:0 chroma sample
+  for its 2x2 block): equal for 8-bit 4:2:0 of even size, within stated tolerances elsewhere.
+"""
+from __future__ import annotations
+
+import pathlib
+import platform
+import subprocess
+
+import numpy as np
+import pytest
+
+import colour_probe
+import reference
+
+# AVColorSpace numbers (what colour.h takes) of the matrices the CLI's scale filter can be told.
+MATRICES = {"bt601": 6, "bt709": 1, "bt2020": 9}
+RANGES = {"tv": 0, "pc": 1}
+# ffprobe's color_space names -> AVColorSpace
+FFPROBE_MATRICES = {"bt709": 1, "unknown": 2, "fcc": 4, "bt470bg": 5, "smpte170m": 6,
+                    "smpte240m": 7, "ycgco": 8, "bt2020nc": 9, "bt2020c": 10}
+X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+# 4096 x 4096 luma samples: each of the 2^24 triples once.
+SIDE = 4096
+
+
+@pytest.fixture(scope="module")
+def formula(tmp_path_factory) -> colour_probe.Formula:
+    return colour_probe.build(tmp_path_factory.mktemp("colour_probe"))
+
+
+def _swscale(raw: bytes, pix_fmt: str, width: int, height: int, matrix: str, rng: str,
+             out_fmt: str = "rgb24") -> np.ndarray:
+    """The ffmpeg CLI's conversion of one raw frame, with the matrix and range given explicitly."""
+    proc = subprocess.run(
+        [reference.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-f", "rawvideo",
+         "-pix_fmt", pix_fmt, "-s", f"{width}x{height}", "-i", "-",
+         "-vf", f"scale=in_color_matrix={matrix}:in_range={rng},format={out_fmt}",
+         "-f", "rawvideo", "-"], input=raw, capture_output=True, check=True)
+    dtype = np.uint8 if out_fmt == "rgb24" else np.dtype("<u2")
+    return np.frombuffer(proc.stdout, dtype).reshape(height, width, 3)
+
+
+@pytest.fixture(scope="module")
+def triples_420():
+    """Y (SIDE x SIDE) and U, V (SIDE/2 square): chroma constant per 2x2 block, every triple once."""
+    half = SIDE // 2
+    k = np.arange(half * half, dtype=np.int64).reshape(half, half)
+    pair, block = k % 65536, k // 65536         # 65536 (U, V) pairs x 64 blocks of 4 luma values
+    u, v = (pair >> 8).astype(np.uint8), (pair & 255).astype(np.uint8)
+    y = np.empty((SIDE, SIDE), np.uint8)
+    for dy in range(2):
+        for dx in range(2):
+            y[dy::2, dx::2] = block * 4 + dy * 2 + dx
+    return y, u, v
+
+
+@pytest.fixture(scope="module")
+def triples_444():
+    k = np.arange(SIDE * SIDE, dtype=np.int64).reshape(SIDE, SIDE)
+    return (k >> 16).astype(np.uint8), ((k >> 8) & 255).astype(np.uint8), (k & 255).astype(np.uint8)
+
+
+def _upsample(plane: np.ndarray, height: int, width: int) -> np.ndarray:
+    """4:2:0 chroma as the kernels read it: sample (r >> 1, c >> 1) for pixel (r, c)."""
+    return np.repeat(np.repeat(plane, 2, axis=0), 2, axis=1)[:height, :width]
+
+
+def _report(label: str, diff: np.ndarray) -> str:
+    per_pixel = diff.max(axis=-1)
+    counts = np.bincount(per_pixel.ravel())
+    return f"{label}: {int((per_pixel > 0).sum())} of {per_pixel.size} differ, histogram {counts.tolist()}"
+
+
+def test_coefficients_are_libswscale_fixed_point(formula):
+    # BT.601 limited range: swscale's x86 tables (yCoeff 9539 = 255/219 in 3.13, vrCoeff = 1.596).
+    ints, floats = formula.coeffs(6, False)
+    assert ints == [128, 9539, 13075, 16525, -3209, -6660]
+    assert floats[0] == 16.0 and abs(floats[1] - 1 / 219) < 1e-7
+    # An unknown matrix is BT.601, as sws_getCoefficients() has it.
+    assert formula.coeffs(2, True) == formula.coeffs(6, True) == formula.coeffs(99, True)
+    assert formula.coeffs(10, False) == formula.coeffs(9, False)
+
+
+@pytest.mark.parametrize("rng", RANGES)
+@pytest.mark.parametrize("matrix", MATRICES)
+def test_formula_equals_swscale_yuv420_rgb24_for_every_8bit_triple(formula, triples_420, matrix, rng):
+    y, u, v = triples_420
+    expected = _swscale(y.tobytes() + u.tobytes() + v.tobytes(), "yuv420p", SIDE, SIDE, matrix, rng)
+
+    ours = formula.rgb8(MATRICES[matrix], RANGES[rng], y, _upsample(u, SIDE, SIDE), _upsample(v, SIDE, SIDE))
+
+    diff = np.abs(ours.astype(np.int16) - expected)
+    print(_report(f"yuv420p {matrix} {rng}", diff))
+    if X86:
+        assert diff.max() == 0, _report(f"{matrix} {rng}", diff)
+    else:   # other architectures have their own SIMD rounding (and the C tables): close, not equal
+        assert diff.max() <= 3, _report(f"{matrix} {rng}", diff)
+
+
+@pytest.mark.parametrize("rng", RANGES)
+@pytest.mark.parametrize("matrix", MATRICES)
+def test_formula_is_within_3_of_swscale_yuv444_rgb24_for_every_8bit_triple(formula, triples_444, matrix, rng):
+    y, u, v = triples_444
+    expected = _swscale(y.tobytes() + u.tobytes() + v.tobytes(), "yuv444p", SIDE, SIDE, matrix, rng)
+
+    ours = formula.rgb8(MATRICES[matrix], RANGES[rng], y, u, v)
+
+    diff = np.abs(ours.astype(np.int16) - expected)
+    # libswscale's general path (yuv2rgb_write_full) sums Y * 2^9, Cb * 2^9 and Cr * 2^9 times the
+    # same 16-bit coefficients in an int32; far out of gamut (limited range, Y >= 236 with Cb near
+    # 255) blue passes 2^31, wraps negative and is clipped to 0 where the formula saturates at 255.
+    ints, _ = formula.coeffs(MATRICES[matrix], RANGES[rng])
+    y_offset, y_coeff, _, u2b, _, _ = ints
+    blue = ((y.astype(np.int64) << 9) - y_offset * 64) * y_coeff + (1 << 21) + ((u.astype(np.int64) - 128) << 9) * u2b
+    wrapped = blue >= 2**31
+    print(_report(f"yuv444p {matrix} {rng}", diff), f"- swscale int32 overflow: {int(wrapped.sum())} triples")
+    assert (expected[wrapped][:, 2] == 0).all() and (ours[wrapped][:, 2] == 255).all()
+    if rng == "pc":
+        assert not wrapped.any()
+    diff[wrapped, 2] = 0
+    assert diff.max() <= 3, _report(f"{matrix} {rng}", diff)
+
+
+@pytest.mark.parametrize("rng", RANGES)
+@pytest.mark.parametrize("matrix", MATRICES)
+def test_formula_on_10bit_yuv444_sweep_is_close_to_swscale(formula, matrix, rng):
+    """Every 10-bit Y with Cb, Cr in steps of 8 (and 1023): 2^24 triples, no chroma upsampling."""
+    k = np.arange(SIDE * SIDE, dtype=np.int64).reshape(SIDE, SIDE)
+    chroma = np.minimum(np.arange(128) * 8 + (np.arange(128) == 127) * 7, 1023)
+    y = (k >> 14).astype(np.uint16)
+    u, v = chroma[(k >> 7) & 127].astype(np.uint16), chroma[k & 127].astype(np.uint16)
+    raw = y.tobytes() + u.tobytes() + v.tobytes()
+    expected8 = _swscale(raw, "yuv444p10le", SIDE, SIDE, matrix, rng)
+    expectedf = _swscale(raw, "yuv444p10le", SIDE, SIDE, matrix, rng, "rgb48le") / np.float32(65535)
+
+    ours8 = formula.rgb8(MATRICES[matrix], RANGES[rng], y, u, v, bits=10)
+    diff8 = np.abs(ours8.astype(np.int16) - expected8)
+    difff = np.abs(formula.rgbf(MATRICES[matrix], RANGES[rng], y, u, v, bits=10) - expectedf)
+
+    # swscale's int32 overflow again (see the 8-bit 4:4:4 sweep), only in its RGB24 output.
+    wrapped = (expected8[..., 2] == 0) & (ours8[..., 2] == 255)
+    print(_report(f"yuv444p10le {matrix} {rng} uint8", diff8),
+          f"- swscale int32 overflow: {int(wrapped.sum())} triples; float32 max {difff.max():.5f}")
+    assert (y[wrapped] >= 220 * 4).all() and (u[wrapped] >= 238 * 4).all()   # out of gamut only
+    if rng == "pc":
+        assert not wrapped.any()
+    diff8[wrapped, 2] = 0
+    assert diff8.max() <= 1, _report(f"{matrix} {rng}", diff8)
+    assert difff.max() <= 0.005
+
+
+# name -> (max |difference| of uint8 output, bound on its mean, max |difference| of float32 output),
+# measured with FFmpeg 5.1 on x86. 8-bit 4:2:0 of even size is equal; float32 differs because the
+# CPU's float output is swscale's RGB48 (its C table converter at 8-bit precision for these frames).
+# Odd-sized and 10-bit 4:2:0 go through swscale's general path, which interpolates chroma
+# vertically (bicubic) where the kernels take the nearest sample: on the test pattern's sharp
+# colour edges that is up to the full range, so only the mean is bounded. 4:4:4 differs by the
+# formula's rounding only (swscale's general path rounds at 30 bits).
+REAL_FRAMES = {
+    "h264_bframes.mp4": (0, 0.0, 0.012),
+    "h264_bt709.mp4": (0, 0.0, 0.014),
+    "h264_fullrange.mp4": (0, 0.0, 0.007),
+    "vp9_161x121.webm": (255, 6.0, 1.0),
+    "h264_10bit.mp4": (255, 3.0, 1.0),
+    "hevc_10bit.mp4": (255, 3.0, 1.0),
+    "h264_yuv444.mp4": (3, 1.5, 0.004),
+    "h264_yuv444_161x121.mp4": (3, 1.5, 0.004),
+}
+
+
+def _planes(path: pathlib.Path, count: int):
+    """The first ``count`` frames' Y, U, V planes as the decoder outputs them, and the pixel format."""
+    stream = reference.ffprobe_stream(path, reference.best_stream(path))
+    pix_fmt, width, height = stream["pix_fmt"], stream["width"], stream["height"]
+    bits = 10 if "p10" in pix_fmt else 8
+    dtype = np.dtype("<u2") if bits > 8 else np.dtype(np.uint8)
+    cw, ch = ((width + 1) // 2, (height + 1) // 2) if "420" in pix_fmt else (width, height)
+    frame_size = width * height + 2 * cw * ch
+    data = np.frombuffer(reference.ffmpeg_raw_video(path), dtype)
+    frames = []
+    for i in range(count):
+        f = data[i * frame_size:(i + 1) * frame_size]
+        y = f[:width * height].reshape(height, width)
+        u = f[width * height:width * height + cw * ch].reshape(ch, cw)
+        v = f[width * height + cw * ch:].reshape(ch, cw)
+        if "420" in pix_fmt:
+            u, v = _upsample(u, height, width), _upsample(v, height, width)
+        frames.append((y, u, v))
+    return stream, bits, frames
+
+
+@pytest.mark.parametrize("name", REAL_FRAMES)
+def test_formula_on_decoded_frames_against_the_cli(formula, media, name):
+    count = 8
+    stream, bits, frames = _planes(media[name], count)
+    matrix = FFPROBE_MATRICES.get(stream.get("color_space", "unknown"), 2)
+    full = stream.get("color_range") == "pc"
+    expected8 = reference.ffmpeg_rgb_frames(media[name], pix_fmt="rgb24")[:count]
+    expected16 = reference.ffmpeg_rgb_frames(media[name], pix_fmt="rgb48le")[:count]
+
+    ours8 = np.stack([formula.rgb8(matrix, full, *planes, bits=bits) for planes in frames])
+    oursf = np.stack([formula.rgbf(matrix, full, *planes, bits=bits) for planes in frames])
+
+    diff8 = np.abs(ours8.astype(np.int16) - expected8)
+    difff = np.abs(oursf - expected16 / np.float32(65535))
+    max8, mean8, maxf = REAL_FRAMES[name]
+    print(_report(f"{name} uint8", diff8), f"mean {diff8.mean():.3f};",
+          f"float32 max {difff.max():.5f} mean {difff.mean():.6f}")
+    assert diff8.max() <= max8, _report(name, diff8)
+    assert diff8.mean() <= mean8, _report(name, diff8)
+    assert difff.max() <= maxf
