@@ -15,6 +15,7 @@ cdef class NvdecInput:
     cdef bytes header                   # the sequence header to (re)send after a flush or seek
     cdef bint input_done                # the filter was sent the end of the stream
     cdef bint output_done               # the filter returned its last packet
+    cdef bint awaiting_key              # after a flush: packets before the next key packet are dropped
 
     cdef int next_packet(self, AVPacket *out) except -1 nogil
     cdef void flush(self) noexcept nogil

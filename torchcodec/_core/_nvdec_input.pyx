@@ -14,7 +14,8 @@ OBUs, VP8 and VP9 frames as they are. ``NvdecInput`` chooses, for stream ``i`` o
   the MPEG-1/2 sequence header; empty for VP8/VP9 (every key frame carries its own header).
 
 ``next_packet`` (C, nogil) returns filtered packets with their pts; ``flush`` forgets what the
-filter holds (after a seek of the demuxer). The Python methods are for tests and tools.
+filter holds (after a seek of the demuxer) and drops the packets before the next key packet, where
+a parser can start again. The Python methods are for tests and tools.
 """
 from libc.errno cimport EAGAIN
 from libc.stdint cimport INT64_MIN, int64_t, uint8_t
@@ -98,6 +99,7 @@ cdef class NvdecInput:
         self.unsupported_reason = None
         self.input_done = False
         self.output_done = False
+        self.awaiting_key = False
         cdef lavf.AVStream *st = demuxer.stream(stream_index)
         cdef AVCodecParameters *par = st.codecpar
         codec_name = lavc.avcodec_get_name(par.codec_id).decode()
@@ -153,6 +155,10 @@ cdef class NvdecInput:
                 return 0
             ret = lavc.av_bsf_receive_packet(self.ptr, out)
             if ret >= 0:
+                if self.awaiting_key and not (out.flags & lavc.AV_PKT_FLAG_KEY):
+                    lavc.av_packet_unref(out)     # undecodable without what came before the seek
+                    continue
+                self.awaiting_key = False
                 return 1
             if ret == lavu.AVERROR_EOF:
                 self.output_done = True
@@ -177,9 +183,11 @@ cdef class NvdecInput:
                     check_av(ret, "av_bsf_send_packet", self.bsf_name)
 
     cdef void flush(self) noexcept nogil:
-        """Forget what the filter holds (after a seek of the demuxer); the stream goes on."""
+        """Forget what the filter holds (after a seek of the demuxer); the stream goes on from the
+        next key packet."""
         if self.ptr != NULL:
             lavc.av_bsf_flush(self.ptr)
+        self.awaiting_key = True
         self.input_done = False
         self.output_done = False
 
@@ -195,14 +203,23 @@ cdef class NvdecInput:
         self.check_supported()
         return self.header
 
-    def seek(self, pts=None):
-        """Seek the demuxer to the key frame at or before ``pts`` (in the stream's time base; None:
-        the first key frame) and flush the filter: what a decoder does before re-sending the
-        sequence header."""
+    def seek(self, pts=None, position=-1):
+        """Seek the demuxer and flush the filter: what a decoder does before re-sending the
+        sequence header. ``pts``: the key frame at or before it (in the stream's time base; None:
+        the first key frame). ``position`` >= 0: the byte position of a key packet instead (from a
+        frame index), for containers whose timestamp seek lands only near the target (MPEG-TS/PS).
+        Packets before the next key packet are then dropped."""
         self.check_supported()
-        cdef int64_t target = INT64_MIN if pts is None else pts
+        cdef lavf.AVStream *st = self.demuxer.stream(self.stream_index)
+        cdef int64_t target = st.start_time if st.start_time != lavu.AV_NOPTS_VALUE else INT64_MIN
+        if pts is not None:
+            target = pts
+        cdef int64_t byte_position = position
         with nogil:
-            self.demuxer.seek(self.stream_index, target)
+            if byte_position >= 0:
+                self.demuxer.seek_bytes(byte_position)
+            else:
+                self.demuxer.seek(self.stream_index, target)
             self.flush()
 
     def filtered_packets(self, Py_ssize_t max_count=-1):
