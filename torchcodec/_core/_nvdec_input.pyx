@@ -26,7 +26,7 @@ from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
-from torchcodec._ffmpeg.avcodec cimport AVBSFContext, AVCodecParameters, AVPacket
+from torchcodec._ffmpeg.avcodec cimport AVCodecParameters, AVPacket
 
 # AVCodecID -> the codec's name in NVDEC's terms (cudaVideoCodec_<NAME>).
 NVDEC_CODECS = {
