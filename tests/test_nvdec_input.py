@@ -7,8 +7,10 @@ original file: their frames must be byte-equal.
 """
 from __future__ import annotations
 
+import json
 import os
 import pathlib
+import struct
 import subprocess
 
 import numpy as np
@@ -277,22 +279,125 @@ def test_seek_to_start_replays_the_same_packets(corpus):
 # MPEG-4, AV1, VP8, VP9
 
 
-def test_mpeg4_sequence_header_is_the_vol_and_unpacking_keeps_every_frame(corpus):
+def test_mpeg4_sequence_header_is_the_vol_and_unpacked_streams_pass_through(corpus):
     path = corpus["mpeg4_bframes.avi"]
     nvdec = open_input(path)
     header = nvdec.sequence_header()
-    # visual object sequence (B0) ... video object layer (2x)
+    # visual object sequence (B0), then a video object layer (20..2F), and no VOP (B6)
     assert header.startswith(b"\x00\x00\x01\xb0")
     assert any(header[i:i + 3] == START_CODE and 0x20 <= header[i + 3] <= 0x2F
                for i in range(len(header) - 3))
-    assert b"\x00\x00\x01\xb6" not in header                       # no VOP in the header
+    assert b"\x00\x00\x01\xb6" not in header
+    assert [data for data, _, _ in nvdec.filtered_packets()] == ffprobe_packet_data(path)
+
+
+VOP = b"\x00\x00\x01\xb6"
+N_VOP = VOP + b"\x50\x00\x00"            # a placeholder chunk (<= 19 bytes) after a packed pair
+DIVX_PACKED = b"\x00\x00\x01\xb2DivX503b1393p\x00"   # user data that marks a packed stream
+
+
+def hexdump_bytes(dump: str) -> bytes:
+    """The bytes of one of ffprobe's ``-show_data`` hex dumps."""
+    return bytes.fromhex("".join(line[10:50].replace(" ", "") for line in dump.splitlines()))
+
+
+def ffprobe_packet_data(path) -> list[bytes]:
+    """The bytes of every video packet, from ffprobe's hex dumps (independent of the package)."""
+    raw = reference._run([reference.FFPROBE, "-v", "error", "-select_streams", "v:0",
+                          "-show_entries", "packet=data", "-show_data", "-of", "json",
+                          os.fspath(path)])
+    return [hexdump_bytes(packet["data"]) for packet in json.loads(raw)["packets"]]
+
+
+def ffprobe_extradata(path) -> bytes:
+    raw = reference._run([reference.FFPROBE, "-v", "error", "-select_streams", "v:0",
+                          "-show_entries", "stream=extradata", "-show_data", "-of", "json",
+                          os.fspath(path)])
+    return hexdump_bytes(json.loads(raw)["streams"][0]["extradata"])
+
+
+def write_avi(path, width: int, height: int, extradata: bytes, chunks: list[bytes],
+              keys: list[bool], fps: int = 30) -> None:
+    """A minimal AVI (one MPEG-4 'FMP4' video stream, idx1 index) holding ``chunks`` as they are."""
+    def chunk(fourcc: bytes, data: bytes) -> bytes:
+        return fourcc + struct.pack("<I", len(data)) + data + b"\x00" * (len(data) & 1)
+
+    def listed(kind: bytes, body: bytes) -> bytes:
+        return chunk(b"LIST", kind + body)
+
+    avih = struct.pack("<14I", 1_000_000 // fps, 0, 0, 0x10, len(chunks), 0, 1, 0, width, height,
+                       0, 0, 0, 0)
+    strh = struct.pack("<4s4sIHHIIIIIIII4h", b"vids", b"FMP4", 0, 0, 0, 0, 1, fps, 0, len(chunks),
+                       0, 0xFFFFFFFF, 0, 0, 0, width, height)
+    strf = struct.pack("<IiiHH4sIiiII", 40 + len(extradata), width, height, 1, 24, b"FMP4",
+                       width * height * 3, 0, 0, 0, 0) + extradata
+    hdrl = listed(b"hdrl", chunk(b"avih", avih) + listed(b"strl", chunk(b"strh", strh)
+                                                          + chunk(b"strf", strf)))
+    movi_body, index, offset = b"", b"", 4          # offsets count from the 'movi' fourcc
+    for data, key in zip(chunks, keys):
+        index += struct.pack("<4sIII", b"00dc", 0x10 if key else 0, offset, len(data))
+        piece = chunk(b"00dc", data)
+        movi_body += piece
+        offset += len(piece)
+    body = b"AVI " + hdrl + listed(b"movi", movi_body) + chunk(b"idx1", index)
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+
+
+@pytest.fixture(scope="module")
+def packed_mpeg4(tmp_path_factory):
+    """(packed AVI, the unpacked AVI it was made from): MPEG-4 with 1 B-frame, DivX-style packed
+    (each P/I VOP shares its chunk with the B VOP after it in decode order, then an N-VOP chunk)."""
+    out = tmp_path_factory.mktemp("packed_mpeg4")
+    unpacked = out / "unpacked.avi"
+    reference._run([reference.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-f", "lavfi",
+                    "-i", "testsrc=size=160x120:rate=30:duration=1", "-c:v", "mpeg4", "-bf", "1",
+                    "-g", "12", "-q:v", "4", "-flags", "+bitexact", "-fflags", "+bitexact",
+                    os.fspath(unpacked)])
+    packets = ffprobe_packet_data(unpacked)
+    stream = reference.ffprobe_stream(unpacked, 0)
+    extradata = ffprobe_extradata(unpacked)
+    vop_types = [p[p.index(VOP) + 4] >> 6 for p in packets]      # 0 I, 1 P, 2 B
+    assert 2 in vop_types
+    chunks, keys, i = [], [], 0
+    while i < len(packets):
+        if i + 1 < len(packets) and vop_types[i] != 2 and vop_types[i + 1] == 2:
+            chunks += [packets[i] + packets[i + 1], N_VOP]
+            keys += [vop_types[i] == 0, False]
+            i += 2
+        else:
+            chunks.append(packets[i])
+            keys.append(vop_types[i] == 0)
+            i += 1
+    packed = out / "packed.avi"
+    write_avi(packed, int(stream["width"]), int(stream["height"]), extradata + DIVX_PACKED,
+              chunks, keys)
+    return packed, unpacked
+
+
+def test_packed_mpeg4_b_frames_are_unpacked(packed_mpeg4, tmp_path):
+    packed, unpacked = packed_mpeg4
+    # FFmpeg's own decoder sees the file as packed (and unpacks it itself)
+    proc = subprocess.run([reference.FFMPEG, "-hide_banner", "-nostdin", "-i", os.fspath(packed),
+                           "-f", "null", "-"], capture_output=True, check=False)
+    assert proc.returncode == 0 and b"packed B-frames" in proc.stderr
+
+    nvdec = open_input(packed)
+    assert nvdec.bsf_name == "mpeg4_unpack_bframes"
+    header = nvdec.sequence_header()
+    assert b"DivX503b1393\x00" in header and b"DivX503b1393p" not in header   # marker removed
     packets = nvdec.filtered_packets()
-    # one VOP per packet (a packed stream has two in one packet, then an empty placeholder);
-    # the corpus file is not packed, so unpacking keeps every packet
-    assert len(packets) == len(reference.ffprobe_packets(path, 0))
-    for data, _, _ in packets:
-        assert data.count(b"\x00\x00\x01\xb6") == 1
-    assert b"DivX" not in header or not header.split(b"DivX")[1][:12].rstrip(b"\x00").endswith(b"p")
+    assert [data for data, _, _ in packets] == ffprobe_packet_data(unpacked)   # one VOP each
+    frames, errors = decode_elementary_stream(write_elementary_stream(tmp_path, nvdec, packets))
+    assert errors == ""
+    assert frames == reference.ffmpeg_raw_video(unpacked)
+
+
+def test_packed_mpeg4_flush_forgets_the_held_b_frame(packed_mpeg4):
+    packed, unpacked = packed_mpeg4
+    nvdec = open_input(packed)
+    nvdec.filtered_packets(2)        # the second chunk is P+B: the filter now holds the B VOP
+    nvdec.seek()
+    assert [data for data, _, _ in nvdec.filtered_packets(3)] == ffprobe_packet_data(unpacked)[:3]
 
 
 def test_av1_sequence_header_is_one_sequence_header_obu(corpus):
