@@ -474,10 +474,35 @@ def test_truncated_stream_gives_the_packets_before_the_cut(media):
     assert [d for d, _, _ in cut[:-1]] == [d for d, _, _ in whole[:len(cut) - 1]]
 
 
-def test_garbage_after_the_header_does_not_crash(media):
-    data = bytearray(media["h264_bframes.ts"].read_bytes())
+def garbled(path, start: int, size: int) -> bytes:
+    """The file with ``size`` random bytes from ``start`` on."""
+    data = bytearray(path.read_bytes())
     rng = np.random.default_rng(5)
-    data[20_000:] = rng.integers(0, 256, len(data) - 20_000, dtype=np.uint8).tobytes()
-    nvdec = NvdecInput(Demuxer(MemorySource(bytes(data))), 0)
-    packets = nvdec.filtered_packets()
-    assert packets and all(d.startswith(b"\x00\x00") for d, _, _ in packets[:1])
+    data[start:start + size] = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+    return bytes(data)
+
+
+def test_packets_the_filter_cannot_parse_are_dropped(media):
+    path = media["h264_bframes.mp4"]                       # moov at the end: mdat first
+    data = path.read_bytes()
+    whole = open_input(path).filtered_packets()
+    start = data.find(b"mdat") + 30_000
+    packets = NvdecInput(Demuxer(MemorySource(garbled(path, start, 20_000))), 0).filtered_packets()
+    assert 0 < len(packets) < len(whole)
+    assert packets[0] == whole[0] and packets[-1] == whole[-1]
+
+
+def test_a_stream_of_garbage_is_a_clear_error(media):
+    path = media["h264_bframes.mp4"]
+    data = path.read_bytes()
+    start = data.find(b"mdat") + 8
+    nvdec = NvdecInput(Demuxer(MemorySource(garbled(path, start, data.find(b"moov") - start - 8))), 0)
+    with pytest.raises(RuntimeError, match=r"bitstream filter 'h264_mp4toannexb' refused the packets"
+                                           r" of stream 0: .*Invalid data.*17 errors in a row"):
+        nvdec.filtered_packets()
+
+
+def test_garbage_after_the_header_of_an_annex_b_stream_passes_through(media):
+    data = garbled(media["h264_bframes.ts"], 20_000, media["h264_bframes.ts"].stat().st_size - 20_000)
+    packets = NvdecInput(Demuxer(MemorySource(data)), 0).filtered_packets()
+    assert packets and packets[0][2]

@@ -15,8 +15,10 @@ cdef class NvdecInput:
     cdef bytes header                   # the sequence header to (re)send after a flush or seek
     cdef bint input_done                # the filter was sent the end of the stream
     cdef bint output_done               # the filter returned its last packet
+    cdef int bad_packets                # consecutive packets the filter refused
     cdef bint awaiting_key              # after a flush: packets before the next key packet are dropped
 
     cdef int next_packet(self, AVPacket *out) except -1 nogil
     cdef void flush(self) noexcept nogil
+    cdef int refuse_or_raise(self, int ret) except -1 nogil
     cdef int check_supported(self) except -1

@@ -17,11 +17,11 @@ OBUs, VP8 and VP9 frames as they are. ``NvdecInput`` chooses, for stream ``i`` o
 filter holds (after a seek of the demuxer) and drops the packets before the next key packet, where
 a parser can start again. The Python methods are for tests and tools.
 """
-from libc.errno cimport EAGAIN
+from libc.errno cimport EAGAIN, ENOMEM
 from libc.stdint cimport INT64_MIN, int64_t, uint8_t
 
 from torchcodec._core._demuxer cimport Demuxer
-from torchcodec._core._error cimport check_av
+from torchcodec._core._error cimport av_error_string, check_av
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -39,6 +39,9 @@ NVDEC_CODECS = {
     lavc.AV_CODEC_ID_MPEG2VIDEO: "mpeg2",
     lavc.AV_CODEC_ID_MPEG1VIDEO: "mpeg1",
 }
+
+# The filter may refuse this many packets in a row (corrupt data: each is dropped) before it gives up.
+cdef int MAX_BAD_PACKETS = 16
 
 # AV1: the av1C box starts with a marker bit and version 1 (0x81); the config OBUs follow 4 bytes in.
 cdef int AV1C_HEADER_SIZE = 4
@@ -100,6 +103,7 @@ cdef class NvdecInput:
         self.input_done = False
         self.output_done = False
         self.awaiting_key = False
+        self.bad_packets = 0
         cdef lavf.AVStream *st = demuxer.stream(stream_index)
         cdef AVCodecParameters *par = st.codecpar
         codec_name = lavc.avcodec_get_name(par.codec_id).decode()
@@ -147,7 +151,8 @@ cdef class NvdecInput:
         """The next filtered packet of the stream, in ``out`` (unref it after use): 1, or 0 at the end.
 
         Reads the demuxer (skipping other streams) until the filter has a packet. At the end of the
-        file, or at unreadable data, the filter is drained.
+        file, or at unreadable data, the filter is drained. Packets the filter cannot parse are
+        dropped, up to MAX_BAD_PACKETS in a row.
         """
         cdef int ret
         while True:
@@ -159,13 +164,14 @@ cdef class NvdecInput:
                     lavc.av_packet_unref(out)     # undecodable without what came before the seek
                     continue
                 self.awaiting_key = False
+                self.bad_packets = 0
                 return 1
             if ret == lavu.AVERROR_EOF:
                 self.output_done = True
                 return 0
             if ret != lavu.AVERROR(EAGAIN):
-                with gil:
-                    check_av(ret, "av_bsf_receive_packet", self.bsf_name)
+                self.refuse_or_raise(ret)     # the filter dropped a packet it could not parse
+                continue
             if self.input_done:
                 self.output_done = True
                 return 0
@@ -181,6 +187,17 @@ cdef class NvdecInput:
             if ret < 0:
                 with gil:
                     check_av(ret, "av_bsf_send_packet", self.bsf_name)
+
+    cdef int refuse_or_raise(self, int ret) except -1 nogil:
+        """A packet the filter refused: skip it, unless memory ran out or too much data is bad."""
+        self.bad_packets += 1
+        if ret == lavu.AVERROR(ENOMEM) or self.bad_packets > MAX_BAD_PACKETS:
+            with gil:
+                raise RuntimeError(
+                    f"bitstream filter {(self.bsf_name or 'null')!r} refused the packets of stream "
+                    f"{self.stream_index}: av_bsf_receive_packet returned {av_error_string(ret)} "
+                    f"({self.bad_packets} errors in a row)")
+        return 0
 
     cdef void flush(self) noexcept nogil:
         """Forget what the filter holds (after a seek of the demuxer); the stream goes on from the
