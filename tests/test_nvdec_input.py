@@ -158,6 +158,7 @@ def test_h264_sequence_header_is_annex_b_sps_and_pps(corpus, name):
     types = h264_nal_types(header)
     assert 7 in types and 8 in types, types
     assert types.index(7) < types.index(8)
+    assert set(types) <= {7, 8, 13}                   # parameter sets only
 
 
 @pytest.mark.parametrize("name", ["hevc_bframes.mp4", "hevc_bframes.mkv", "hevc_bframes.ts"])
@@ -167,6 +168,9 @@ def test_hevc_sequence_header_is_annex_b_vps_sps_and_pps(corpus, name):
     types = hevc_nal_types(header)
     assert {32, 33, 34} <= set(types), types
     assert types.index(32) < types.index(33) < types.index(34)
+    # parameter sets only: x265's settings SEI (2 KB in the hvcC) is left out, so the header fits
+    # CUVIDEOFORMATEX.raw_seqhdr_data (1024 bytes)
+    assert set(types) == {32, 33, 34} and len(header) < 1024
 
 
 @pytest.mark.parametrize("name", ["h264_bframes.mp4", "h264_vfr.mkv", "h264_bframes.ts"])

@@ -75,6 +75,27 @@ cdef tuple choose_bsf(str codec, bytes extradata):
     return None, None
 
 
+# NAL unit types of parameter sets: H.264 SPS, PPS, SPS extension; HEVC VPS, SPS, PPS.
+PARAMETER_SET_TYPES = {"h264": (7, 8, 13), "hevc": (32, 33, 34)}
+
+
+cdef bytes parameter_sets(str codec, bytes annex_b):
+    """The parameter-set NAL units of an Annex B byte string, each after a 4-byte start code.
+    SEI and other units in the extradata (x265 puts its settings there, kilobytes) are left out:
+    what stays is what a parser needs, small enough for CUVIDEOFORMATEX.raw_seqhdr_data."""
+    if not has_start_code(annex_b, len(annex_b)):
+        return b""
+    kept = []
+    for unit in annex_b.split(b"\x00\x00\x01"):
+        unit = unit.rstrip(b"\x00")      # trailing zero bytes belong to the next start code
+        if not unit:
+            continue
+        nal_type = unit[0] & 0x1F if codec == "h264" else (unit[0] >> 1) & 0x3F
+        if nal_type in PARAMETER_SET_TYPES[codec]:
+            kept.append(b"\x00\x00\x00\x01" + unit)
+    return b"".join(kept)
+
+
 cdef bytes av1_sequence_header(bytes extradata):
     """The configOBUs of an av1C box (or the extradata itself when it is bare OBUs)."""
     if not extradata:
@@ -138,7 +159,9 @@ cdef class NvdecInput:
         extradata = extradata_of(self.ptr.par_out)   # Annex B parameter sets after mp4toannexb
         if self.nvdec_codec == "av1":
             self.header = av1_sequence_header(extradata)
-        elif self.nvdec_codec in ("h264", "hevc", "mpeg4", "mpeg2", "mpeg1"):
+        elif self.nvdec_codec in ("h264", "hevc"):
+            self.header = parameter_sets(self.nvdec_codec, extradata)
+        elif self.nvdec_codec in ("mpeg4", "mpeg2", "mpeg1"):
             self.header = extradata if has_start_code(extradata, len(extradata)) else b""
 
     def __dealloc__(self):
