@@ -9,6 +9,14 @@ from torchcodec._ffmpeg.avutil cimport (
 cdef extern from "libavcodec/codec_id.h" nogil:
     enum AVCodecID:
         AV_CODEC_ID_NONE
+        AV_CODEC_ID_MPEG1VIDEO
+        AV_CODEC_ID_MPEG2VIDEO
+        AV_CODEC_ID_MPEG4
+        AV_CODEC_ID_H264
+        AV_CODEC_ID_VP8
+        AV_CODEC_ID_VP9
+        AV_CODEC_ID_HEVC
+        AV_CODEC_ID_AV1
         AV_CODEC_ID_MP1
         AV_CODEC_ID_MP2
         AV_CODEC_ID_MP3
@@ -40,6 +48,8 @@ cdef extern from "libavcodec/codec_par.h" nogil:
     ctypedef struct AVCodecParameters:
         AVMediaType codec_type
         AVCodecID codec_id
+        uint8_t *extradata
+        int extradata_size
         int format
         int64_t bit_rate
         int bits_per_raw_sample
@@ -56,6 +66,7 @@ cdef extern from "libavcodec/codec_par.h" nogil:
         int frame_size
         int initial_padding
         int seek_preroll
+    int avcodec_parameters_copy(AVCodecParameters *dst, const AVCodecParameters *src)
 
 
 cdef extern from "libavcodec/packet.h" nogil:
@@ -99,3 +110,20 @@ cdef extern from "libavcodec/avcodec.h" nogil:
     int avcodec_receive_frame(AVCodecContext *avctx, AVFrame *frame)
     void avcodec_flush_buffers(AVCodecContext *avctx)
     unsigned avcodec_version()
+
+
+cdef extern from "libavcodec/bsf.h" nogil:
+    ctypedef struct AVBitStreamFilter:
+        const char *name
+    ctypedef struct AVBSFContext:
+        const AVBitStreamFilter *filter
+        AVCodecParameters *par_in
+        AVCodecParameters *par_out
+        AVRational time_base_in
+    const AVBitStreamFilter *av_bsf_get_by_name(const char *name)
+    int av_bsf_alloc(const AVBitStreamFilter *filter, AVBSFContext **ctx)
+    int av_bsf_init(AVBSFContext *ctx)
+    int av_bsf_send_packet(AVBSFContext *ctx, AVPacket *pkt)
+    int av_bsf_receive_packet(AVBSFContext *ctx, AVPacket *pkt)
+    void av_bsf_flush(AVBSFContext *ctx)
+    void av_bsf_free(AVBSFContext **ctx)
