@@ -133,16 +133,17 @@ cdef class CudaDriver:
 
     def context(self, index: int = 0) -> CudaContext:
         """The primary context of device ``index``, retained on first use and kept until close()."""
+        cdef CudaContext context
         index = int(index)
         if not 0 <= index < self.device_count:
             raise ValueError(f"device cuda:{index} does not exist: this machine has {self.device_count} "
                              f"CUDA device(s), cuda:0 to cuda:{self.device_count - 1}")
         with self.lock:
-            context = self.contexts.get(index)
-            if context is None:
-                context = CudaContext.__new__(CudaContext)
-                context.retain(self, index)
-                self.contexts[index] = context
+            if index in self.contexts:
+                return self.contexts[index]
+            context = CudaContext.__new__(CudaContext)
+            context.retain(self, index)
+            self.contexts[index] = context
             return context
 
     def close(self) -> None:
