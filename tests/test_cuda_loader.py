@@ -25,10 +25,15 @@ from torchcodec._core import _build_config
 STUBS = pathlib.Path(__file__).resolve().parent / "cuda_stubs"
 CC = shutil.which(os.environ.get("CC", "cc"))
 
-pytestmark = [
-    pytest.mark.skipif(not _build_config.CUDA_DRIVER, reason="this build has no CUDA driver loader (no ffnvcodec headers)"),
-    pytest.mark.skipif(CC is None, reason="no C compiler to build the stub libraries"),
-]
+
+
+def test_cuda_available_never_raises_and_agrees_with_the_reason():
+    import torchcodec
+    from torchcodec._device import cuda_unavailable_reason
+    reason = cuda_unavailable_reason()
+    assert torchcodec.cuda_available() is (reason is None)
+    if not _build_config.CUDA_DRIVER:
+        assert "this build of torchcodec has no CUDA support" in reason
 
 
 def loader_header() -> str:
@@ -64,6 +69,10 @@ def build_stub(directory: pathlib.Path, soname: str, source: str, loader_functio
 @pytest.fixture(scope="module")
 def stubs(tmp_path_factory):
     """Directories holding stub libraries: name -> path."""
+    if not _build_config.CUDA_DRIVER:
+        pytest.skip("this build has no CUDA driver loader (-Dcuda=disabled, or no ffnvcodec headers)")
+    if CC is None:
+        pytest.skip("no C compiler to build the stub libraries")
     root = tmp_path_factory.mktemp("cuda_stubs")
     cuda, cuvid = ("libcuda.so.1", "libcuda_stub.c", "cuda_load_functions"), \
                   ("libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
