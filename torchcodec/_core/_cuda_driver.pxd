@@ -22,8 +22,8 @@ cdef class CudaContext:
     cdef cu.CUdevice device
     cdef readonly int index
     cdef int retain(self, CudaDriver driver, int index) except -1
-    cdef int enter(self) except -1          # push ptr on this thread's context stack
-    cdef int exit(self) except -1           # pop it again; call in a finally after enter()
+    cdef int enter(self) except -1 nogil    # push ptr on this thread's context stack
+    cdef int exit(self) except -1 nogil     # pop it again; call in a finally after enter()
 
 
 cdef class CudaModule:

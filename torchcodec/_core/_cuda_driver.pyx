@@ -171,17 +171,27 @@ cdef class CudaContext:
         self.ptr = context
         return 0
 
-    cdef int enter(self) except -1:
+    cdef int enter(self) except -1 nogil:
+        cdef cu.CUresult ret
         if self.ptr == NULL:
-            raise CudaError(f"the context of cuda:{self.index} was released (close() was called)")
-        return check_cu(self.driver, self.driver.ptr.cuCtxPushCurrent(self.ptr), "cuCtxPushCurrent")
+            with gil:
+                raise CudaError(f"the context of cuda:{self.index} was released (close() was called)")
+        ret = self.driver.ptr.cuCtxPushCurrent(self.ptr)
+        if ret != cu.CUDA_SUCCESS:
+            with gil:
+                check_cu(self.driver, ret, "cuCtxPushCurrent")
+        return 0
 
-    cdef int exit(self) except -1:
+    cdef int exit(self) except -1 nogil:
         cdef cu.CUcontext popped = NULL
-        check_cu(self.driver, self.driver.ptr.cuCtxPopCurrent(&popped), "cuCtxPopCurrent")
+        cdef cu.CUresult ret = self.driver.ptr.cuCtxPopCurrent(&popped)
+        if ret != cu.CUDA_SUCCESS:
+            with gil:
+                check_cu(self.driver, ret, "cuCtxPopCurrent")
         if popped != self.ptr:
-            raise CudaError(f"cuCtxPopCurrent returned another context than the one pushed for cuda:{self.index}; "
-                            f"a caller left a context pushed")
+            with gil:
+                raise CudaError(f"cuCtxPopCurrent returned another context than the one pushed for "
+                                f"cuda:{self.index}; a caller left a context pushed")
         return 0
 
     def close(self) -> None:
