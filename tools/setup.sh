@@ -9,8 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libffmpeg-nvenc-dev: ffnvcodec's loader header, so that the CUDA driver loader is built (and its
+# stub-library tests run) here too; nothing of it is needed at run time.
 APT_PACKAGES=(pkg-config ffmpeg libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
-              libswresample-dev libavfilter-dev python3-venv python3-dev gcc)
+              libswresample-dev libavfilter-dev libffmpeg-nvenc-dev python3-venv python3-dev gcc)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

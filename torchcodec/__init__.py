@@ -10,6 +10,7 @@ import os
 from torchcodec import decoders, samplers, transforms
 from torchcodec._bridge import bridge, get_bridge, set_bridge
 from torchcodec._core._info import ffmpeg_versions, set_log_level
+from torchcodec._device import cuda_available
 from torchcodec._frame import AudioSamples, Frame, FrameBatch
 
 from torchcodec._version import version as __version__
@@ -31,6 +32,6 @@ def get_include() -> str:
 
 
 __all__ = [
-    "AudioSamples", "Frame", "FrameBatch", "bridge", "decoders", "ffmpeg_version", "ffmpeg_versions",
+    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "ffmpeg_version", "ffmpeg_versions",
     "get_bridge", "get_include", "samplers", "set_bridge", "set_log_level", "transforms",
 ]

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
-from torchcodec import _bridge
+from torchcodec import _bridge, _device
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._video import Match, VideoStream
@@ -35,7 +35,8 @@ class VideoDecoder(Reopenable):
         stream_index: absolute index of the video stream; None picks FFmpeg's best video stream.
         dimension_order: "NCHW" (frames are (3, H, W)) or "NHWC" ((H, W, 3)).
         num_ffmpeg_threads: decoding threads; 0 lets FFmpeg choose.
-        device: None or "cpu" (CUDA decoding is not available in this version).
+        device: None or "cpu". "cuda" / "cuda:N" raise RuntimeError saying why (no CUDA build, no
+            driver, no device, or NVDEC decoding not implemented yet in this version).
         seek_mode: "exact" scans the file at construction (exact frame count and timestamps, correct
             on variable frame rate) or "approximate" trusts the header (frame i is at begin + i / fps).
         transforms: a sequence of ``torchcodec.transforms`` (Resize, CenterCrop, RandomCrop) or
@@ -346,10 +347,13 @@ def _check_device(device: Any, has_transforms: bool = False) -> None:
     name = "cpu" if device is None else str(device)
     if name == "cpu":
         return
-    if name.startswith("cuda"):
+    index = _device.parse_cuda_index(name)
+    if index is not None:
         also = " (and decode-time transforms run on the CPU only)" if has_transforms else ""
-        raise RuntimeError(f"device={name!r}: CUDA decoding is not available in this build of torchcodec{also}; "
-                           f"use device='cpu'")
+        reason = _device.cuda_unavailable_reason()
+        if reason is None:
+            reason = "NVDEC decoding is not implemented in this version of torchcodec"
+        raise RuntimeError(f"device={name!r}: CUDA decoding is not available: {reason}{also}; use device='cpu'")
     raise ValueError(f"Invalid device {device!r}: use None, 'cpu', 'cuda' or 'cuda:N'")
 
 

@@ -1,0 +1,42 @@
+# The CUDA driver, opened at run time through ffnvcodec's loader; the primary context of a device,
+# pushed and popped around every entry; kernel modules loaded from the embedded fatbins.
+from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport nvcuvid as cuvid
+
+
+cdef class CudaDriver:
+    cdef cu.CudaFunctions *ptr              # libcuda.so.1's functions (owned: cuda_free_functions)
+    cdef cu.tcuStreamWaitEvent cuStreamWaitEvent    # the extras: NULL when this driver lacks them
+    cdef cu.tcuMemAllocAsync cuMemAllocAsync
+    cdef cu.tcuMemFreeAsync cuMemFreeAsync
+    cdef cu.tcuDriverGetVersion cuDriverGetVersion
+    cdef readonly int device_count
+    cdef dict contexts                      # index -> CudaContext, one per device
+    cdef object lock
+    cdef int open(self) except -1
+
+
+cdef class CudaContext:
+    cdef CudaDriver driver
+    cdef cu.CUcontext ptr                   # the device's primary context (retained, not created)
+    cdef cu.CUdevice device
+    cdef readonly int index
+    cdef int retain(self, CudaDriver driver, int index) except -1
+    cdef int enter(self) except -1 nogil    # push ptr on this thread's context stack
+    cdef int exit(self) except -1 nogil     # pop it again; call in a finally after enter()
+
+
+cdef class CudaModule:
+    cdef CudaContext context
+    cdef cu.CUmodule ptr
+    cdef readonly str name
+    cdef bytes image                        # kept alive while the module is loaded
+    cdef cu.CUfunction function_ptr(self, const char *name) except NULL
+
+
+cdef class CuvidLibrary:
+    cdef cuvid.CuvidFunctions *ptr          # libnvcuvid.so.1's functions (owned)
+
+
+cdef int check_cu(CudaDriver driver, cu.CUresult ret, const char *where) except -1
+cpdef CudaDriver load_driver()

@@ -1,0 +1,64 @@
+# The CUDA driver API as ffnvcodec's loader exposes it: a table of function pointers (CudaFunctions)
+# filled by cuda_load_functions from libcuda.so.1, opened with dlopen. C names kept; only what is used.
+# torchcodec/cuda_loader.h includes ffnvcodec/dynlink_loader.h with the loader's messages captured.
+
+cdef extern from "torchcodec/cuda_loader.h" nogil:
+    ctypedef struct tc_loader_log:
+        char text[256]
+
+    # ffnvcodec/dynlink_cuda.h
+    ctypedef int CUresult
+    ctypedef int CUdevice
+    ctypedef unsigned long long CUdeviceptr
+    ctypedef struct CUctx_st
+    ctypedef CUctx_st *CUcontext
+    ctypedef struct CUstream_st
+    ctypedef CUstream_st *CUstream
+    ctypedef struct CUevent_st
+    ctypedef CUevent_st *CUevent
+    ctypedef struct CUfunc_st
+    ctypedef CUfunc_st *CUfunction
+    ctypedef struct CUmod_st
+    ctypedef CUmod_st *CUmodule
+
+    enum:
+        CUDA_SUCCESS
+
+    # ffnvcodec/dynlink_loader.h
+    ctypedef struct CudaFunctions:
+        CUresult (*cuInit)(unsigned int flags) noexcept nogil
+        CUresult (*cuDeviceGetCount)(int *count) noexcept nogil
+        CUresult (*cuDeviceGet)(CUdevice *device, int ordinal) noexcept nogil
+        CUresult (*cuDeviceGetName)(char *name, int length, CUdevice dev) noexcept nogil
+        CUresult (*cuDeviceComputeCapability)(int *major, int *minor, CUdevice dev) noexcept nogil
+        CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *pctx, CUdevice dev) noexcept nogil
+        CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev) noexcept nogil
+        CUresult (*cuCtxPushCurrent)(CUcontext ctx) noexcept nogil
+        CUresult (*cuCtxPopCurrent)(CUcontext *pctx) noexcept nogil
+        CUresult (*cuModuleLoadData)(CUmodule *module, const void *image) noexcept nogil
+        CUresult (*cuModuleUnload)(CUmodule module) noexcept nogil
+        CUresult (*cuModuleGetFunction)(CUfunction *hfunc, CUmodule hmod, const char *name) noexcept nogil
+        CUresult (*cuLaunchKernel)(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                   unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                   unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                   void **kernelParams, void **extra) noexcept nogil
+        CUresult (*cuMemAlloc)(CUdeviceptr *dptr, size_t bytesize) noexcept nogil
+        CUresult (*cuMemFree)(CUdeviceptr dptr) noexcept nogil
+        CUresult (*cuEventCreate)(CUevent *phEvent, unsigned int flags) noexcept nogil
+        CUresult (*cuEventRecord)(CUevent hEvent, CUstream hStream) noexcept nogil
+        CUresult (*cuEventSynchronize)(CUevent hEvent) noexcept nogil
+        CUresult (*cuEventDestroy)(CUevent hEvent) noexcept nogil
+        CUresult (*cuStreamSynchronize)(CUstream hStream) noexcept nogil
+        CUresult (*cuGetErrorName)(CUresult error, const char **pstr) noexcept nogil
+        CUresult (*cuGetErrorString)(CUresult error, const char **pstr) noexcept nogil
+        void *lib
+
+    int cuda_load_functions(CudaFunctions **functions, void *logctx)
+    void cuda_free_functions(CudaFunctions **functions)
+
+
+# Driver functions that the loader's table lacks, looked up with dlsym on the same libcuda handle.
+ctypedef CUresult (*tcuStreamWaitEvent)(CUstream hStream, CUevent hEvent, unsigned int flags) noexcept nogil
+ctypedef CUresult (*tcuMemAllocAsync)(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) noexcept nogil
+ctypedef CUresult (*tcuMemFreeAsync)(CUdeviceptr dptr, CUstream hStream) noexcept nogil
+ctypedef CUresult (*tcuDriverGetVersion)(int *version) noexcept nogil
