@@ -50,6 +50,7 @@ cdef class AudioStream:
 
     cdef int seek_for(self, int64_t first) except -1 nogil
     cdef int start_run(self, int64_t feed_from, int64_t out_position, int64_t seek_to) except -1 nogil
+    cdef void reset_run(self, int64_t feed_from, int64_t out_position) noexcept nogil
     cdef int produce(self) except -1 nogil
     cdef int ensure_scratch(self, int samples) except -1 nogil
     cdef int64_t read_into(self, int64_t first, int64_t stop, char *dst, Py_ssize_t channel_stride,

@@ -72,12 +72,16 @@ cdef int64_t floor_div(int64_t a, int64_t b) noexcept nogil:
     return q
 
 
+cdef bint is_mpeg_audio(int codec_id) noexcept nogil:
+    return codec_id == lavc.AV_CODEC_ID_MP3 or codec_id == lavc.AV_CODEC_ID_MP2 or codec_id == lavc.AV_CODEC_ID_MP1
+
+
 cdef bint converges_after_preroll(int codec_id, int sample_format, bint lossless) noexcept nogil:
     """Whether decoding from a seek reproduces, after the pre-roll, an unbroken decode bit for bit
     (checked by the tests for each codec named here)."""
     if lossless or codec_id == lavc.AV_CODEC_ID_VORBIS:
         return True
-    if codec_id == lavc.AV_CODEC_ID_MP3 or codec_id == lavc.AV_CODEC_ID_MP2 or codec_id == lavc.AV_CODEC_ID_MP1:
+    if is_mpeg_audio(codec_id):
         # The float decoders; the fixed-point ones carry a rounding dither across frames.
         return sample_format == lavu.AV_SAMPLE_FMT_FLT or sample_format == lavu.AV_SAMPLE_FMT_FLTP
     return False
@@ -90,7 +94,7 @@ cdef int64_t preroll_samples(const lavc.AVCodecParameters *par, int rate, bint l
     cdef int64_t frame_bytes, frames
     if lossless:
         return 0
-    if par.codec_id == lavc.AV_CODEC_ID_MP3 or par.codec_id == lavc.AV_CODEC_ID_MP2 or par.codec_id == lavc.AV_CODEC_ID_MP1:
+    if is_mpeg_audio(par.codec_id):
         # The bit reservoir reaches up to 511 bytes back: as many frames as that is at half the
         # stream's bit rate (a VBR floor; never below the MPEG version's lowest rate, 32 kb/s for
         # MPEG-1, 8 kb/s for MPEG-2/2.5), plus three for the filter bank's overlap.
@@ -174,18 +178,11 @@ cdef class AudioStream:
         self.may_seek = self.seeks_are_exact or approximate
 
         # The run that the constructor began: from the start, with the first frame in hand.
-        self.positioned = True
-        self.from_start = True
-        self.landing = True
         self.step_backs = 0
-        self.feed_from = 0
-        self.out_next = 0
-        self.in_next = 0
-        self.drained = False
-        self.scratch_start = 0
-        self.scratch_length = 0
-        self.scratch_read = 0
         self.scratch_capacity = 0
+        self.from_start = True
+        self.reset_run(0, 0)
+        self.has_frame = True
 
     def __dealloc__(self):
         lavc.av_packet_free(&self.packet)
@@ -225,6 +222,8 @@ cdef class AudioStream:
         cdef AVRational per_sample
         self.from_start = seek_to <= 0 or self.step_backs > MAX_STEP_BACKS
         if self.from_start:
+            # The first packet, not the start time: an AAC stream's priming packet lies before it
+            # (pts -1024, with samples to skip) and shapes the first frames.
             self.demuxer.seek(self.stream_index, INT64_MIN)
         else:
             if self.scan_before_seeking and not self.scanned:
@@ -241,16 +240,22 @@ cdef class AudioStream:
             self.decoder = StreamDecoder(self.demuxer, self.stream_index, 1)
         self.resampler.restart()
         self.seeks += 1
+        self.reset_run(feed_from, out_position)
+        return 0
+
+    cdef void reset_run(self, int64_t feed_from, int64_t out_position) noexcept nogil:
+        """The state of a run that has decoded nothing yet and feeds the resampler from input
+        position ``feed_from``, whose first output is at ``out_position``."""
         self.has_frame = False
         self.positioned = True
         self.landing = True
         self.drained = False
         self.feed_from = feed_from
+        self.in_next = 0
         self.out_next = out_position
         self.scratch_start = out_position
         self.scratch_length = 0
         self.scratch_read = 0
-        return 0
 
     cdef int produce(self) except -1 nogil:
         """Decode and convert the next frame into the scratch planes: 1 if the stream goes on,

@@ -15,5 +15,6 @@ cdef class Demuxer:
     cdef int read(self, AVPacket *packet) except? -1 nogil
     cdef int seek(self, int stream_index, int64_t timestamp) except -1 nogil
     cdef int raise_source_error(self) except -1
+    cdef int seek_to_start(self, int stream_index) except -1 nogil
     cdef int seek_bytes(self, int64_t position) except -1 nogil
     cdef bint can_seek_bytes(self) noexcept nogil

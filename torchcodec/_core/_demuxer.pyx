@@ -180,6 +180,13 @@ cdef class Demuxer:
                 check_av(ret, "avformat_seek_file", self.name)
         return 0
 
+    cdef int seek_to_start(self, int stream_index) except -1 nogil:
+        """Seek to the stream's start time (its first key frame when the start time is unknown).
+        The video paths use this: INT64_MIN was seen to bring no packets back once an mp4 video had
+        been read to its end."""
+        cdef int64_t start = self.ptr.streams[stream_index].start_time
+        return self.seek(stream_index, start if start != lavu.AV_NOPTS_VALUE else INT64_MIN)
+
     cdef int seek_bytes(self, int64_t position) except -1 nogil:
         """Seek to byte ``position`` (the start of a packet) of the file."""
         cdef int ret = lavf.av_seek_frame(self.ptr, -1, position, lavf.AVSEEK_FLAG_BYTE | lavf.AVSEEK_FLAG_BACKWARD)

@@ -18,7 +18,7 @@ filter holds (after a seek of the demuxer) and drops the packets before the next
 a parser can start again. The Python methods are for tests and tools.
 """
 from libc.errno cimport EAGAIN, ENOMEM
-from libc.stdint cimport INT64_MIN, int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t
 
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._error cimport av_error_string, check_av
@@ -250,14 +250,14 @@ cdef class NvdecInput:
         frame index), for containers whose timestamp seek lands only near the target (MPEG-TS/PS).
         Packets before the next key packet are then dropped."""
         self.check_supported()
-        cdef lavf.AVStream *st = self.demuxer.stream(self.stream_index)
-        cdef int64_t target = st.start_time if st.start_time != lavu.AV_NOPTS_VALUE else INT64_MIN
-        if pts is not None:
-            target = pts
+        cdef bint from_start = pts is None
+        cdef int64_t target = 0 if from_start else pts
         cdef int64_t byte_position = position
         with nogil:
             if byte_position >= 0:
                 self.demuxer.seek_bytes(byte_position)
+            elif from_start:
+                self.demuxer.seek_to_start(self.stream_index)
             else:
                 self.demuxer.seek(self.stream_index, target)
             self.flush()

@@ -56,7 +56,10 @@ cdef class Resampler:
         self.in_format = frame.format
         if self.out_layout.nb_channels == 0:
             if self.out_channels == 0 or self.out_channels == layout.nb_channels:
-                check_av_nogil(lavu.av_channel_layout_copy(&self.out_layout, &layout), "av_channel_layout_copy")
+                ret = lavu.av_channel_layout_copy(&self.out_layout, &layout)
+                if ret < 0:
+                    with gil:
+                        check_av(ret, "av_channel_layout_copy")
             else:
                 lavu.av_channel_layout_default(&self.out_layout, self.out_channels)
             self.out_channels = self.out_layout.nb_channels
@@ -113,13 +116,6 @@ cdef class Resampler:
             with gil:
                 check_av(n, "swr_convert (drain)", describe_conversion(self))
         return n
-
-
-cdef int check_av_nogil(int ret, const char *where) except -1 nogil:
-    if ret < 0:
-        with gil:
-            check_av(ret, where)
-    return ret
 
 
 cdef str describe_conversion(Resampler resampler):

@@ -48,8 +48,7 @@ cdef class VideoStream:
     cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
     cdef readonly unsigned long seeks
     cdef int64_t tolerance              # AT_OR_AFTER matches frames this many ticks early
-    cdef readonly double time_base      # seconds per tick of the stream's time base (num / den)
-    cdef int64_t time_base_num
+    cdef int64_t time_base_num          # seconds per tick of the stream's time base = num / den
     cdef int64_t time_base_den
     cdef int64_t first_key_timestamp    # where a decoder opened at the start begins
     cdef int64_t start_timestamp        # the stream's start time (INT64_MIN: unknown)

@@ -59,7 +59,6 @@ cdef class VideoStream:
         demuxer.use_only_stream(stream_index)
         self.time_base_num = demuxer.stream(stream_index).time_base.num
         self.time_base_den = demuxer.stream(stream_index).time_base.den
-        self.time_base = <double>self.time_base_num / self.time_base_den
         self.decoder = StreamDecoder(demuxer, stream_index, num_threads)
         self.scaler = Scaler()
         self.packet = lavc.av_packet_alloc()
@@ -127,7 +126,10 @@ cdef class VideoStream:
         elif self.seek_by_bytes and position >= 0:
             self.demuxer.seek_bytes(position)
         else:
-            self.demuxer.seek(self.stream_index, key if key != INT64_MIN else self.start_timestamp)
+            if key == INT64_MIN:
+                self.demuxer.seek_to_start(self.stream_index)
+            else:
+                self.demuxer.seek(self.stream_index, key)
         self.decoder.flush()
         self.seeks += 1
         if self.positional:
@@ -279,7 +281,7 @@ cdef class VideoStream:
                     return 0          # the last frame plays until the end of the stream
                 with gil:
                     raise IndexError(
-                        f"no decodable frame at or after pts {target} (={target * self.time_base:.6f} s): "
+                        f"no decodable frame at or after pts {target} (={ticks_to_seconds(target, self.time_base_num, self.time_base_den):.6f} s): "
                         f"the stream ended first (truncated or corrupt file?)")
             if self.frames_since_seek == 1:
                 if self.run_from_start:

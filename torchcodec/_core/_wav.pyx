@@ -204,8 +204,8 @@ cdef class WavReader:
             done += frames
             if got < frames * self.block_align or frames == 0:
                 break
-        with gil:
-            if self.source is not None:
+        if self.source is not None:
+            with gil:
                 self.source.raise_pending()
         return done
 

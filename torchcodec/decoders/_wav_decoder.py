@@ -7,7 +7,7 @@ import threading
 from torchcodec._core._wav import WavReader
 from torchcodec._source import SourceLike, open_source
 from torchcodec.decoders._audio_decoder import SampleRanges
-from torchcodec.decoders._metadata import AudioStreamMetadata
+from torchcodec.decoders._metadata import AudioStreamMetadata, audio_metadata
 
 
 class WavDecoder(SampleRanges):
@@ -28,17 +28,16 @@ class WavDecoder(SampleRanges):
         self.stream_index = 0
         self._sample_rate = reader.sample_rate
         self._begin = 0.0
-        self.metadata = AudioStreamMetadata(
+        self.metadata: AudioStreamMetadata = audio_metadata(dict(
             duration_seconds_from_header=reader.num_samples / reader.sample_rate,
             begin_stream_seconds_from_header=None,      # WAV has no start time (as FFmpeg says)
             bit_rate=reader.sample_rate * reader.num_channels * reader.bits_per_sample,
             codec=reader.codec,
             stream_index=0,
-            media_type="audio",
             sample_rate=reader.sample_rate,
             num_channels=reader.num_channels,
             sample_format=reader.sample_format,
-        )
+        ))
 
     def _engines(self) -> tuple:
         return (self._engine,)
