@@ -9,21 +9,15 @@ pops, primary-context retains and releases, and records the image given to cuMod
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import pathlib
-import re
-import shutil
-import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from torchcodec._core import _build_config
 
-STUBS = pathlib.Path(__file__).resolve().parent / "cuda_stubs"
-CC = shutil.which(os.environ.get("CC", "cc"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
+from stub_build import CC, build_stub, run_python  # noqa: E402
 
 
 
@@ -34,36 +28,6 @@ def test_cuda_available_never_raises_and_agrees_with_the_reason():
     assert torchcodec.cuda_available() is (reason is None)
     if not _build_config.CUDA_DRIVER:
         assert "this build of torchcodec has no CUDA support" in reason
-
-
-def loader_header() -> str:
-    """The path of the ffnvcodec/dynlink_loader.h that the compiler finds."""
-    result = subprocess.run([CC, "-M", "-x", "c", "-"], input="#include <ffnvcodec/dynlink_loader.h>\n",
-                            capture_output=True, text=True, check=True)
-    return next(path for path in result.stdout.replace("\\\n", " ").split() if path.endswith("dynlink_loader.h"))
-
-
-def loader_symbols(function: str) -> list[str]:
-    """The symbols that ffnvcodec's ``function`` (cuda_load_functions, ...) looks up."""
-    text = pathlib.Path(loader_header()).read_text()
-    body = text[text.index(f"static inline int {function}("):]
-    body = body[:body.index("GENERIC_LOAD_FUNC_FINALE")]
-    return re.findall(r'LOAD_SYMBOL(?:_OPT)?\(\w+, \w+, "(\w+)"\)', body)
-
-
-def build_stub(directory: pathlib.Path, soname: str, source: str, loader_function: str,
-               defines: tuple[str, ...] = (), omit: tuple[str, ...] = ()) -> pathlib.Path:
-    """Compile ``source`` plus generated stand-ins for the loader's other symbols into directory/soname."""
-    directory.mkdir(parents=True, exist_ok=True)
-    written = (STUBS / source).read_text()
-    generated = [f"int {name}(void) {{ return 801; }}  /* CUDA_ERROR_NOT_SUPPORTED */"
-                 for name in dict.fromkeys(loader_symbols(loader_function))
-                 if name not in omit and not re.search(rf"\b{name}\(", written)]
-    rest = directory / "generated.c"
-    rest.write_text("\n".join(generated) + "\n")
-    subprocess.run([CC, "-shared", "-fPIC", "-O1", *(f"-D{d}" for d in defines), "-o", str(directory / soname),
-                    f"-Wl,-soname,{soname}", str(STUBS / source), str(rest)], check=True)
-    return directory
 
 
 @pytest.fixture(scope="module")
@@ -87,18 +51,6 @@ def stubs(tmp_path_factory):
     }
     made["empty"].mkdir()
     return made
-
-
-def run_python(code: str, libdir: pathlib.Path, **env: str) -> dict:
-    """Run ``code`` with libdir first on the library path; it prints one JSON object, returned here."""
-    environ = dict(os.environ, **env)
-    environ["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libdir), os.environ.get("LD_LIBRARY_PATH")]))
-    result = subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(code)], env=environ, cwd=libdir,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, f"subprocess failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
-    output = json.loads(result.stdout.strip().splitlines()[-1])
-    output["stderr"] = result.stderr
-    return output
 
 
 def loadable(soname: str, libdir: pathlib.Path) -> bool:

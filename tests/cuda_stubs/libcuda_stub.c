@@ -1,5 +1,5 @@
-/* A stand-in for the NVIDIA driver's libcuda.so.1, built by tests/test_cuda_loader.py so that the
- * loader, error and context paths of torchcodec._core._cuda_driver run on machines without a GPU.
+/* A stand-in for the NVIDIA driver's libcuda.so.1, built by tests/cuda_stubs/stub_build.py so that the
+ * loader, error, context, memory, stream and launch paths run on machines without a GPU.
  *
  * Behaviour: one or more fake devices (STUB_DEVICE_COUNT, default 1); cuInit returns STUB_CUINIT_RESULT
  * (default 0). Every push, pop, primary-context retain/release and module load is counted in the
@@ -142,6 +142,10 @@ int cuModuleUnload(void *module)
     return SUCCESS;
 }
 
+/* Function handles point at a copy of the kernel's name, so that cuLaunchKernel knows what runs. */
+static char function_names[64][64];
+static int function_count;
+
 int cuModuleGetFunction(void **function, void *module, const char *name)
 {
     size_t length = strlen(name);
@@ -151,7 +155,16 @@ int cuModuleGetFunction(void **function, void *module, const char *name)
         return ERROR_INVALID_VALUE;
     for (size_t i = 0; i + length <= stub_image_size; i++) {
         if (memcmp(loaded_image + i, name, length) == 0) {
-            *function = (void *)(loaded_image + i);
+            for (int k = 0; k < function_count; k++) {
+                if (strcmp(function_names[k], name) == 0) {
+                    *function = function_names[k];
+                    return SUCCESS;
+                }
+            }
+            if (function_count == 64 || length >= 64)
+                return ERROR_INVALID_VALUE;
+            strcpy(function_names[function_count], name);
+            *function = function_names[function_count++];
             return SUCCESS;
         }
     }
@@ -185,11 +198,288 @@ int cuGetErrorString(int error, const char **text)
     return *text ? SUCCESS : ERROR_INVALID_VALUE;
 }
 
+/* ---- memory, copies, streams, events, launches ------------------------------------------------
+ * "Device" memory is host memory (malloc), so that copies and emulated kernels really move bytes
+ * and tests can read the results. Every call is appended to a text log (stub_call_log()), and
+ * counted. Streams are tokens from cuStreamCreate, or any handle a caller passes (0 = legacy
+ * default stream). A launch calls stub_emulate_launch when a library linked into the stub defines
+ * it (tests/cuda_stubs/kernel_emulation.cpp runs the real kernels/*.cu code on the CPU). */
+#include <stdarg.h>
+#include <stdint.h>
+
+int stub_allocs, stub_frees, stub_async_allocs, stub_async_frees, stub_memcpys;
+long long stub_live_bytes;
+int stub_events_created, stub_events_destroyed, stub_event_records, stub_event_syncs, stub_event_queries;
+int stub_stream_waits, stub_stream_syncs, stub_streams_created, stub_streams_destroyed, stub_launches;
+void *stub_last_wait_stream, *stub_last_wait_event, *stub_last_launch_stream, *stub_last_record_stream;
+char stub_last_kernel[64];
+
+static char call_log[1 << 16];
+static size_t call_log_used;
+
+static void log_call(const char *format, ...)
+{
+    va_list args;
+    int written;
+    if (call_log_used >= sizeof(call_log) - 256)
+        return;   /* full: the tests read short logs */
+    va_start(args, format);
+    written = vsnprintf(call_log + call_log_used, sizeof(call_log) - call_log_used, format, args);
+    va_end(args);
+    if (written > 0)
+        call_log_used += (size_t)written;
+}
+
+const char *stub_call_log(void) { return call_log; }
+void stub_clear_log(void) { call_log_used = 0; call_log[0] = 0; }
+
+typedef struct stub_allocation { size_t size; } stub_allocation;   /* header before the bytes */
+
+static int allocate(unsigned long long *pointer, size_t size)
+{
+    stub_allocation *block;
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
+    if (size == 0)
+        return ERROR_INVALID_VALUE;
+    if (size > ((size_t)1 << 36) || !(block = malloc(sizeof(stub_allocation) + size + 64)))
+        return 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
+    block->size = size;
+    *pointer = (unsigned long long)(uintptr_t)(block + 1);
+    stub_live_bytes += (long long)size;
+    return SUCCESS;
+}
+
+static int release(unsigned long long pointer)
+{
+    stub_allocation *block;
+    if (!pointer)
+        return SUCCESS;
+    block = (stub_allocation *)(uintptr_t)pointer - 1;
+    stub_live_bytes -= (long long)block->size;
+    free(block);
+    return SUCCESS;
+}
+
+int cuMemAlloc_v2(unsigned long long *pointer, size_t size)
+{
+    int ret = allocate(pointer, size);
+    log_call("cuMemAlloc(%zu)\n", size);
+    stub_allocs += ret == SUCCESS;
+    return ret;
+}
+
+int cuMemFree_v2(unsigned long long pointer)
+{
+    log_call("cuMemFree\n");
+    stub_frees++;
+    return release(pointer);
+}
+
+typedef struct stub_memcpy2d {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    unsigned long long srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    unsigned long long dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} stub_memcpy2d;
+
+static int copy_2d(const stub_memcpy2d *copy, void *stream, const char *name)
+{
+    const char *src = copy->srcMemoryType == 1 ? copy->srcHost : (const char *)(uintptr_t)copy->srcDevice;
+    char *dst = copy->dstMemoryType == 1 ? copy->dstHost : (char *)(uintptr_t)copy->dstDevice;
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
+    if (!src || !dst || copy->srcPitch < copy->WidthInBytes || copy->dstPitch < copy->WidthInBytes)
+        return ERROR_INVALID_VALUE;
+    src += copy->srcY * copy->srcPitch + copy->srcXInBytes;
+    dst += copy->dstY * copy->dstPitch + copy->dstXInBytes;
+    for (size_t row = 0; row < copy->Height; row++)
+        memcpy(dst + row * copy->dstPitch, src + row * copy->srcPitch, copy->WidthInBytes);
+    stub_memcpys++;
+    log_call("%s(%d->%d, %zux%zu, stream=%p)\n", name, copy->srcMemoryType, copy->dstMemoryType,
+             copy->WidthInBytes, copy->Height, stream);
+    return SUCCESS;
+}
+
+int cuMemcpy2D_v2(const stub_memcpy2d *copy) { return copy_2d(copy, NULL, "cuMemcpy2D"); }
+int cuMemcpy2DAsync_v2(const stub_memcpy2d *copy, void *stream) { return copy_2d(copy, stream, "cuMemcpy2DAsync"); }
+
+static int copy_1d(void *dst, const void *src, size_t size, void *stream, const char *name)
+{
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
+    if (!dst || !src)
+        return ERROR_INVALID_VALUE;
+    memmove(dst, src, size);
+    stub_memcpys++;
+    log_call("%s(%zu, stream=%p)\n", name, size, stream);
+    return SUCCESS;
+}
+
+#define P(x) ((void *)(uintptr_t)(x))
+int cuMemcpy(unsigned long long dst, unsigned long long src, size_t n) { return copy_1d(P(dst), P(src), n, NULL, "cuMemcpy"); }
+int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n, void *s) { return copy_1d(P(dst), P(src), n, s, "cuMemcpyAsync"); }
+int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) { return copy_1d(P(dst), src, n, NULL, "cuMemcpyHtoD"); }
+int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s) { return copy_1d(P(dst), src, n, s, "cuMemcpyHtoDAsync"); }
+int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n) { return copy_1d(dst, P(src), n, NULL, "cuMemcpyDtoH"); }
+int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *s) { return copy_1d(dst, P(src), n, s, "cuMemcpyDtoHAsync"); }
+int cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, size_t n) { return copy_1d(P(dst), P(src), n, NULL, "cuMemcpyDtoD"); }
+int cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n, void *s) { return copy_1d(P(dst), P(src), n, s, "cuMemcpyDtoDAsync"); }
+
+int cuMemsetD8Async(unsigned long long dst, unsigned char value, size_t n, void *stream)
+{
+    if (!dst)
+        return ERROR_INVALID_VALUE;
+    memset(P(dst), value, n);
+    log_call("cuMemsetD8Async(%zu, stream=%p)\n", n, stream);
+    return SUCCESS;
+}
+
+int cuStreamCreate(void **stream, unsigned int flags)
+{
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
+    *stream = malloc(16);
+    stub_streams_created++;
+    log_call("cuStreamCreate(flags=%u) -> %p\n", flags, *stream);
+    return SUCCESS;
+}
+
+int cuStreamDestroy_v2(void *stream)
+{
+    stub_streams_destroyed++;
+    log_call("cuStreamDestroy(%p)\n", stream);
+    free(stream);
+    return SUCCESS;
+}
+
+int cuStreamSynchronize(void *stream)
+{
+    stub_stream_syncs++;
+    log_call("cuStreamSynchronize(%p)\n", stream);
+    return SUCCESS;
+}
+
+int cuStreamQuery(void *stream) { (void)stream; return SUCCESS; }
+
+typedef struct stub_event { int recorded; void *stream; } stub_event;
+
+int cuEventCreate(stub_event **event, unsigned int flags)
+{
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
+    *event = calloc(1, sizeof(stub_event));
+    stub_events_created++;
+    log_call("cuEventCreate(flags=%u) -> %p\n", flags, (void *)*event);
+    return SUCCESS;
+}
+
+int cuEventDestroy_v2(stub_event *event)
+{
+    stub_events_destroyed++;
+    log_call("cuEventDestroy(%p)\n", (void *)event);
+    free(event);
+    return SUCCESS;
+}
+
+int cuEventRecord(stub_event *event, void *stream)
+{
+    if (!event)
+        return ERROR_INVALID_VALUE;
+    event->recorded = 1;
+    event->stream = stream;
+    stub_event_records++;
+    stub_last_record_stream = stream;
+    log_call("cuEventRecord(%p, stream=%p)\n", (void *)event, stream);
+    return SUCCESS;
+}
+
+int cuEventSynchronize(stub_event *event)
+{
+    if (!event)
+        return ERROR_INVALID_VALUE;
+    stub_event_syncs++;
+    log_call("cuEventSynchronize(%p)\n", (void *)event);
+    return SUCCESS;
+}
+
+int cuEventQuery(stub_event *event)
+{
+    if (!event)
+        return ERROR_INVALID_VALUE;
+    stub_event_queries++;
+    return SUCCESS;
+}
+
+/* Defined by kernel_emulation.cpp when it is linked in: runs the kernel on the CPU. */
+__attribute__((weak)) int stub_emulate_launch(const char *name, const unsigned grid[3], const unsigned block[3],
+                                              void **params);
+
+int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void *stream, void **params, void **extra)
+{
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    (void)shared;
+    (void)extra;
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
+    if (!function || !params || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024)
+        return ERROR_INVALID_VALUE;
+    stub_launches++;
+    stub_last_launch_stream = stream;
+    snprintf(stub_last_kernel, sizeof(stub_last_kernel), "%s", (const char *)function);
+    log_call("cuLaunchKernel(%s, grid=%ux%ux%u, block=%ux%ux%u, stream=%p)\n", (const char *)function,
+             gx, gy, gz, bx, by, bz, stream);
+    if (stub_emulate_launch)
+        return stub_emulate_launch((const char *)function, grid, block, params);
+    return SUCCESS;
+}
+
+int cuCtxGetDevice(int *device)
+{
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
+    *device = ((stub_context *)stack[stub_stack_depth - 1])->device;
+    return SUCCESS;
+}
+
 #ifndef STUB_NO_EXTRAS
 int cuDriverGetVersion(int *version) { *version = 12040; return SUCCESS; }
-int cuStreamWaitEvent(void *stream, void *event, unsigned int flags) { (void)stream; (void)event; (void)flags; return SUCCESS; }
-int cuMemAllocAsync(unsigned long long *pointer, size_t size, void *stream) { (void)size; (void)stream; *pointer = 0; return 801; }
-int cuMemFreeAsync(unsigned long long pointer, void *stream) { (void)pointer; (void)stream; return 801; }
+
+int cuStreamWaitEvent(void *stream, stub_event *event, unsigned int flags)
+{
+    if (!event || flags != 0)
+        return ERROR_INVALID_VALUE;
+    stub_stream_waits++;
+    stub_last_wait_stream = stream;
+    stub_last_wait_event = event;
+    log_call("cuStreamWaitEvent(stream=%p, %p)\n", stream, (void *)event);
+    return SUCCESS;
+}
+
+int cuMemAllocAsync(unsigned long long *pointer, size_t size, void *stream)
+{
+    int ret = allocate(pointer, size);
+    log_call("cuMemAllocAsync(%zu, stream=%p)\n", size, stream);
+    stub_async_allocs += ret == SUCCESS;
+    return ret;
+}
+
+int cuMemFreeAsync(unsigned long long pointer, void *stream)
+{
+    log_call("cuMemFreeAsync(stream=%p)\n", stream);
+    stub_async_frees++;
+    return release(pointer);
+}
 #endif
 
 __attribute__((destructor)) static void stub_report(void)
@@ -198,7 +488,9 @@ __attribute__((destructor)) static void stub_report(void)
     FILE *file;
     if (!path || !(file = fopen(path, "w")))
         return;
-    fprintf(file, "pushes=%d pops=%d retains=%d releases=%d loads=%d unloads=%d\n",
-            stub_pushes, stub_pops, stub_retains, stub_releases, stub_loads, stub_unloads);
+    fprintf(file, "pushes=%d pops=%d retains=%d releases=%d loads=%d unloads=%d live_bytes=%lld "
+            "events_created=%d events_destroyed=%d streams_created=%d streams_destroyed=%d\n",
+            stub_pushes, stub_pops, stub_retains, stub_releases, stub_loads, stub_unloads, stub_live_bytes,
+            stub_events_created, stub_events_destroyed, stub_streams_created, stub_streams_destroyed);
     fclose(file);
 }

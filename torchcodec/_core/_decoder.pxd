@@ -1,18 +1,26 @@
-# The StreamDecoder owns an AVCodecContext (libavcodec, CPU).
+# Decoders of one stream's packets into AVFrames: the FrameDecoder interface that the video engine
+# drives, and StreamDecoder, which implements it with libavcodec (CPU, or FFmpeg's CUDA hwaccel).
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._ffmpeg.avcodec cimport AVCodecContext, AVPacket
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
-cdef class StreamDecoder:
+cdef class FrameDecoder:
+    # next_frame: decode the stream's next frame (presentation order) into ``frame``: 1 when one
+    #   came, 0 at the end of the stream. Reads packets from ``demuxer`` (``packet`` is scratch).
+    # flush: forget buffered packets and frames after the demuxer seeked; the stream goes on.
+    # output_done: the last frame was returned (true until flush()).
+    cdef bint output_done
+    cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil
+    cdef void flush(self) noexcept nogil
+
+
+cdef class StreamDecoder(FrameDecoder):
     cdef AVCodecContext *ptr
     cdef readonly int stream_index
     cdef bint input_done                # the decoder was sent the end of the stream
-    cdef bint output_done               # the decoder has returned its last frame
     cdef int bad_packets                # consecutive packets or frames the decoder refused
 
     cdef int send(self, const AVPacket *packet) noexcept nogil
     cdef int receive(self, AVFrame *frame) noexcept nogil
-    cdef void flush(self) noexcept nogil
-    cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil
     cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil

@@ -17,7 +17,19 @@ from torchcodec._ffmpeg.avutil cimport AVFrame
 cdef int MAX_BAD_PACKETS = 100
 
 
-cdef class StreamDecoder:
+cdef class FrameDecoder:
+    """The interface the video engine decodes through (see _decoder.pxd); StreamDecoder and NVDEC's
+    NvdecDecoder implement it."""
+
+    cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil:
+        with gil:
+            raise NotImplementedError(f"{type(self).__name__} does not implement next_frame")
+
+    cdef void flush(self) noexcept nogil:
+        pass
+
+
+cdef class StreamDecoder(FrameDecoder):
     """A libavcodec decoder for stream ``stream_index`` of ``demuxer``.
 
     ``num_threads``: 1 decodes on the calling thread; 0 lets FFmpeg choose; n > 1 uses n threads.

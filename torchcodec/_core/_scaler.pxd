@@ -1,6 +1,7 @@
 # The Scaler owns a SwsContext: decoded frames to RGB in caller-provided memory, rotation applied,
 # then the decoder's transforms (crops and resizes), planned once as a short list of stages.
 from libc.stdint cimport uint8_t, uint16_t
+from torchcodec._core._converter cimport FrameConverter
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVPixelFormat
 from torchcodec._ffmpeg.swscale cimport SwsContext
 
@@ -22,7 +23,7 @@ cdef struct Stage:
     bint resize
 
 
-cdef class Scaler:
+cdef class Scaler(FrameConverter):
     cdef SwsContext *ptr
     cdef SwsContext *stage_ctx[MAX_STAGES]      # RGB-to-RGB resizes of the stages after the first
     cdef AVFrame *rotated           # the frame's planes turned by the display rotation

@@ -24,7 +24,9 @@ from libc.stdint cimport uint8_t, uint16_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
+from torchcodec._core._converter cimport FrameConverter
 from torchcodec._core._error cimport check_av
+
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport swscale as sws
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVPixelFormat, AVPixFmtDescriptor
@@ -119,7 +121,7 @@ cdef bint is_chroma_plane(const AVPixFmtDescriptor *desc, int plane) noexcept no
     return (plane == 1 or plane == 2) and not (desc.flags & lavu.AV_PIX_FMT_FLAG_RGB)
 
 
-cdef class Scaler:
+cdef class Scaler(FrameConverter):
     def __cinit__(self):
         cdef int i
         self.ptr = NULL

@@ -1,9 +1,9 @@
 # The video engine: one stream of one source, decoded to RGB into caller-provided memory.
 from libc.stdint cimport int64_t, uint8_t
-from torchcodec._core._decoder cimport StreamDecoder
+from torchcodec._core._converter cimport FrameConverter
+from torchcodec._core._decoder cimport FrameDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._frame_index cimport FrameIndex
-from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg.avcodec cimport AVPacket
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
@@ -23,8 +23,8 @@ cdef struct OutputSlots:
 
 cdef class VideoStream:
     cdef readonly Demuxer demuxer
-    cdef readonly StreamDecoder decoder
-    cdef readonly Scaler scaler
+    cdef readonly FrameDecoder decoder      # StreamDecoder (libavcodec) or NvdecDecoder
+    cdef readonly FrameConverter converter  # Scaler (host memory) or CudaConverter (device memory)
     cdef readonly FrameIndex index      # exact mode; None in approximate mode
     cdef readonly int stream_index
     cdef readonly int rotation          # clockwise degrees applied to output frames

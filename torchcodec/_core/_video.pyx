@@ -8,9 +8,9 @@ GIL. ``decode_into`` is the same for one frame, for other Cython extensions.
 """
 from libc.stdint cimport INT64_MIN, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, qsort
-from libc.string cimport memcpy
 
-from torchcodec._core._decoder cimport StreamDecoder
+from torchcodec._core._converter cimport FrameConverter
+from torchcodec._core._decoder cimport FrameDecoder, StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._frame_index cimport FrameIndex, ticks_to_seconds
 from torchcodec._core._scaler cimport Scaler
@@ -43,10 +43,13 @@ cdef class VideoStream:
     ``index``: the FrameIndex (exact mode) or None (approximate mode: key frames come from the
     demuxer's own index). ``at_start``: whether the demuxer is still at the start of the file
     (False after a scan). ``rotation``: clockwise degrees (0, 90, 180, 270) to turn frames by.
+    ``decoder`` and ``converter``: what decodes and converts frames; by default a libavcodec
+    StreamDecoder with ``num_threads`` and a Scaler writing host memory (CUDA decoders pass an
+    NvdecDecoder or a hwaccel StreamDecoder, and a CudaConverter writing device memory).
     """
 
     def __cinit__(self, Demuxer demuxer, int stream_index, FrameIndex index, int num_threads,
-                  int rotation, bint at_start):
+                  int rotation, bint at_start, FrameDecoder decoder=None, FrameConverter converter=None):
         self.packet = NULL
         self.held = NULL
         self.incoming = NULL
@@ -59,8 +62,8 @@ cdef class VideoStream:
         demuxer.use_only_stream(stream_index)
         self.time_base_num = demuxer.stream(stream_index).time_base.num
         self.time_base_den = demuxer.stream(stream_index).time_base.den
-        self.decoder = StreamDecoder(demuxer, stream_index, num_threads)
-        self.scaler = Scaler()
+        self.decoder = decoder if decoder is not None else StreamDecoder(demuxer, stream_index, num_threads)
+        self.converter = converter if converter is not None else Scaler()
         self.packet = lavc.av_packet_alloc()
         self.held = lavu.av_frame_alloc()
         self.incoming = lavu.av_frame_alloc()
@@ -100,7 +103,11 @@ cdef class VideoStream:
         input is the frame after rotation; each later stage's is the output of the one before.
         Output frames are then the last stage's out_w x out_h.
         """
-        self.scaler.set_stages(stages)
+        if not isinstance(self.converter, Scaler):
+            if len(stages):
+                raise ValueError(f"transforms run in the Scaler; this stream converts with {type(self.converter).__name__}")
+            return
+        (<Scaler>self.converter).set_stages(stages)
 
     # ---- decoding ------------------------------------------------------------------------------
 
@@ -309,7 +316,7 @@ cdef class VideoStream:
         without the GIL; the caller serialises calls on one VideoStream.
         """
         self.find_frame(target, match)
-        return self.scaler.convert(self.held, self.rotation, dst, row_stride, width, height, as_float)
+        return self.converter.convert(self.held, self.rotation, dst, row_stride, width, height, as_float)
 
     # ---- the batch routine ------------------------------------------------------------------------
 
@@ -366,9 +373,10 @@ cdef class VideoStream:
                     if k == 0 or order[k].timestamp != order[k - 1].timestamp:
                         self.find_frame(order[k].timestamp, how)
                     if previous_slot != NULL and previous_serial == self.held_serial:
-                        copy_frame(slot, previous_slot, &slots)
+                        self.converter.copy_output(<uint8_t *>slot, <const uint8_t *>previous_slot, slots.row_stride,
+                                                   slots.width, slots.height, slots.as_float)
                     else:
-                        self.scaler.convert(self.held, self.rotation, <uint8_t *>slot, slots.row_stride,
+                        self.converter.convert(self.held, self.rotation, <uint8_t *>slot, slots.row_stride,
                                             slots.width, slots.height, slots.as_float)
                     previous_slot = slot
                     previous_serial = self.held_serial
@@ -378,9 +386,3 @@ cdef class VideoStream:
             free(order)
             self.tolerance = 0
 
-
-cdef void copy_frame(char *dst, const char *src, const OutputSlots *slots) noexcept nogil:
-    cdef int r
-    cdef size_t row_bytes = <size_t>slots.width * 3 * (4 if slots.as_float else 1)
-    for r in range(slots.height):
-        memcpy(dst + r * slots.row_stride, src + r * slots.row_stride, row_bytes)

@@ -1,0 +1,76 @@
+"""Build the stand-ins for libcuda.so.1 / libnvcuvid.so.1 that the CUDA tests run against.
+
+``build_stub`` compiles the given sources (C with ``cc``, C++ with ``c++``) plus generated
+stand-ins for every other symbol that ffnvcodec's loader requires (functions returning
+CUDA_ERROR_NOT_SUPPORTED) into ``directory/soname``. ``run_python`` runs code in a subprocess
+whose library path starts with that directory, so that the loader opens the stub.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+STUBS = pathlib.Path(__file__).resolve().parent
+REPO = STUBS.parent.parent
+CC = shutil.which(os.environ.get("CC", "cc"))
+CXX = shutil.which(os.environ.get("CXX", "c++"))
+
+
+def loader_header() -> str:
+    """The path of the ffnvcodec/dynlink_loader.h that the compiler finds."""
+    result = subprocess.run([CC, "-M", "-x", "c", "-"], input="#include <ffnvcodec/dynlink_loader.h>\n",
+                            capture_output=True, text=True, check=True)
+    return next(path for path in result.stdout.replace("\\\n", " ").split() if path.endswith("dynlink_loader.h"))
+
+
+def loader_symbols(function: str) -> list[str]:
+    """The symbols that ffnvcodec's ``function`` (cuda_load_functions, ...) looks up."""
+    text = pathlib.Path(loader_header()).read_text()
+    body = text[text.index(f"static inline int {function}("):]
+    body = body[:body.index("GENERIC_LOAD_FUNC_FINALE")]
+    return re.findall(r'LOAD_SYMBOL(?:_OPT)?\(\w+, \w+, "(\w+)"\)', body)
+
+
+def build_stub(directory: pathlib.Path, soname: str, sources: str | tuple[str, ...], loader_function: str,
+               defines: tuple[str, ...] = (), omit: tuple[str, ...] = ()) -> pathlib.Path:
+    """Compile ``sources`` (file names in tests/cuda_stubs) plus generated stand-ins for the loader's
+    other symbols into directory/soname; ``omit`` leaves loader symbols out entirely."""
+    sources = (sources,) if isinstance(sources, str) else tuple(sources)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = "\n".join((STUBS / source).read_text() for source in sources)
+    generated = [f"int {name}(void) {{ return 801; }}  /* CUDA_ERROR_NOT_SUPPORTED */"
+                 for name in dict.fromkeys(loader_symbols(loader_function))
+                 if name not in omit and not re.search(rf"\b{name}\(", written)]
+    rest = directory / "generated.c"
+    rest.write_text("\n".join(generated) + "\n")
+    flags = ["-fPIC", "-O1", "-I", str(REPO / "include"), *(f"-D{d}" for d in defines)]
+    objects = []
+    for source in (*sources, rest):
+        path = STUBS / source if not isinstance(source, pathlib.Path) else source
+        cxx = path.suffix == ".cpp"
+        obj = directory / (path.stem + ".o")
+        subprocess.run([CXX if cxx else CC, "-c", *flags, *(["-std=c++17"] if cxx else []), "-o", str(obj),
+                        str(path)], check=True)
+        objects.append(str(obj))
+    linker = CXX if any(source.endswith(".cpp") for source in sources) else CC
+    subprocess.run([linker, "-shared", "-o", str(directory / soname), f"-Wl,-soname,{soname}", *objects],
+                   check=True)
+    return directory
+
+
+def run_python(code: str, libdir: pathlib.Path, **env: str) -> dict:
+    """Run ``code`` with libdir first on the library path; it prints one JSON object, returned here."""
+    environ = dict(os.environ, **env)
+    environ["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libdir), os.environ.get("LD_LIBRARY_PATH")]))
+    result = subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(code)], env=environ, cwd=libdir,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"subprocess failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+    output = json.loads(result.stdout.strip().splitlines()[-1])
+    output["stderr"] = result.stderr
+    return output
