@@ -298,9 +298,14 @@ def test_audio_only_file_has_no_video_stream(media):
         VideoDecoder(media["mp3_stereo_44100.mp3"])
 
 
-def test_cuda_device_is_refused_clearly_in_this_build(h264):
-    with pytest.raises(RuntimeError, match="CUDA"):
-        VideoDecoder(h264, device="cuda")
+def test_cuda_device_without_a_usable_gpu_is_refused_with_the_reason(h264):
+    import torchcodec
+    from torchcodec._device import cuda_unavailable_reason
+    if torchcodec.cuda_available():
+        pytest.skip("this machine has a usable GPU (tests/test_cuda_api.py covers the refusal with stubs)")
+    with pytest.raises(RuntimeError, match="CUDA decoding is not available") as error:
+        VideoDecoder(h264, device="cuda:1")
+    assert cuda_unavailable_reason() in str(error.value) and "device='cpu'" in str(error.value)
 
 
 def test_objects_that_are_not_transforms_are_refused_clearly(h264):

@@ -16,6 +16,7 @@ Driver errors raise :class:`CudaError` with the C function's name and ``cuGetErr
 ``cuGetErrorString``'s text.
 """
 import atexit
+import os
 import threading
 
 from posix.dlfcn cimport dlsym
@@ -285,6 +286,7 @@ cdef class CuvidLibrary:
 
 
 _lock = threading.Lock()
+_pid = os.getpid()   # the process that may have initialised the driver
 _driver = None       # the CudaDriver, once loaded
 _failure = None      # or the CudaUnavailableError that loading it raised
 _cuvid = None
@@ -295,6 +297,13 @@ cpdef CudaDriver load_driver():
     """The process's CudaDriver, loaded on first call; CudaUnavailableError (the same each time) if it cannot be."""
     global _driver, _failure
     with _lock:
+        if os.getpid() != _pid and _driver is not None:
+            # CUDA initialised before fork() cannot be used in the child (the driver says
+            # CUDA_ERROR_NOT_INITIALIZED at best); say what to do instead.
+            raise CudaUnavailableError(
+                "CUDA was initialised in the parent of this forked process, and the NVIDIA driver cannot be "
+                "used after fork(): start worker processes with the 'spawn' or 'forkserver' method "
+                "(e.g. DataLoader(..., multiprocessing_context='spawn'))")
         if _driver is None and _failure is None:
             driver = CudaDriver()
             try:

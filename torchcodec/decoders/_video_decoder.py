@@ -10,12 +10,13 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
-from torchcodec import _bridge, _device
+from torchcodec import _bridge
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._video import Match, VideoStream
 from torchcodec._frame import Frame, FrameBatch
 from torchcodec._source import SourceLike, open_source
+from torchcodec.decoders import _cuda
 from torchcodec.decoders._common import Reopenable, choose_stream
 from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
 from torchcodec.transforms._decoder_transforms import convert_transforms, make_plan
@@ -35,8 +36,12 @@ class VideoDecoder(Reopenable):
         stream_index: absolute index of the video stream; None picks FFmpeg's best video stream.
         dimension_order: "NCHW" (frames are (3, H, W)) or "NHWC" ((H, W, 3)).
         num_ffmpeg_threads: decoding threads; 0 lets FFmpeg choose.
-        device: None or "cpu". "cuda" / "cuda:N" raise RuntimeError saying why (no CUDA build, no
-            driver, no device, or NVDEC decoding not implemented yet in this version).
+        device: None or "cpu"; "cuda" (device 0) or "cuda:N" decodes with NVDEC (or FFmpeg's CUDA
+            hwaccel, see ``set_cuda_backend``) and converts on that GPU: frames are CUDA torch
+            tensors (torch bridge), cupy arrays (cupy, the default without torch) or torchcodec
+            device buffers (DLPack / __cuda_array_interface__), written on the library's current
+            stream. A stream NVDEC cannot decode is decoded on the CPU and converted on the GPU
+            (see ``cpu_fallback``). RuntimeError saying why when CUDA cannot be used here.
         seek_mode: "exact" scans the file at construction (exact frame count and timestamps, correct
             on variable frame rate) or "approximate" trusts the header (frame i is at begin + i / fps).
         transforms: a sequence of ``torchcodec.transforms`` (Resize, CenterCrop, RandomCrop) or
@@ -74,7 +79,9 @@ class VideoDecoder(Reopenable):
                              "seek_mode='approximate' (use the default seek_mode='exact')")
         if not isinstance(num_ffmpeg_threads, numbers.Integral) or num_ffmpeg_threads < 0:
             raise ValueError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
-        _check_device(device, bool(transforms))
+        self._device_index = _cuda.parse_device(device)
+        if self._device_index is not None:
+            _cuda.check_cuda_usable(device, bool(transforms))
         transforms = convert_transforms(transforms)      # refused before the source is opened
 
         self._dimension_order = dimension_order
@@ -100,9 +107,14 @@ class VideoDecoder(Reopenable):
         else:
             index = None
         clockwise = (-round(header["rotation"])) % 360 if header["rotation"] is not None else 0
+        self._cuda = None
+        decoder = converter = None
+        if self._device_index is not None:
+            self._cuda = _cuda.CudaParts(self._device_index, demuxer, self.stream_index, int(num_ffmpeg_threads))
+            decoder, converter = self._cuda.decoder, self._cuda.converter
         self._engine = VideoStream(demuxer, self.stream_index, index, int(num_ffmpeg_threads),
                                    clockwise if clockwise in (90, 180, 270) else 0,
-                                   index is None or custom_frame_mappings is not None)
+                                   index is None or custom_frame_mappings is not None, decoder, converter)
         self._index: Optional[FrameIndex] = index
         content = None
         if index is not None and len(index) > 0:
@@ -145,9 +157,17 @@ class VideoDecoder(Reopenable):
             yield self.get_frame_at(i).data
 
     @property
-    def cpu_fallback(self) -> bool:
-        """False: frames are decoded on the CPU as asked (meaningful for CUDA decoders)."""
-        return False
+    def cpu_fallback(self) -> _cuda.CpuFallbackStatus:
+        """Whether a CUDA decoder decodes on the CPU, and why: falsy when it does not (and always for
+        CPU decoders); ``str()`` says which and why, ``.reason`` gives the reason alone."""
+        if self._cuda is None:
+            return _cuda.CpuFallbackStatus(backend="CPU")
+        return self._cuda.fallback_status()
+
+    @property
+    def device(self) -> str:
+        """Where frames are: "cpu" or "cuda:N"."""
+        return "cpu" if self._device_index is None else f"cuda:{self._device_index}"
 
     # ---- by index ---------------------------------------------------------------------------
 
@@ -285,8 +305,31 @@ class VideoDecoder(Reopenable):
 
         ``times``/``frame_duration`` replace the frames' own pts and durations (resampling).
         """
-        n, height, width = len(targets), self._height, self._width
+        n = len(targets)
         name = _bridge.get_bridge()
+        pts, durations = _bridge.float64_buffer(n), _bridge.float64_buffer(n)
+        if self._cuda is not None:
+            result = self._decode_cuda(targets, match, tolerance, out, name, pts, durations)
+        else:
+            result = self._decode_cpu(targets, match, tolerance, out, name, pts, durations)
+        if times is not None:
+            pts = array.array("d", times)
+            durations = array.array("d", [frame_duration] * len(times))
+        return FrameBatch(result, _bridge.float64_array(pts, name), _bridge.float64_array(durations, name))
+
+    def _run_engine(self, targets: array.array, match: Match, tolerance: int, address: int, frame_stride: int,
+                    row_stride: int, pts: array.array, durations: array.array) -> None:
+        """The one call into the engine: decode ``targets`` into memory at ``address`` (NHWC rows)."""
+        if not len(targets):
+            return
+        self._check_fork()
+        with self._lock:
+            self._engine.decode_at(targets, int(match), address, frame_stride, row_stride, self._height,
+                                   self._width, self._output_dtype == "float32", pts, durations, tolerance)
+
+    def _decode_cpu(self, targets: array.array, match: Match, tolerance: int, out: Any, name: str,
+                    pts: array.array, durations: array.array) -> Any:
+        n, height, width = len(targets), self._height, self._width
         data = memory = None
         if out is not None:
             memory, frame_stride, row_stride = self._check_out(out, n)
@@ -296,36 +339,64 @@ class VideoDecoder(Reopenable):
             frame_stride, row_stride = memory.strides[0], memory.strides[1]
             if self._dimension_order == "NCHW":
                 data = _bridge.nchw(data)
-        pts, durations = _bridge.float64_buffer(n), _bridge.float64_buffer(n)
-        if n:
-            self._check_fork()
-            with self._lock:
-                self._engine.decode_at(targets, int(match), memory.address, frame_stride, row_stride, height,
-                                       width, self._output_dtype == "float32", pts, durations, tolerance)
+        self._run_engine(targets, match, tolerance, memory.address, frame_stride, row_stride, pts, durations)
         if out is not None and data is not None:
             _bridge.copy_into(out, data)          # the one copy, for out= of another layout
-        result = out if out is not None else data
-        if times is not None:
-            pts = array.array("d", times)
-            durations = array.array("d", [frame_duration] * len(times))
-        return FrameBatch(_bridge.finish(result, name), _bridge.float64_array(pts, name),
-                          _bridge.float64_array(durations, name))
+        return _bridge.finish(out if out is not None else data, name)
+
+    def _decode_cuda(self, targets: array.array, match: Match, tolerance: int, out: Any, name: str,
+                     pts: array.array, durations: array.array) -> Any:
+        """Decode into CUDA memory allocated by the bridge's library (or ``out``), on its current stream."""
+        from torchcodec import _cuda_output
+        n, height, width = len(targets), self._height, self._width
+        shape = (n, height, width, 3)
+        target = None
+        if out is not None:
+            target = _cuda_output.wrap_out(out, self._expected_shape(n), self._output_dtype, self._device_index)
+            strides = self._nhwc_strides(target.strides)
+            if not self._packed(strides, target.itemsize):
+                target = None                     # decoded into a new array, then copied once into out
+        output = target if target is not None else _cuda_output.allocate(shape, self._output_dtype, name,
+                                                                          self._device_index)
+        strides = self._nhwc_strides(output.strides) if target is not None else output.strides
+        with self._lock:
+            self._cuda.converter.set_stream(output.stream)
+        self._run_engine(targets, match, tolerance, output.address, strides[0], strides[1], pts, durations)
+        output.finish()
+        if out is not None:
+            if target is None:
+                data = output.data if self._dimension_order == "NHWC" else _cuda_output.nchw(output.data)
+                _cuda_output.copy_into(out, data)
+            return out
+        return output.data if self._dimension_order == "NHWC" else _cuda_output.nchw(output.data)
+
+    def _expected_shape(self, n: int) -> tuple[int, int, int, int]:
+        height, width = self._height, self._width
+        return (n, 3, height, width) if self._dimension_order == "NCHW" else (n, height, width, 3)
+
+    def _nhwc_strides(self, strides: tuple[int, ...]) -> tuple[int, ...]:
+        """Byte strides of an output in the decoder's dimension order, as (n, h, w, c)."""
+        if self._dimension_order == "NCHW":
+            return (strides[0], strides[2], strides[3], strides[1])
+        return tuple(strides)
+
+    @staticmethod
+    def _packed(strides: tuple[int, ...], itemsize: int) -> bool:
+        """Whether (n, h, w, c) byte strides are rows of packed RGB pixels, which the engine writes."""
+        return strides[3] == itemsize and strides[2] == 3 * itemsize and strides[1] > 0 and strides[0] > 0
 
     def _check_out(self, out: Any, n: int) -> tuple[Any, int, int]:
-        """Check ``out``'s shape and dtype; return (memory, frame stride, row stride), or
+        """Check a CPU ``out``'s shape and dtype; return (memory, frame stride, row stride), or
         (None, 0, 0) when its layout is not packed RGB pixels (the caller then copies once)."""
-        height, width = self._height, self._width
-        expected = (n, 3, height, width) if self._dimension_order == "NCHW" else (n, height, width, 3)
+        expected = self._expected_shape(n)
         memory = _bridge.memory_of(out)
         if memory.shape != expected:
             raise ValueError(f"out= has shape {memory.shape}; this request needs {expected} "
                              f"(dimension_order={self._dimension_order!r})")
         if memory.dtype != self._output_dtype:
             raise ValueError(f"out= has dtype {memory.dtype}; this decoder outputs {self._output_dtype}")
-        strides = memory.strides
-        if self._dimension_order == "NCHW":      # as (n, h, w, c)
-            strides = (strides[0], strides[2], strides[3], strides[1])
-        if strides[3] == memory.itemsize and strides[2] == 3 * memory.itemsize and strides[1] > 0 and strides[0] > 0:
+        strides = self._nhwc_strides(memory.strides)
+        if self._packed(strides, memory.itemsize):
             return memory, strides[0], strides[1]
         return None, 0, 0
 
@@ -341,20 +412,6 @@ def _one_frame_batch(out: Any) -> Any:
     if out is None:
         return None
     return out.unsqueeze(0) if type(out).__module__.startswith("torch") else out[None]
-
-
-def _check_device(device: Any, has_transforms: bool = False) -> None:
-    name = "cpu" if device is None else str(device)
-    if name == "cpu":
-        return
-    index = _device.parse_cuda_index(name)
-    if index is not None:
-        also = " (and decode-time transforms run on the CPU only)" if has_transforms else ""
-        reason = _device.cuda_unavailable_reason()
-        if reason is None:
-            reason = "NVDEC decoding is not implemented in this version of torchcodec"
-        raise RuntimeError(f"device={name!r}: CUDA decoding is not available: {reason}{also}; use device='cpu'")
-    raise ValueError(f"Invalid device {device!r}: use None, 'cpu', 'cuda' or 'cuda:N'")
 
 
 def _resolve_dtype(output_dtype: Any, bits_per_component: int) -> str:

@@ -1,0 +1,109 @@
+"""The public CUDA-decoding API that works without a GPU: backend choice, NVDEC cache capacity,
+the CPU-fallback report, device parsing. Decoding on a GPU: tests/test_cuda_decoding.py."""
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+
+import torchcodec
+from torchcodec.decoders import (CpuFallbackStatus, VideoDecoder, get_nvdec_cache_capacity, set_cuda_backend,
+                                 set_nvdec_cache_capacity)
+from torchcodec.decoders import _cuda
+
+
+def test_the_default_backend_is_nvdec_and_the_block_sets_and_restores_it():
+    assert _cuda.current_backend() == "nvdec"
+    with set_cuda_backend("ffmpeg"):
+        assert _cuda.current_backend() == "ffmpeg"
+        with set_cuda_backend("NVDEC"):
+            assert _cuda.current_backend() == "nvdec"
+        assert _cuda.current_backend() == "ffmpeg"
+    assert _cuda.current_backend() == "nvdec"
+
+
+def test_beta_is_torchcodecs_old_name_for_nvdec():
+    with set_cuda_backend("beta"):
+        assert _cuda.current_backend() == "nvdec"
+
+
+def test_an_unknown_backend_is_refused_before_the_block_runs():
+    ran = []
+    with pytest.raises(ValueError, match="Invalid CUDA backend \\(vaapi\\).*'nvdec' and 'ffmpeg'"):
+        with set_cuda_backend("vaapi"):
+            ran.append(1)
+    assert ran == [] and _cuda.current_backend() == "nvdec"
+
+
+def test_the_backend_is_per_thread():
+    seen = {}
+    started, release = threading.Event(), threading.Event()
+
+    def other():
+        seen["before"] = _cuda.current_backend()
+        started.set()
+        release.wait(5)
+        seen["after"] = _cuda.current_backend()
+
+    with set_cuda_backend("ffmpeg"):
+        thread = threading.Thread(target=other)
+        thread.start()
+        started.wait(5)
+        release.set()
+        thread.join(5)
+    assert seen == {"before": "nvdec", "after": "nvdec"}
+
+
+def test_nvdec_cache_capacity_defaults_to_20_and_is_validated():
+    assert get_nvdec_cache_capacity() == 20
+    try:
+        set_nvdec_cache_capacity(0)
+        assert get_nvdec_cache_capacity() == 0
+        set_nvdec_cache_capacity(3)
+        assert get_nvdec_cache_capacity() == 3
+        for bad in (-1, 2.5, "4", True, None):
+            with pytest.raises(ValueError, match="int >= 0"):
+                set_nvdec_cache_capacity(bad)
+        assert get_nvdec_cache_capacity() == 3
+    finally:
+        set_nvdec_cache_capacity(20)
+
+
+def test_setting_the_cache_capacity_does_not_open_the_driver():
+    set_nvdec_cache_capacity(20)
+    assert "torchcodec._core._nvdec" not in sys.modules
+
+
+def test_fallback_status_reads_as_falsy_without_a_fallback_and_says_why_with_one():
+    none = CpuFallbackStatus(backend="NVDEC")
+    assert not none and none.reason is None
+    assert str(none) == "[NVDEC] Fallback status: No fallback required"
+    fallback = CpuFallbackStatus(reason="NVDEC on Stub GPU cannot decode hevc 4:2:2 10-bit", backend="NVDEC")
+    assert fallback and "Falling back to the CPU decoder: NVDEC on Stub GPU cannot decode hevc 4:2:2" in str(fallback)
+    unknown = CpuFallbackStatus(status_known=False, backend="FFmpeg CUDA")
+    assert not unknown and "Unknown" in str(unknown)
+
+
+def test_a_cpu_decoder_is_on_the_cpu_and_never_falls_back(h264):
+    decoder = VideoDecoder(h264)
+    assert decoder.device == "cpu"
+    assert not decoder.cpu_fallback and "No fallback required" in str(decoder.cpu_fallback)
+
+
+@pytest.mark.parametrize("device", ["cuda:x", "cuda:-1", "gpu", "cuda0", ":0"])
+def test_malformed_devices_are_value_errors(h264, device):
+    with pytest.raises(ValueError, match="Invalid device"):
+        VideoDecoder(h264, device=device)
+
+
+@pytest.mark.parametrize("device, index", [(None, None), ("cpu", None), ("cuda", 0), ("cuda:0", 0), ("cuda:3", 3)])
+def test_device_names_parse_to_an_index(device, index):
+    assert _cuda.parse_device(device) == index
+
+
+def test_transforms_are_refused_on_cuda_with_a_reason(h264):
+    if not torchcodec.cuda_available():
+        pytest.skip("no usable CUDA here: the refusal names the missing driver first (test_video_api)")
+    with pytest.raises(RuntimeError, match="transforms run on the CPU only"):
+        VideoDecoder(h264, device="cuda", transforms=[torchcodec.transforms.CenterCrop(8)])
