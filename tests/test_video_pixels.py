@@ -15,6 +15,7 @@ VIDEO_STREAMS = [
     ("h264_editlist.mp4", 0),
     ("h264_10bit.mp4", 0),
     ("h264_yuv444.mp4", 0),
+    ("h264_yuv422.mp4", 0),
     ("h264_yuv444_161x121.mp4", 0),
     ("h264_rotate90.mp4", 0),
     ("h264_rotate180.mp4", 0),

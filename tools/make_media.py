@@ -223,6 +223,10 @@ MEDIA: dict[str, Spec] = {
         "H.264 High 4:4:4, yuv444p, 320x240 30 fps 2 s, B-frames",
         *_testsrc(), *_x264(pix_fmt="yuv444p"),
     ),
+    "h264_yuv422.mp4": _spec(
+        "H.264 High 4:2:2, yuv422p, 320x240 30 fps 2 s, B-frames (NVDEC cannot decode it: the CPU fallback)",
+        *_testsrc(), *_x264(pix_fmt="yuv422p"),
+    ),
     "h264_yuv444_161x121.mp4": _spec(
         "H.264 yuv444p at an odd size, 161x121, 30 fps 2 s",
         *_lavfi(f"{_TESTSRC_320x240},scale=161:121"), *_x264(pix_fmt="yuv444p"),
