@@ -9,10 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# g++: the CUDA tests compile the real kernels/*.cu as C++ into a stub libcuda to run them on the CPU.
 # libffmpeg-nvenc-dev: ffnvcodec's loader header, so that the CUDA driver loader is built (and its
 # stub-library tests run) here too; nothing of it is needed at run time.
 APT_PACKAGES=(pkg-config ffmpeg libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
-              libswresample-dev libavfilter-dev libffmpeg-nvenc-dev python3-venv python3-dev gcc)
+              libswresample-dev libavfilter-dev libffmpeg-nvenc-dev python3-venv python3-dev gcc g++)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
