@@ -211,6 +211,7 @@ int stub_allocs, stub_frees, stub_async_allocs, stub_async_frees, stub_memcpys;
 long long stub_live_bytes;
 int stub_events_created, stub_events_destroyed, stub_event_records, stub_event_syncs, stub_event_queries;
 int stub_stream_waits, stub_stream_syncs, stub_streams_created, stub_streams_destroyed, stub_launches;
+int stub_ctx_syncs;
 void *stub_last_wait_stream, *stub_last_wait_event, *stub_last_launch_stream, *stub_last_record_stream;
 char stub_last_kernel[64];
 
@@ -271,6 +272,8 @@ int cuMemAlloc_v2(unsigned long long *pointer, size_t size)
 
 int cuMemFree_v2(unsigned long long pointer)
 {
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
     log_call("cuMemFree\n");
     stub_frees++;
     return release(pointer);
@@ -393,6 +396,8 @@ int cuEventDestroy_v2(stub_event *event)
 
 int cuEventRecord(stub_event *event, void *stream)
 {
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
     if (!event)
         return ERROR_INVALID_VALUE;
     event->recorded = 1;
@@ -405,6 +410,8 @@ int cuEventRecord(stub_event *event, void *stream)
 
 int cuEventSynchronize(stub_event *event)
 {
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
     if (!event)
         return ERROR_INVALID_VALUE;
     stub_event_syncs++;
@@ -457,12 +464,23 @@ int cuDriverGetVersion(int *version) { *version = 12040; return SUCCESS; }
 
 int cuStreamWaitEvent(void *stream, stub_event *event, unsigned int flags)
 {
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
     if (!event || flags != 0)
         return ERROR_INVALID_VALUE;
     stub_stream_waits++;
     stub_last_wait_stream = stream;
     stub_last_wait_event = event;
     log_call("cuStreamWaitEvent(stream=%p, %p)\n", stream, (void *)event);
+    return SUCCESS;
+}
+
+int cuCtxSynchronize(void)
+{
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
+    stub_ctx_syncs++;
+    log_call("cuCtxSynchronize\n");
     return SUCCESS;
 }
 
@@ -476,6 +494,8 @@ int cuMemAllocAsync(unsigned long long *pointer, size_t size, void *stream)
 
 int cuMemFreeAsync(unsigned long long pointer, void *stream)
 {
+    if (stub_stack_depth == 0)
+        return ERROR_INVALID_CONTEXT;
     log_call("cuMemFreeAsync(stream=%p)\n", stream);
     stub_async_frees++;
     return release(pointer);
