@@ -284,7 +284,7 @@ cdef class DeviceBuffer:
     """
 
     @staticmethod
-    def empty(CudaContext context not None, shape, dtype: str, stream: int) -> DeviceBuffer:
+    def empty(CudaContext context not None, shape, dtype: str, stream) -> DeviceBuffer:
         """An uninitialised C-contiguous array of ``shape`` and ``dtype`` ("uint8", "float32",
         "float64") on ``context``'s device, allocated in ``stream``'s order (a CUstream handle as an
         int; 0 or 1: the legacy default stream, 2: the per-thread default stream). The stream must
@@ -340,7 +340,7 @@ cdef class DeviceBuffer:
             self.memory.context.exit()
         return 0
 
-    def record(self, stream: int) -> None:
+    def record(self, stream) -> None:
         """The producer finished writing on ``stream`` (a CUstream handle as an int): consumers are
         ordered after the work queued there so far (the ready event is recorded on it)."""
         cdef uintptr_t handle = _stream_handle(stream, "stream")
@@ -480,7 +480,7 @@ def synchronize_context(CudaContext context not None) -> None:
         context.exit()
 
 
-def synchronize_stream(CudaContext context not None, stream: int) -> None:
+def synchronize_stream(CudaContext context not None, stream) -> None:
     """Wait on the host for the work queued on ``stream`` (a CUstream handle as an int)."""
     cdef uintptr_t handle = _stream_handle(stream, "stream")
     cdef CudaDriver driver = context.driver
