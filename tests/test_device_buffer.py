@@ -211,6 +211,12 @@ def test_absurd_sizes_and_bad_arguments_are_refused_before_allocating(stubs):
                 DeviceBuffer.empty(context, shape, dtype, stream)
             except Exception as error:
                 results[name] = [type(error).__name__, str(error)]
+        from torchcodec._core._device_buffer import DeviceMemory
+        for name, make in {"direct": DeviceBuffer, "memory": DeviceMemory}.items():
+            try:
+                make()
+            except TypeError as error:
+                results[name] = str(error)
         results["allocs"] = counter("stub_allocs") + counter("stub_async_allocs")
         results["events"] = counter("stub_events_created")
         print(json.dumps(results))
@@ -221,6 +227,7 @@ def test_absurd_sizes_and_bad_arguments_are_refused_before_allocating(stubs):
     assert out["dtype"][0] == "ValueError" and "uint8, float32, float64" in out["dtype"][1]
     assert out["shape"][0] == "TypeError" and out["stream_type"][0] == "TypeError"
     assert out["stream"][0] == "ValueError" and out["rank"][0] == "ValueError"
+    assert "use DeviceBuffer.empty(" in out["direct"] and "DeviceBuffer.empty only" in out["memory"]
     assert out["allocs"] == 0 and out["events"] == 0
 
 

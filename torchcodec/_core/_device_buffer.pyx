@@ -104,7 +104,11 @@ cdef int check_alloc(CudaDriver driver, cu.CUresult ret, const char *where, size
 
 
 cdef class DeviceMemory:
-    """One allocation in a device's primary context with its ready event (see the .pxd)."""
+    """One allocation in a device's primary context with its ready event (see the .pxd); made by
+    DeviceBuffer.empty only."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("DeviceMemory is made by DeviceBuffer.empty only")
 
     def __cinit__(self):
         self.ptr = 0
@@ -282,6 +286,10 @@ cdef class DeviceBuffer:
     ``__dlpack__`` / ``__dlpack_device__`` and ``__cuda_array_interface__`` (v3), so that torch,
     cupy, jax, numba and others take it without a copy.
     """
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("DeviceBuffer cannot be constructed directly: use DeviceBuffer.empty(context, shape, "
+                        "dtype, stream)")
 
     @staticmethod
     def empty(CudaContext context not None, shape, dtype: str, stream) -> DeviceBuffer:
