@@ -9,7 +9,6 @@ from torchcodec._core._cuda_driver cimport CudaContext
 
 # ---- DLPack 1.x (https://dmlc.github.io/dlpack/latest/c_api.html) -----------------------------
 cdef enum:
-    kDLCPU = 1
     kDLCUDA = 2
     kDLUInt = 1
     kDLFloat = 2

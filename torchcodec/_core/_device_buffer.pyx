@@ -20,7 +20,7 @@ import operator
 
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New
 from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t, uint64_t, uintptr_t
+from libc.stdint cimport int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 
 from torchcodec._cuda cimport driver as cu
@@ -45,7 +45,6 @@ STREAM_PER_THREAD = 2
 cdef unsigned int CU_EVENT_DISABLE_TIMING = 2
 cdef cu.CUresult CUDA_ERROR_OUT_OF_MEMORY = 2
 cdef cu.CUresult CUDA_ERROR_NOT_SUPPORTED = 801
-cdef uint64_t DLPACK_FLAG_BITMASK_READ_ONLY = 1
 
 # The layouts are the ABI: a C compiler lays these out as dlpack.h's structs.
 assert sizeof(DLDevice) == 8 and sizeof(DLDataType) == 4 and sizeof(DLTensor) == 48
