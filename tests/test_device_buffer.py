@@ -336,8 +336,9 @@ def test_the_deleter_runs_exactly_once_whether_or_not_the_capsule_was_consumed(s
     assert out["alive_with_capsule"] == 16 and out["after"] == 0, "freed after the last reference, not before"
 
 
-@pytest.mark.parametrize("stream, waited", [(None, 0x1), (1, 0x1), (2, 0x2), (0xBEEF, 0xBEEF), (-1, None)],
-                         ids=["None-legacy", "1-legacy", "2-per-thread", "handle", "-1-no-sync"])
+@pytest.mark.parametrize("stream, waited", [("None", 0x1), ("1", 0x1), ("2", 0x2), ("0xBEEF", 0xBEEF), ("-1", None),
+                                            ("numpy.int64(0xBEEF)", 0xBEEF)],
+                         ids=["None-legacy", "1-legacy", "2-per-thread", "handle", "-1-no-sync", "numpy-int"])
 def test_dlpack_stream_orders_the_consumer_after_the_recorded_writes(stubs, stream, waited):
     out = run(stubs, f"""
         buffer = DeviceBuffer.empty(context, (4, 4), "uint8", 1)
@@ -345,7 +346,7 @@ def test_dlpack_stream_orders_the_consumer_after_the_recorded_writes(stubs, stre
         event = log()[-1].split("(")[1].split(",")[0]
         clear()
         waits = counter("stub_stream_waits")
-        capsule = buffer.__dlpack__(stream={stream!r})
+        capsule = buffer.__dlpack__(stream={stream})
         print(json.dumps({{"log": log(), "event": event, "waits": counter("stub_stream_waits") - waits,
                           "syncs": counter("stub_event_syncs"), "balanced": balanced()}}))
     """)

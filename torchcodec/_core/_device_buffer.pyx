@@ -55,10 +55,19 @@ cdef inline cu.CUstream as_stream(uintptr_t handle) noexcept nogil:
     return <cu.CUstream>handle
 
 
+def _as_int(value, what: str) -> int:
+    """An integer argument (int, numpy integer: anything with __index__, but not bool) as an int."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an int, not bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}") from None
+
+
 def _stream_handle(stream, what: str) -> int:
     """``stream`` as a CUstream handle (an int, 0 to 2**64 - 1); TypeError/ValueError otherwise."""
-    if isinstance(stream, bool) or not isinstance(stream, int):
-        raise TypeError(f"{what} must be a CUstream handle given as an int, not {type(stream).__name__}")
+    stream = _as_int(stream, what)
     if not 0 <= stream < 1 << 64:
         raise ValueError(f"{what}={stream} is not a CUstream handle (an int from 0 to 2**64 - 1)")
     return stream
@@ -256,8 +265,7 @@ def _consumer_stream(stream) -> int:
     """DLPack's ``stream`` argument for CUDA as the stream handle to order, or -1 for none."""
     if stream is None:
         return STREAM_LEGACY                       # "None: the legacy default stream"
-    if isinstance(stream, bool) or not isinstance(stream, int):
-        raise TypeError(f"__dlpack__(stream=...) takes an int or None for CUDA, not {type(stream).__name__}")
+    stream = _as_int(stream, "__dlpack__(stream=...) for CUDA")
     if stream == 0:
         raise ValueError("__dlpack__(stream=0) is ambiguous and DLPack disallows it for CUDA: pass 1 (legacy "
                          "default stream), 2 (per-thread default stream), a CUstream handle, or -1 (no "
