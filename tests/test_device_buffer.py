@@ -394,6 +394,38 @@ def test_without_custreamwaitevent_dlpack_waits_on_the_host(stubs):
     assert out["log"] == ["cuEventSynchronize"]
 
 
+def test_driver_failures_raise_cuda_errors_and_leave_nothing_behind(stubs):
+    out = run(stubs, """
+        from torchcodec._core._cuda_driver import CudaError
+        result = {}
+        try:
+            DeviceBuffer.empty(context, (4, 4), "uint8", 1)      # cuEventRecord fails after the allocation
+        except CudaError as error:
+            result["empty"] = [str(error), live_bytes(),
+                               counter("stub_events_created") - counter("stub_events_destroyed")]
+        print(json.dumps(result | {"balanced": balanced()}))
+    """, STUB_FAIL="cuEventRecord")
+    assert out["empty"][0].startswith("cuEventRecord failed: CUDA_ERROR_INVALID_VALUE")
+    assert out["empty"][1:] == [0, 0] and out["balanced"]
+    out = run(stubs, """
+        from torchcodec._core._cuda_driver import CudaError
+        buffer = DeviceBuffer.empty(context, (4, 4), "uint8", 1)
+        base = sys.getrefcount(buffer)
+        result = {}
+        for name, read in {"dlpack": lambda: buffer.__dlpack__(stream=5),
+                           "cai": lambda: buffer.__cuda_array_interface__}.items():
+            try:
+                read()
+            except CudaError as error:
+                result[name] = str(error)
+        result["references"] = sys.getrefcount(buffer) - base
+        print(json.dumps(result | {"balanced": balanced()}))
+    """, STUB_FAIL="cuStreamWaitEvent,cuEventSynchronize")
+    assert out["dlpack"].startswith("cuStreamWaitEvent failed") and out["cai"].startswith("cuEventSynchronize failed")
+    assert out["references"] == 0, "no capsule was made"
+    assert out["balanced"]
+
+
 # ---- CUDA Array Interface -----------------------------------------------------------------------
 
 def test_cuda_array_interface_v3_waits_for_the_writes_then_reports_no_stream(stubs):
