@@ -215,33 +215,23 @@ def wrap_out(out: Any, shape: tuple[int, ...], dtype: str, device_index: int,
     _check_dtype(dtype)
     if dimension_order not in ("NHWC", "NCHW"):
         raise ValueError(f"dimension_order must be 'NHWC' or 'NCHW', not {dimension_order!r}")
-    module = type(out).__module__.split(".")[0]
-    if module in ("jax", "jaxlib"):
-        raise TypeError("out= cannot be a jax array: jax arrays are immutable")
-    if module == "numpy":
-        raise TypeError("out= for a CUDA decoder must be in GPU memory; this is a numpy array (decode with "
-                        "device='cpu' to write into it)")
-    if module not in ("torch", "cupy") and not _is_device_buffer(out) \
-            and not hasattr(out, "__cuda_array_interface__"):
-        raise TypeError(f"out= for a CUDA decoder must be a CUDA torch.Tensor, a cupy array, a DeviceBuffer or "
-                        f"an object with __cuda_array_interface__, not {type(out).__name__}")
+    kind = _out_kind(out)
+    interface = out.__cuda_array_interface__ if kind == "interface" else None
     shape = tuple(shape)
     expected = (shape[0], shape[3], shape[1], shape[2]) if dimension_order == "NCHW" else shape
-    interface = out.__cuda_array_interface__ if module not in ("torch", "cupy") and not _is_device_buffer(out) \
-        else None
-    out_shape = tuple(interface["shape"] if interface is not None else out.shape)
+    out_shape = tuple(interface["shape"]) if interface is not None else tuple(out.shape)
     if out_shape != expected:
         raise ValueError(f"out= has shape {out_shape}; this request needs {expected} "
                          f"(dimension_order={dimension_order!r})")
-    out_dtype = _TYPESTRS.get(interface["typestr"], interface["typestr"]) if interface is not None \
-        else _bridge.dtype_name(out.dtype)
+    out_dtype = (_TYPESTRS.get(interface["typestr"], interface["typestr"]) if interface is not None
+                 else _bridge.dtype_name(out.dtype))
     if out_dtype != dtype:
         raise ValueError(f"out= has dtype {out_dtype}; this decoder outputs {dtype}")
-    if module == "torch":
+    if kind == "torch":
         output = _wrap_torch(out, device_index)
-    elif module == "cupy":
+    elif kind == "cupy":
         output = _wrap_cupy(out, device_index)
-    elif interface is None:
+    elif kind == "buffer":
         output = _wrap_buffer(out, device_index)
     else:
         output = _wrap_interface(out, interface, ITEMSIZES[dtype], device_index)
@@ -250,6 +240,25 @@ def wrap_out(out: Any, shape: tuple[int, ...], dtype: str, device_index: int,
         output.strides = (strides[0], strides[2], strides[3], strides[1])
         output.packed = _is_packed(output.strides, ITEMSIZES[dtype])
     return output
+
+
+def _out_kind(out: Any) -> str:
+    """"torch", "cupy", "buffer" (a DeviceBuffer) or "interface" (__cuda_array_interface__); TypeError for
+    arrays a CUDA decoder cannot write into."""
+    module = type(out).__module__.split(".")[0]
+    if module in ("jax", "jaxlib"):
+        raise TypeError("out= cannot be a jax array: jax arrays are immutable")
+    if module == "numpy":
+        raise TypeError("out= for a CUDA decoder must be in GPU memory; this is a numpy array (decode with "
+                        "device='cpu' to write into it)")
+    if module in ("torch", "cupy"):
+        return module
+    if _is_device_buffer(out):
+        return "buffer"
+    if hasattr(out, "__cuda_array_interface__"):
+        return "interface"
+    raise TypeError(f"out= for a CUDA decoder must be a CUDA torch.Tensor, a cupy array, a DeviceBuffer or an "
+                    f"object with __cuda_array_interface__, not {type(out).__name__}")
 
 
 def _wrong_device(out: Any, where: str, device_index: int) -> ValueError:
