@@ -224,7 +224,7 @@ EXTRAS = """
 def test_driver_functions_outside_the_loaders_table_are_found_with_dlsym(stubs):
     out = run_python(EXTRAS, stubs["working"])
     assert out["extras"] == {"cuStreamWaitEvent": True, "cuMemAllocAsync": True, "cuMemFreeAsync": True,
-                             "cuDriverGetVersion": True}
+                             "cuDriverGetVersion": True, "cuCtxSynchronize": True}
     assert out["version"] == 12040 and out["require"] is None
 
 

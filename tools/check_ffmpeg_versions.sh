@@ -21,8 +21,8 @@ py_include=$("$PYTHON" -c "import sysconfig; print(sysconfig.get_paths()['includ
 echo "== cythonizing the engine"
 mkdir -p "$work/c"
 for pyx in torchcodec/_core/*.pyx; do
-  # The CUDA driver loader uses no FFmpeg header, only ffnvcodec's (absent where it is not installed).
-  [ "$(basename "$pyx")" = _cuda_driver.pyx ] && continue
+  # The CUDA driver loader and device buffer use no FFmpeg header, only ffnvcodec's (absent where it is not installed).
+  case "$(basename "$pyx")" in _cuda_driver.pyx|_device_buffer.pyx) continue ;; esac
   "$PYTHON" -m cython -3 -I . -X language_level=3 -X boundscheck=False -X wraparound=False -X cdivision=True "$pyx" -o "$work/c/$(basename "$pyx" .pyx).c" >/dev/null
 done
 

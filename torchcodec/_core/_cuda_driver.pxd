@@ -10,6 +10,7 @@ cdef class CudaDriver:
     cdef cu.tcuMemAllocAsync cuMemAllocAsync
     cdef cu.tcuMemFreeAsync cuMemFreeAsync
     cdef cu.tcuDriverGetVersion cuDriverGetVersion
+    cdef cu.tcuCtxSynchronize cuCtxSynchronize
     cdef readonly int device_count
     cdef dict contexts                      # index -> CudaContext, one per device
     cdef object lock

@@ -3,7 +3,7 @@
 ``load_driver()`` opens libcuda.so.1 with ffnvcodec's loader (``cuda_load_functions``) once per
 process, the first time it is asked (thread-safe), looks up with ``dlsym`` on the same handle the
 driver functions that the loader's table lacks (``cuStreamWaitEvent``, ``cuMemAllocAsync``,
-``cuMemFreeAsync``, ``cuDriverGetVersion``: optional, ``None``/absent on old drivers), and calls
+``cuMemFreeAsync``, ``cuDriverGetVersion``, ``cuCtxSynchronize``: optional, ``None``/absent on old drivers), and calls
 ``cuInit(0)``. A failure raises :class:`CudaUnavailableError` saying why (no libcuda.so.1, a
 function missing from it, no device), and the same error is raised again on later calls.
 
@@ -25,7 +25,7 @@ from torchcodec._cuda cimport driver as cu
 from torchcodec._cuda cimport nvcuvid as cuvid
 
 #: The driver functions looked up with dlsym because ffnvcodec's table lacks them.
-EXTRAS = ("cuStreamWaitEvent", "cuMemAllocAsync", "cuMemFreeAsync", "cuDriverGetVersion")
+EXTRAS = ("cuStreamWaitEvent", "cuMemAllocAsync", "cuMemFreeAsync", "cuDriverGetVersion", "cuCtxSynchronize")
 
 cdef int CUDA_ERROR_NO_DEVICE = 100
 
@@ -90,6 +90,7 @@ cdef class CudaDriver:
         self.cuMemAllocAsync = <cu.tcuMemAllocAsync>dlsym(self.ptr.lib, "cuMemAllocAsync")
         self.cuMemFreeAsync = <cu.tcuMemFreeAsync>dlsym(self.ptr.lib, "cuMemFreeAsync")
         self.cuDriverGetVersion = <cu.tcuDriverGetVersion>dlsym(self.ptr.lib, "cuDriverGetVersion")
+        self.cuCtxSynchronize = <cu.tcuCtxSynchronize>dlsym(self.ptr.lib, "cuCtxSynchronize")
         with nogil:
             ret = self.ptr.cuInit(0)
         if ret == CUDA_ERROR_NO_DEVICE:
@@ -114,7 +115,8 @@ cdef class CudaDriver:
         return {"cuStreamWaitEvent": self.cuStreamWaitEvent != NULL,
                 "cuMemAllocAsync": self.cuMemAllocAsync != NULL,
                 "cuMemFreeAsync": self.cuMemFreeAsync != NULL,
-                "cuDriverGetVersion": self.cuDriverGetVersion != NULL}
+                "cuDriverGetVersion": self.cuDriverGetVersion != NULL,
+                "cuCtxSynchronize": self.cuCtxSynchronize != NULL}
 
     def require(self, name: str) -> None:
         """Raise CudaError when the driver lacks the extra function ``name`` (one of :data:`EXTRAS`)."""

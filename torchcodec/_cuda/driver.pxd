@@ -62,3 +62,4 @@ ctypedef CUresult (*tcuStreamWaitEvent)(CUstream hStream, CUevent hEvent, unsign
 ctypedef CUresult (*tcuMemAllocAsync)(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) noexcept nogil
 ctypedef CUresult (*tcuMemFreeAsync)(CUdeviceptr dptr, CUstream hStream) noexcept nogil
 ctypedef CUresult (*tcuDriverGetVersion)(int *version) noexcept nogil
+ctypedef CUresult (*tcuCtxSynchronize)() noexcept nogil
