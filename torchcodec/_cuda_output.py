@@ -197,6 +197,19 @@ def nchw(data: Any) -> Any:
     return data.transpose(axes)                    # cupy
 
 
+def copy_into(out: Any, data: Any) -> None:
+    """out[...] = data on the GPU, for an ``out=`` whose layout the engine cannot write (torch, cupy)."""
+    module = type(out).__module__.split(".")[0]
+    if module == "torch":
+        out.copy_(data if type(data).__module__.startswith("torch") else
+                  importlib.import_module("torch").from_dlpack(data))
+    elif module == "cupy":
+        out[...] = data
+    else:
+        raise ValueError(f"out= ({type(out).__name__}) must hold packed RGB pixels (channels innermost, "
+                         f"pixels 3 elements apart): torchcodec cannot copy into this layout")
+
+
 # ---- out= ---------------------------------------------------------------------------------------
 
 def wrap_out(out: Any, shape: tuple[int, ...], dtype: str, device_index: int,

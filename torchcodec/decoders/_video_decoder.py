@@ -348,42 +348,29 @@ class VideoDecoder(Reopenable):
                      pts: array.array, durations: array.array) -> Any:
         """Decode into CUDA memory allocated by the bridge's library (or ``out``), on its current stream."""
         from torchcodec import _cuda_output
-        n, height, width = len(targets), self._height, self._width
-        shape = (n, height, width, 3)
+        shape = (len(targets), self._height, self._width, 3)
         target = None
         if out is not None:
-            target = _cuda_output.wrap_out(out, self._expected_shape(n), self._output_dtype, self._device_index)
-            strides = self._nhwc_strides(target.strides)
-            if not self._packed(strides, target.itemsize):
-                target = None                     # decoded into a new array, then copied once into out
-        output = target if target is not None else _cuda_output.allocate(shape, self._output_dtype, name,
-                                                                          self._device_index)
-        strides = self._nhwc_strides(output.strides) if target is not None else output.strides
+            target = _cuda_output.wrap_out(out, shape, self._output_dtype, self._device_index, self._dimension_order)
+        output = target if target is not None and target.packed else _cuda_output.allocate(
+            shape, self._output_dtype, name, self._device_index)
         with self._lock:
             self._cuda.converter.set_stream(output.stream)
-        self._run_engine(targets, match, tolerance, output.address, strides[0], strides[1], pts, durations)
-        output.finish()
-        if out is not None:
-            if target is None:
-                data = output.data if self._dimension_order == "NHWC" else _cuda_output.nchw(output.data)
-                _cuda_output.copy_into(out, data)
-            return out
-        return output.data if self._dimension_order == "NHWC" else _cuda_output.nchw(output.data)
+        self._run_engine(targets, match, tolerance, output.address, output.strides[0], output.strides[1],
+                         pts, durations)
+        data = output.finish()
+        if output is target:
+            return data
+        if self._dimension_order == "NCHW":
+            data = _cuda_output.nchw(data)
+        if target is not None:                    # out= in a layout the engine cannot write: one copy
+            _cuda_output.copy_into(out, data)
+            return target.finish()
+        return data
 
     def _expected_shape(self, n: int) -> tuple[int, int, int, int]:
         height, width = self._height, self._width
         return (n, 3, height, width) if self._dimension_order == "NCHW" else (n, height, width, 3)
-
-    def _nhwc_strides(self, strides: tuple[int, ...]) -> tuple[int, ...]:
-        """Byte strides of an output in the decoder's dimension order, as (n, h, w, c)."""
-        if self._dimension_order == "NCHW":
-            return (strides[0], strides[2], strides[3], strides[1])
-        return tuple(strides)
-
-    @staticmethod
-    def _packed(strides: tuple[int, ...], itemsize: int) -> bool:
-        """Whether (n, h, w, c) byte strides are rows of packed RGB pixels, which the engine writes."""
-        return strides[3] == itemsize and strides[2] == 3 * itemsize and strides[1] > 0 and strides[0] > 0
 
     def _check_out(self, out: Any, n: int) -> tuple[Any, int, int]:
         """Check a CPU ``out``'s shape and dtype; return (memory, frame stride, row stride), or
@@ -395,8 +382,10 @@ class VideoDecoder(Reopenable):
                              f"(dimension_order={self._dimension_order!r})")
         if memory.dtype != self._output_dtype:
             raise ValueError(f"out= has dtype {memory.dtype}; this decoder outputs {self._output_dtype}")
-        strides = self._nhwc_strides(memory.strides)
-        if self._packed(strides, memory.itemsize):
+        strides = memory.strides
+        if self._dimension_order == "NCHW":      # as (n, h, w, c)
+            strides = (strides[0], strides[2], strides[3], strides[1])
+        if strides[3] == memory.itemsize and strides[2] == 3 * memory.itemsize and strides[1] > 0 and strides[0] > 0:
             return memory, strides[0], strides[1]
         return None, 0, 0
 
