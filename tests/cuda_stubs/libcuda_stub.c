@@ -31,7 +31,10 @@ unsigned long long stub_image_hash;
 
 static stub_context contexts[8];
 static stub_context *stack[64];
-static const unsigned char *loaded_image;
+/* Loaded modules: a handle points at its slot (several modules may be loaded at once). */
+typedef struct stub_module { const unsigned char *image; size_t size; } stub_module;
+static stub_module modules[16];
+static int module_count;
 
 static int device_count(void)
 {
@@ -128,9 +131,12 @@ int cuModuleLoadData(void **module, const void *image)
     for (size_t i = 0; i < stub_image_size; i++)
         hash = (hash ^ bytes[i]) * 1099511628211ULL;
     stub_image_hash = hash;
-    loaded_image = bytes;
+    if (module_count == 16)
+        return 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
+    modules[module_count].image = bytes;
+    modules[module_count].size = stub_image_size;
     stub_loads++;
-    *module = (void *)&loaded_image;
+    *module = (void *)&modules[module_count++];
     return SUCCESS;
 }
 #endif
@@ -151,10 +157,11 @@ int cuModuleGetFunction(void **function, void *module, const char *name)
     size_t length = strlen(name);
     if (stub_stack_depth == 0)
         return ERROR_INVALID_CONTEXT;
-    if (module != (void *)&loaded_image || !loaded_image)
+    const stub_module *loaded = module;
+    if (loaded < modules || loaded >= modules + module_count)
         return ERROR_INVALID_VALUE;
-    for (size_t i = 0; i + length <= stub_image_size; i++) {
-        if (memcmp(loaded_image + i, name, length) == 0) {
+    for (size_t i = 0; i + length <= loaded->size; i++) {
+        if (memcmp(loaded->image + i, name, length) == 0) {
             for (int k = 0; k < function_count; k++) {
                 if (strcmp(function_names[k], name) == 0) {
                     *function = function_names[k];
