@@ -92,6 +92,27 @@ int cuDevicePrimaryCtxRelease(int device)
     return SUCCESS;
 }
 
+/* FFmpeg's CUDA device (av_hwdevice_ctx_create with primary_ctx=1) reads the primary context's state
+ * and sets its flags: active while retained; the flags last set (0 until then), as the driver keeps them. */
+static unsigned int primary_flags[8];
+
+int cuDevicePrimaryCtxGetState(int device, unsigned int *flags, int *active)
+{
+    if (device < 0 || device >= device_count() || device >= 8)
+        return ERROR_INVALID_DEVICE;
+    *flags = primary_flags[device];
+    *active = stub_retains > stub_releases;
+    return SUCCESS;
+}
+
+int cuDevicePrimaryCtxSetFlags(int device, unsigned int flags)
+{
+    if (device < 0 || device >= device_count() || device >= 8)
+        return ERROR_INVALID_DEVICE;
+    primary_flags[device] = flags;
+    return SUCCESS;
+}
+
 int cuCtxPushCurrent_v2(stub_context *context)
 {
     if (!context || stub_stack_depth == 64)
@@ -441,6 +462,8 @@ int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsign
         return ERROR_INVALID_CONTEXT;
     if (!function || !params || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024)
         return ERROR_INVALID_VALUE;
+    if (getenv("STUB_LAUNCH_RESULT"))     /* a failing launch, for error-path tests */
+        return atoi(getenv("STUB_LAUNCH_RESULT"));
     stub_launches++;
     stub_last_launch_stream = stream;
     snprintf(stub_last_kernel, sizeof(stub_last_kernel), "%s", (const char *)function);
