@@ -190,10 +190,58 @@ def test_host_frames_converted_by_the_kernels_match_the_cpu_decoder(stub, name, 
     assert out["pushes"] == out["pops"] and out["depth"] == 0
 
 
-def test_a_format_the_kernels_do_not_read_is_converted_by_the_scaler_and_uploaded(stub, tmp_path):
-    path = tmp_path / "yuv422p.mp4"
-    subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=10:duration=1",
-                    "-c:v", "libx264", "-pix_fmt", "yuv422p", str(path)], check=True)
+# Host formats that no corpus file decodes to, as 96x64 rawvideo in NUT: (format, uint8 max, uint8 mean,
+# float32 max, float32 mean). NV12 and 12-bit 4:2:0 go through swscale's general path on the CPU
+# (chroma interpolated), like the odd-sized rows of docs/cuda_kernels.md; 4:4:4 is the formula alone.
+RAW_FORMATS = [
+    ("nv12", None, 5.0, None, 0.02),
+    ("yuv420p12le", None, 5.0, None, 0.02),
+    ("yuv444p12le", 3, 0.05, 0.0040, 0.002),
+    ("yuv444p16le", 3, 0.05, 0.0040, 0.002),
+]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> dict[str, pathlib.Path]:
+    """Small clips made with the ffmpeg CLI: RAW_FORMATS as rawvideo, and H.264 yuv422p."""
+    directory = tmp_path_factory.mktemp("generated")
+    source = ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=10:duration=1"]
+    made = {}
+    for name, *_ in RAW_FORMATS:
+        made[name] = directory / f"{name}.nut"
+        subprocess.run([*source, "-frames:v", "3", "-c:v", "rawvideo", "-pix_fmt", name, str(made[name])], check=True)
+    made["yuv422p"] = directory / "yuv422p.mp4"
+    subprocess.run([*source, "-c:v", "libx264", "-pix_fmt", "yuv422p", str(made["yuv422p"])], check=True)
+    return made
+
+
+@pytest.mark.parametrize("name, max8, mean8, maxf, meanf", RAW_FORMATS, ids=[f[0] for f in RAW_FORMATS])
+def test_other_host_formats_are_uploaded_and_converted_by_the_kernels(stub, generated, name, max8, mean8, maxf,
+                                                                       meanf):
+    code = f"""
+path = {str(generated[name])!r}
+out = {{}}
+for as_float in (False, True):
+    stream, index = engine(path, CudaConverter(context))
+    stub.stub_clear_log()
+    diff = np.abs(decode(stream, index, [0, 2], 64, 96, as_float).astype(float) -
+                  cpu_frames(path, [0, 2], as_float).astype(float))
+    out[str(as_float)] = [float(diff.max()), float(diff.mean()),
+                          [line.split(",")[0] for line in log() if line.startswith("cuLaunchKernel")]]
+finish(out)
+"""
+    out = run(code, stub)
+    wide = name != "nv12"
+    for as_float, (bound_max, bound_mean) in (("False", (max8, mean8)), ("True", (maxf, meanf))):
+        worst, mean, kernels = out[as_float]
+        assert bound_max is None or worst <= bound_max, (as_float, out)
+        assert mean <= bound_mean, (as_float, out)
+        expected = f"cuLaunchKernel(tc_convert_yuv{16 if wide else 8}_to_rgb{'f' if as_float == 'True' else '8'}"
+        assert kernels == [expected] * 2
+
+
+def test_a_format_the_kernels_do_not_read_is_converted_by_the_scaler_and_uploaded(stub, generated):
+    path = generated["yuv422p"]
     code = f"""
 path = {str(path)!r}
 out = {{}}

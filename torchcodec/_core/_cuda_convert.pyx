@@ -208,13 +208,15 @@ cdef class CudaConverter(FrameConverter):
             context.exit()
 
     def __dealloc__(self):
-        # cuMemFree waits for work still using the staging buffer; nothing here raises.
+        # The last conversion from the staging buffer is waited for before it is freed; nothing here raises.
         free(self.host_rgb)
         if self.context is None or self.context.ptr == NULL or self.driver.ptr == NULL:
             return
         if self.driver.ptr.cuCtxPushCurrent(self.context.ptr) != cu.CUDA_SUCCESS:
             return
         if self.staging:
+            if self.staging_busy:
+                self.driver.ptr.cuEventSynchronize(self.staging_read)
             self.driver.ptr.cuMemFree(self.staging)
         if self.upstream_ready != NULL:
             self.driver.ptr.cuEventDestroy(self.upstream_ready)
