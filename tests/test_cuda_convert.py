@@ -514,3 +514,114 @@ def test_the_hwaccel_backend_refuses_a_primary_context_activated_with_other_flag
     if out["reason"] is not None:
         pytest.skip(out["reason"])
     assert "primary context is already active with other flags" in out["0"]
+
+
+# ---- on a real GPU (tools/gpu_check.sh) -----------------------------------------------------------
+
+GPU_PROLOGUE = """
+import ctypes, json
+import numpy as np
+import torchcodec
+from torchcodec._core import _cuda_driver
+from torchcodec._core._cuda_convert import CudaConverter
+from torchcodec._core._decoder import StreamDecoder
+from torchcodec._core._demuxer import Demuxer
+from torchcodec._core._video import VideoStream
+from torchcodec._source import open_source
+from torchcodec.decoders import VideoDecoder
+
+torchcodec.set_bridge("numpy")
+cu = ctypes.CDLL("libcuda.so.1")
+primary = ctypes.c_void_p()
+
+def check(ret, what):
+    assert ret == 0, f"{what} failed: CUresult {ret}"
+
+def decode_on_gpu(path, indices, as_float=False, rotation=0, cuda_device=-1):
+    '''Frames `indices` of `path` converted by a CudaConverter on its own (non-blocking) stream, in
+    device memory, downloaded; and whether FFmpeg's hwaccel decoded them (cuda_device >= 0).'''
+    demuxer = Demuxer(*open_source(path))
+    index = demuxer.scan(0)
+    # FFmpeg's CUDA device first: it sets its flags on the primary context before anyone activates it.
+    decoder = StreamDecoder(demuxer, 0, 1, cuda_device) if cuda_device >= 0 else None
+    context = _cuda_driver.load_driver().context(0)
+    converter = CudaConverter(context)
+    info = VideoDecoder(path).metadata
+    height, width = (info.width, info.height) if rotation in (90, 270) else (info.height, info.width)
+    shape = (len(indices), height, width, 3)
+    host = np.zeros(shape, np.float32 if as_float else np.uint8)
+    if not primary.value:
+        check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(primary), 0), "cuDevicePrimaryCtxRetain")
+    check(cu.cuCtxPushCurrent_v2(primary), "cuCtxPushCurrent")
+    stream, memory = ctypes.c_void_p(), ctypes.c_uint64()
+    check(cu.cuStreamCreate(ctypes.byref(stream), 1), "cuStreamCreate")
+    check(cu.cuMemAlloc_v2(ctypes.byref(memory), ctypes.c_size_t(host.nbytes)), "cuMemAlloc")
+    converter.set_stream(stream.value)
+    engine = VideoStream(demuxer, 0, index, 1, rotation, False, decoder, converter)
+    targets = np.array([index.pts(i) for i in indices], np.int64)
+    engine.decode_at(targets, 0, memory.value, host.strides[0], host.strides[1], height, width, as_float,
+                     np.zeros(len(indices)), np.zeros(len(indices)))
+    check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize")
+    check(cu.cuMemcpyDtoH_v2(host.ctypes.data_as(ctypes.c_void_p), memory, ctypes.c_size_t(host.nbytes)), "cuMemcpyDtoH")
+    check(cu.cuMemFree_v2(memory), "cuMemFree")
+    check(cu.cuStreamDestroy_v2(stream), "cuStreamDestroy")
+    check(cu.cuCtxPopCurrent_v2(None), "cuCtxPopCurrent")
+    return host, (decoder.hwaccel_used if decoder is not None else None)
+
+def cpu_frames(path, indices, as_float=False, rotation=0):
+    frames = VideoDecoder(path, dimension_order="NHWC", output_dtype="float32" if as_float else "uint8")
+    return np.rot90(frames.get_frames_at(indices).data, k=-rotation // 90, axes=(1, 2))
+
+def compare(gpu, cpu):
+    diff = np.abs(gpu.astype(np.float64) - cpu.astype(np.float64))
+    return [float(diff.max()), float(diff.mean())]
+"""
+
+
+@pytest.fixture(scope="module")
+def real_gpu(tmp_path_factory):
+    """A directory to run subprocesses in with the real driver (skips without a usable GPU)."""
+    import torchcodec
+    if not _build_config.CUDA_KERNELS or not torchcodec.cuda_available():
+        pytest.skip("no CUDA device, or a build without kernels")
+    return tmp_path_factory.mktemp("real_gpu")
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_host_frames_are_converted_as_on_the_stub(real_gpu, media):
+    code = GPU_PROLOGUE + f"""
+out = {{}}
+for name in ("h264_25fps_2s.mp4", "h264_bt709.mp4", "h264_yuv444.mp4", "h264_10bit.mp4"):
+    path = {str(MEDIA)!r} + "/" + name
+    for as_float in (False, True):
+        out[name + str(as_float)] = compare(decode_on_gpu(path, [0, 20, 40], as_float)[0], cpu_frames(path, [0, 20, 40], as_float))
+path = {str(MEDIA)!r} + "/h264_25fps_2s.mp4"
+out["rotated"] = compare(decode_on_gpu(path, [5, 5, 6], rotation=90)[0], cpu_frames(path, [5, 5, 6], rotation=90))
+print(json.dumps(out))
+"""
+    out = run_python(code, real_gpu)
+    for name in ("h264_25fps_2s.mp4", "h264_bt709.mp4"):
+        assert out[name + "False"] == [0.0, 0.0] and out[name + "True"][0] <= 0.015, out
+    assert out["h264_yuv444.mp4False"][0] <= 3 and out["h264_yuv444.mp4True"][0] <= 0.004, out
+    assert out["h264_10bit.mp4False"][1] <= 2.5 and out["h264_10bit.mp4True"][1] <= 0.01, out
+    assert out["rotated"] == [0.0, 0.0], out
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_ffmpegs_hwaccel_frames_are_converted_on_another_stream(real_gpu, media):
+    code = GPU_PROLOGUE + f"""
+from torchcodec._core._decoder import cuda_hwaccel_unavailable_reason
+out = {{"reason": cuda_hwaccel_unavailable_reason()}}
+if out["reason"] is None:
+    for name in ("h264_25fps_2s.mp4", "hevc_10bit.mp4"):
+        path = {str(MEDIA)!r} + "/" + name
+        frames, used = decode_on_gpu(path, [0, 1, 30, 31], cuda_device=0)
+        out[name] = [used] + compare(frames, cpu_frames(path, [0, 1, 30, 31]))
+print(json.dumps(out))
+"""
+    out = run_python(code, real_gpu)
+    if out["reason"] is not None:
+        pytest.skip(out["reason"])
+    # NVDEC decodes H.264 bit-exactly: its NV12 through the kernels is the CPU decoder's RGB.
+    assert out["h264_25fps_2s.mp4"] == [True, 0.0, 0.0], out
+    assert out["hevc_10bit.mp4"][0] is True and out["hevc_10bit.mp4"][2] <= 2.5, out

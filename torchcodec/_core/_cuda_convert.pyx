@@ -178,7 +178,7 @@ cdef class CudaConverter(FrameConverter):
     with ``set_stream`` (default 0: the legacy default stream) and nothing waits for it on the host.
     """
 
-    def __cinit__(self, CudaContext context):
+    def __cinit__(self, CudaContext context not None):
         cdef int k
         self.stream = NULL
         self.upstream_ready = NULL
