@@ -33,7 +33,10 @@ unsigned long long stub_image_hash;
 
 static stub_context contexts[8];
 static stub_context *stack[64];
-static const unsigned char *loaded_image;
+/* Loaded modules: a handle points at its slot (several modules may be loaded at once). */
+typedef struct stub_module { const unsigned char *image; size_t size; } stub_module;
+static stub_module modules[16];
+static int module_count;
 
 static int device_count(void)
 {
@@ -91,6 +94,27 @@ int cuDevicePrimaryCtxRelease(int device)
     return SUCCESS;
 }
 
+/* FFmpeg's CUDA device (av_hwdevice_ctx_create with primary_ctx=1) reads the primary context's state
+ * and sets its flags: active while retained; the flags last set (0 until then), as the driver keeps them. */
+static unsigned int primary_flags[8];
+
+int cuDevicePrimaryCtxGetState(int device, unsigned int *flags, int *active)
+{
+    if (device < 0 || device >= device_count() || device >= 8)
+        return ERROR_INVALID_DEVICE;
+    *flags = primary_flags[device];
+    *active = stub_retains > stub_releases;
+    return SUCCESS;
+}
+
+int cuDevicePrimaryCtxSetFlags(int device, unsigned int flags)
+{
+    if (device < 0 || device >= device_count() || device >= 8)
+        return ERROR_INVALID_DEVICE;
+    primary_flags[device] = flags;
+    return SUCCESS;
+}
+
 int cuCtxPushCurrent_v2(stub_context *context)
 {
     if (!context || stub_stack_depth == 64)
@@ -130,9 +154,12 @@ int cuModuleLoadData(void **module, const void *image)
     for (size_t i = 0; i < stub_image_size; i++)
         hash = (hash ^ bytes[i]) * 1099511628211ULL;
     stub_image_hash = hash;
-    loaded_image = bytes;
+    if (module_count == 16)
+        return 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
+    modules[module_count].image = bytes;
+    modules[module_count].size = stub_image_size;
     stub_loads++;
-    *module = (void *)&loaded_image;
+    *module = (void *)&modules[module_count++];
     return SUCCESS;
 }
 #endif
@@ -153,10 +180,11 @@ int cuModuleGetFunction(void **function, void *module, const char *name)
     size_t length = strlen(name);
     if (stub_stack_depth == 0)
         return ERROR_INVALID_CONTEXT;
-    if (module != (void *)&loaded_image || !loaded_image)
+    const stub_module *loaded = module;
+    if (loaded < modules || loaded >= modules + module_count)
         return ERROR_INVALID_VALUE;
-    for (size_t i = 0; i + length <= stub_image_size; i++) {
-        if (memcmp(loaded_image + i, name, length) == 0) {
+    for (size_t i = 0; i + length <= loaded->size; i++) {
+        if (memcmp(loaded->image + i, name, length) == 0) {
             for (int k = 0; k < function_count; k++) {
                 if (strcmp(function_names[k], name) == 0) {
                     *function = function_names[k];
@@ -458,6 +486,8 @@ int cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsign
         return ERROR_INVALID_CONTEXT;
     if (!function || !params || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024)
         return ERROR_INVALID_VALUE;
+    if (getenv("STUB_LAUNCH_RESULT"))     /* a failing launch, for error-path tests */
+        return atoi(getenv("STUB_LAUNCH_RESULT"));
     stub_launches++;
     stub_last_launch_stream = stream;
     snprintf(stub_last_kernel, sizeof(stub_last_kernel), "%s", (const char *)function);

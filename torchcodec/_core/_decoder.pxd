@@ -1,5 +1,6 @@
 # Decoders of one stream's packets into AVFrames: the FrameDecoder interface that the video engine
-# drives, and StreamDecoder, which implements it with libavcodec (CPU, or FFmpeg's CUDA hwaccel).
+# drives, and StreamDecoder, which implements it with libavcodec (CPU, or FFmpeg's CUDA hwaccel:
+# decoded frames are then AV_PIX_FMT_CUDA frames in device memory, for the CudaConverter).
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._ffmpeg.avcodec cimport AVCodecContext, AVPacket
 from torchcodec._ffmpeg.avutil cimport AVFrame
@@ -20,7 +21,9 @@ cdef class StreamDecoder(FrameDecoder):
     cdef readonly int stream_index
     cdef bint input_done                # the decoder was sent the end of the stream
     cdef int bad_packets                # consecutive packets or frames the decoder refused
+    cdef int hwaccel_state              # -1 before the first frame, then whether it was a CUDA frame
 
     cdef int send(self, const AVPacket *packet) noexcept nogil
     cdef int receive(self, AVFrame *frame) noexcept nogil
     cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil
+    cdef int use_cuda_device(self, int device) except -1

@@ -1,7 +1,15 @@
-"""Decoding one stream's packets into frames with libavcodec on the CPU.
+"""Decoding one stream's packets into frames with libavcodec: on the CPU, or with FFmpeg's own
+CUDA hwaccel (NVDEC through libavcodec) when a CUDA device is given.
 
 ``next_frame`` is the one read-send-receive loop of the package: video and audio engines call it
 for their next frame and keep their own bookkeeping of timestamps.
+
+The CUDA hwaccel (``StreamDecoder(..., cuda_device=N)``, the ``set_cuda_backend("ffmpeg")``
+backend): FFmpeg creates its CUDA device on the device's primary context (``primary_ctx=1``, so it
+shares the context of the rest of the package), and the decoder's ``get_format`` picks
+AV_PIX_FMT_CUDA whenever libavcodec offers it. Where it is not offered (a codec or profile without
+NVDEC support) or its initialisation fails, libavcodec decodes on the CPU as usual;
+``hwaccel_used`` says which happened.
 """
 from libc.errno cimport EAGAIN, ENOMEM
 
@@ -9,12 +17,43 @@ from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._error cimport av_error_string, check_av
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
-from torchcodec._ffmpeg.avcodec cimport AVCodec, AVPacket
+from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecContext, AVPacket
 from torchcodec._ffmpeg cimport avutil as lavu
-from torchcodec._ffmpeg.avutil cimport AVFrame
+from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVDictionary, AVFrame, AVPixelFormat
+
+cdef extern from "errno.h":
+    int ENOTSUP         # FFmpeg's CUDA device: the primary context is active with other flags
 
 # The decoder may refuse this many packets in a row (corrupt data) before decoding gives up.
 cdef int MAX_BAD_PACKETS = 100
+
+
+def cuda_hwaccel_unavailable_reason() -> str | None:
+    """``None`` when this FFmpeg build has the CUDA hwaccel (its hwcontext lists the CUDA device
+    type), else a sentence saying why it cannot be used. Whether a GPU is present is not asked here."""
+    cdef lavu.AVHWDeviceType kind = lavu.AV_HWDEVICE_TYPE_NONE
+    cdef bint listed = False
+    while True:
+        kind = lavu.av_hwdevice_iterate_types(kind)
+        if kind == lavu.AV_HWDEVICE_TYPE_NONE:
+            break
+        listed = listed or kind == lavu.AV_HWDEVICE_TYPE_CUDA
+    if listed and lavu.av_hwdevice_find_type_by_name("cuda") == lavu.AV_HWDEVICE_TYPE_CUDA:
+        return None
+    return (f"this FFmpeg build ({lavu.av_version_info().decode()}) has no CUDA hwaccel (its hwcontext does not "
+            f"list the 'cuda' device type: FFmpeg must be configured with ffnvcodec, --enable-cuda / "
+            f"--enable-nvdec); use the NVDEC backend or decode on the CPU")
+
+
+cdef AVPixelFormat choose_cuda_format(AVCodecContext *context, const AVPixelFormat *formats) noexcept nogil:
+    """libavcodec's get_format: AV_PIX_FMT_CUDA when offered, else what libavcodec would choose
+    (a software format). libavcodec calls it again without CUDA if the hwaccel fails to start."""
+    cdef const AVPixelFormat *offered = formats
+    while offered[0] != lavu.AV_PIX_FMT_NONE:
+        if offered[0] == lavu.AV_PIX_FMT_CUDA:
+            return lavu.AV_PIX_FMT_CUDA
+        offered += 1
+    return lavc.avcodec_default_get_format(context, formats)
 
 
 cdef class FrameDecoder:
@@ -33,14 +72,18 @@ cdef class StreamDecoder(FrameDecoder):
     """A libavcodec decoder for stream ``stream_index`` of ``demuxer``.
 
     ``num_threads``: 1 decodes on the calling thread; 0 lets FFmpeg choose; n > 1 uses n threads.
+    ``cuda_device``: -1 decodes on the CPU; N >= 0 uses FFmpeg's CUDA hwaccel on device cuda:N
+    (RuntimeError when this FFmpeg build lacks it or FFmpeg cannot open the device), whose frames
+    are AV_PIX_FMT_CUDA frames in device memory where the hwaccel handles the stream.
     """
 
-    def __cinit__(self, Demuxer demuxer, int stream_index, int num_threads=1):
+    def __cinit__(self, Demuxer demuxer, int stream_index, int num_threads=1, int cuda_device=-1):
         self.ptr = NULL
         self.stream_index = stream_index
         self.input_done = False
         self.output_done = False
         self.bad_packets = 0
+        self.hwaccel_state = -1
         if num_threads < 0:
             raise ValueError(f"num_ffmpeg_threads must be >= 0, got {num_threads}")
         cdef lavf.AVStream *st = demuxer.stream(stream_index)
@@ -55,6 +98,8 @@ cdef class StreamDecoder(FrameDecoder):
         check_av(lavc.avcodec_parameters_to_context(self.ptr, st.codecpar), "avcodec_parameters_to_context")
         self.ptr.pkt_timebase = st.time_base
         self.ptr.thread_count = num_threads
+        if cuda_device >= 0:
+            self.use_cuda_device(cuda_device)
         cdef int ret
         with nogil:
             ret = lavc.avcodec_open2(self.ptr, codec, NULL)
@@ -62,7 +107,42 @@ cdef class StreamDecoder(FrameDecoder):
 
     def __dealloc__(self):
         if self.ptr != NULL:
-            lavc.avcodec_free_context(&self.ptr)
+            lavc.avcodec_free_context(&self.ptr)     # also unrefs hw_device_ctx
+
+    cdef int use_cuda_device(self, int device) except -1:
+        """Decode with FFmpeg's CUDA hwaccel on cuda:``device``, in its primary context."""
+        cdef AVDictionary *options = NULL
+        cdef AVBufferRef *device_ref = NULL
+        cdef bytes name = str(device).encode()
+        cdef const char *c_name = name
+        cdef int ret
+        reason = cuda_hwaccel_unavailable_reason()
+        if reason is not None:
+            raise RuntimeError(reason)
+        check_av(lavu.av_dict_set(&options, "primary_ctx", "1", 0), "av_dict_set")
+        with nogil:
+            ret = lavu.av_hwdevice_ctx_create(&device_ref, lavu.AV_HWDEVICE_TYPE_CUDA, c_name, options, 0)
+        lavu.av_dict_free(&options)
+        if ret == -1:       # what FFmpeg's copy of ffnvcodec's loader returns
+            raise RuntimeError(f"FFmpeg could not load libcuda.so.1, or a function it needs from it, for its "
+                               f"CUDA hwaccel on cuda:{device} (no NVIDIA driver, or one too old for this FFmpeg)")
+        if ret == lavu.AVERROR(ENOTSUP):
+            raise RuntimeError(f"FFmpeg could not open CUDA device cuda:{device} for its hwaccel: the device's "
+                               f"primary context is already active with other flags than the ones FFmpeg sets "
+                               f"(it was initialised first by another library, e.g. torch or torchcodec's "
+                               f"NVDEC backend), and FFmpeg then refuses to share it")
+        if ret < 0:
+            raise RuntimeError(f"FFmpeg could not open CUDA device cuda:{device} for its hwaccel "
+                               f"(av_hwdevice_ctx_create: {av_error_string(ret)}); "
+                               f"torchcodec.set_log_level('error') shows FFmpeg's own message")
+        self.ptr.hw_device_ctx = device_ref          # the codec context owns the reference now
+        self.ptr.get_format = choose_cuda_format
+        return 0
+
+    @property
+    def hwaccel_used(self):
+        """None before the first frame; then whether FFmpeg's CUDA hwaccel decoded it (False on the CPU)."""
+        return None if self.hwaccel_state < 0 else bool(self.hwaccel_state)
 
     cdef int send(self, const AVPacket *packet) noexcept nogil:
         return lavc.avcodec_send_packet(self.ptr, packet)
@@ -90,6 +170,8 @@ cdef class StreamDecoder(FrameDecoder):
             ret = self.receive(frame)
             if ret >= 0:
                 self.bad_packets = 0
+                if self.hwaccel_state < 0:
+                    self.hwaccel_state = frame.format == lavu.AV_PIX_FMT_CUDA
                 return 1
             if ret == lavu.AVERROR_EOF:
                 self.output_done = True

@@ -23,6 +23,26 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
 
     enum:
         CUDA_SUCCESS
+        CU_EVENT_DISABLE_TIMING
+
+    ctypedef enum CUmemorytype:
+        CU_MEMORYTYPE_HOST
+        CU_MEMORYTYPE_DEVICE
+    ctypedef struct CUDA_MEMCPY2D:
+        size_t srcXInBytes
+        size_t srcY
+        CUmemorytype srcMemoryType
+        const void *srcHost
+        CUdeviceptr srcDevice
+        size_t srcPitch
+        size_t dstXInBytes
+        size_t dstY
+        CUmemorytype dstMemoryType
+        void *dstHost
+        CUdeviceptr dstDevice
+        size_t dstPitch
+        size_t WidthInBytes
+        size_t Height
 
     # ffnvcodec/dynlink_loader.h
     ctypedef struct CudaFunctions:
@@ -44,6 +64,7 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
                                    void **kernelParams, void **extra) noexcept nogil
         CUresult (*cuMemAlloc)(CUdeviceptr *dptr, size_t bytesize) noexcept nogil
         CUresult (*cuMemFree)(CUdeviceptr dptr) noexcept nogil
+        CUresult (*cuMemcpy2DAsync)(const CUDA_MEMCPY2D *pcopy, CUstream hStream) noexcept nogil
         CUresult (*cuEventCreate)(CUevent *phEvent, unsigned int flags) noexcept nogil
         CUresult (*cuEventRecord)(CUevent hEvent, CUstream hStream) noexcept nogil
         CUresult (*cuEventSynchronize)(CUevent hEvent) noexcept nogil

@@ -2,7 +2,7 @@
 from libc.stdint cimport int64_t, uint8_t
 from torchcodec._ffmpeg.avutil cimport (
     AVChannelLayout, AVColorPrimaries, AVColorRange, AVColorSpace, AVColorTransferCharacteristic,
-    AVDictionary, AVFrame, AVMediaType, AVRational,
+    AVBufferRef, AVDictionary, AVFrame, AVMediaType, AVPixelFormat, AVRational,
 )
 
 
@@ -102,6 +102,9 @@ cdef extern from "libavcodec/avcodec.h" nogil:
         int thread_type
         AVRational pkt_timebase
         int sample_rate
+        AVBufferRef *hw_device_ctx
+        AVPixelFormat (*get_format)(AVCodecContext *s, const AVPixelFormat *fmt) noexcept nogil
+    AVPixelFormat avcodec_default_get_format(AVCodecContext *s, const AVPixelFormat *fmt)
     AVCodecContext *avcodec_alloc_context3(const AVCodec *codec)
     void avcodec_free_context(AVCodecContext **avctx)
     int avcodec_parameters_to_context(AVCodecContext *codec, const AVCodecParameters *par)

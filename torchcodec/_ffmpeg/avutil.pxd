@@ -88,6 +88,7 @@ cdef extern from "libavutil/pixfmt.h" nogil:
         AV_PIX_FMT_RGB24
         AV_PIX_FMT_RGB48
         AV_PIX_FMT_GBRP
+        AV_PIX_FMT_CUDA
     enum AVColorRange:
         AVCOL_RANGE_UNSPECIFIED
         AVCOL_RANGE_MPEG
@@ -162,6 +163,13 @@ cdef extern from "libavutil/channel_layout.h" nogil:
     int av_channel_layout_describe(const AVChannelLayout *channel_layout, char *buf, size_t buf_size)
 
 
+cdef extern from "libavutil/buffer.h" nogil:
+    ctypedef struct AVBufferRef:
+        uint8_t *data
+    AVBufferRef *av_buffer_ref(const AVBufferRef *buf)
+    void av_buffer_unref(AVBufferRef **buf)
+
+
 cdef extern from "libavutil/frame.h" nogil:
     int AV_NUM_DATA_POINTERS
     ctypedef struct AVFrame:
@@ -182,6 +190,12 @@ cdef extern from "libavutil/frame.h" nogil:
         AVColorTransferCharacteristic color_trc
         AVColorSpace colorspace
         int flags
+        void *opaque
+        AVBufferRef *hw_frames_ctx
+        size_t crop_top
+        size_t crop_bottom
+        size_t crop_left
+        size_t crop_right
     AVFrame *av_frame_alloc()
     void av_frame_free(AVFrame **frame)
     void av_frame_unref(AVFrame *frame)
@@ -190,3 +204,19 @@ cdef extern from "libavutil/frame.h" nogil:
 
 cdef extern from "libavutil/display.h" nogil:
     double av_display_rotation_get(const int32_t *matrix)
+
+
+cdef extern from "libavutil/hwcontext.h" nogil:
+    enum AVHWDeviceType:
+        AV_HWDEVICE_TYPE_NONE
+        AV_HWDEVICE_TYPE_CUDA
+    ctypedef struct AVHWFramesContext:
+        AVPixelFormat format
+        AVPixelFormat sw_format
+        int width
+        int height
+    AVHWDeviceType av_hwdevice_find_type_by_name(const char *name)
+    AVHWDeviceType av_hwdevice_iterate_types(AVHWDeviceType prev)
+    const char *av_hwdevice_get_type_name(AVHWDeviceType type)
+    int av_hwdevice_ctx_create(AVBufferRef **device_ctx, AVHWDeviceType type, const char *device,
+                               AVDictionary *opts, int flags)

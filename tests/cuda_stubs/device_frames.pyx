@@ -1,0 +1,52 @@
+# cython: language_level=3
+"""Test helper, built by tests/test_cuda_convert.py against the package's .pxd files: hands a
+CudaConverter the device frames that only a GPU decoder produces (an NVDEC frame, whose ``opaque``
+is a CUevent, and an FFmpeg CUDA hwaccel frame, AV_PIX_FMT_CUDA with a hw_frames_ctx naming its
+software format), their planes in memory the caller allocated with the stub's cuMemAlloc."""
+from libc.stdint cimport uint8_t
+
+from torchcodec._core._cuda_convert cimport CudaConverter
+from torchcodec._ffmpeg cimport avutil as lavu
+from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVHWFramesContext, AVPixelFormat
+
+
+cdef extern from "libavutil/buffer.h" nogil:
+    AVBufferRef *av_buffer_allocz(size_t size)
+
+
+cdef extern from "libavutil/pixdesc.h" nogil:
+    AVPixelFormat av_get_pix_fmt(const char *name)
+
+
+def convert_device_frame(CudaConverter converter, str pix_fmt, planes, pitches, int width, int height,
+                         size_t dst, Py_ssize_t row_stride, *, int out_width=-1, int out_height=-1,
+                         int crop_left=0, int crop_top=0, int colorspace=2, int color_range=1,
+                         size_t event=0, bint hwaccel=False, int rotation=0, bint as_float=False):
+    """Convert one device frame of ``pix_fmt`` (NVDEC when ``event`` is set, FFmpeg hwaccel when
+    ``hwaccel``) into ``dst``, of out_width x out_height (default: the frame's size)."""
+    cdef AVFrame *frame = lavu.av_frame_alloc()
+    cdef int k
+    cdef uint8_t *out = <uint8_t *>dst
+    if frame == NULL:
+        raise MemoryError
+    try:
+        for k in range(len(planes)):
+            frame.data[k] = <uint8_t *><size_t>planes[k]
+            frame.linesize[k] = pitches[k]
+        frame.width, frame.height = width, height
+        frame.crop_left, frame.crop_top = crop_left, crop_top
+        frame.colorspace = <lavu.AVColorSpace>colorspace
+        frame.color_range = <lavu.AVColorRange>color_range
+        frame.opaque = <void *>event
+        frame.format = av_get_pix_fmt(pix_fmt.encode())
+        if hwaccel:
+            frame.hw_frames_ctx = av_buffer_allocz(sizeof(AVHWFramesContext))
+            (<AVHWFramesContext *>frame.hw_frames_ctx.data).sw_format = <AVPixelFormat>frame.format
+            frame.format = lavu.AV_PIX_FMT_CUDA
+        if out_width < 0:
+            out_width, out_height = (height, width) if rotation in (90, 270) else (width, height)
+        with nogil:
+            converter.convert(frame, rotation, out, row_stride, out_width, out_height, as_float)
+    finally:
+        lavu.av_buffer_unref(&frame.hw_frames_ctx)
+        lavu.av_frame_free(&frame)

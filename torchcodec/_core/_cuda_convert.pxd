@@ -1,0 +1,42 @@
+# The CUDA frame converter: decoded frames (NVDEC surfaces, FFmpeg CUDA hwaccel frames, or host
+# frames of the CPU fallback) to RGB in device memory, with the kernels of kernels/colour.cu.
+from libc.stdint cimport uint8_t
+from torchcodec._core._converter cimport FrameConverter
+from torchcodec._core._cuda_driver cimport CudaContext, CudaDriver
+from torchcodec._core._scaler cimport Scaler
+from torchcodec._cuda cimport driver as cu
+from torchcodec._ffmpeg.avutil cimport AVFrame
+
+
+cdef enum:
+    NUM_COLOUR_KERNELS = 4      # tc_convert_yuv{8,16}_to_rgb{8,f}, indexed by 2 * wide + as_float
+
+
+cdef class CudaConverter(FrameConverter):
+    cdef readonly CudaContext context
+    cdef CudaDriver driver
+    cdef object modules                 # (colour, copy) CudaModules, shared by the context's converters
+    cdef cu.CUfunction colour_kernels[NUM_COLOUR_KERNELS]
+    cdef cu.CUfunction copy_kernel
+    cdef cu.CUstream stream             # where conversions run (NULL: the legacy default stream)
+    cdef cu.CUevent upstream_ready      # recorded on the legacy stream: FFmpeg's hwaccel frame is written
+    cdef cu.CUevent converted           # recorded on `stream` after converting a hwaccel frame
+    cdef cu.CUevent staging_read        # recorded on `stream` after converting from the staging buffer
+    cdef bint staging_busy              # staging_read was recorded (the buffer may still be read)
+    cdef cu.CUdeviceptr staging         # host frames' planes, uploaded (owned, grown when needed)
+    cdef size_t staging_size
+    cdef uint8_t *host_rgb              # the Scaler's output for formats the kernels do not read (owned)
+    cdef size_t host_rgb_size
+    cdef Scaler scaler                  # created on first use
+
+    cdef int check(self, cu.CUresult ret, const char *where) except -1 nogil
+    cdef int wait_event(self, cu.CUstream stream, cu.CUevent event) except -1 nogil
+    cdef int launch(self, cu.CUfunction function, unsigned grid_x, unsigned grid_y, void *params) except -1 nogil
+    cdef int upload_planes(self, const AVFrame *frame, int num_planes, const int *plane_rows,
+                           const size_t *plane_bytes, cu.CUdeviceptr *planes, Py_ssize_t *pitches) except -1 nogil
+    cdef int convert_with_scaler(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
+                                 int width, int height, bint as_float) except -1 nogil
+    cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
+                     int width, int height, bint as_float) except -1 nogil
+    cdef int copy_output(self, uint8_t *dst, const uint8_t *src, Py_ssize_t row_stride, int width, int height,
+                         bint as_float) except -1 nogil

@@ -1,0 +1,448 @@
+"""Colour conversion on the GPU: decoded frames to RGB in device memory, with the kernels of
+kernels/colour.cu (launch interface: include/torchcodec/kernels.h; see docs/cuda_kernels.md,
+"The converter").
+
+``CudaConverter`` implements the engine's FrameConverter for device memory. It takes three kinds of
+frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the stream set with
+``set_stream`` (the output library's stream):
+
+- NVDEC frames (``frame.opaque`` is a CUevent): planes in device memory, the display area at
+  (crop_left, crop_top). The frame's event is recorded on the stream after the launch, so that the
+  decoder unmaps the surface only when the kernel has read it.
+- FFmpeg CUDA hwaccel frames (AV_PIX_FMT_CUDA): FFmpeg writes them on the legacy default stream,
+  so the stream waits for an event recorded there before the launch, and the legacy stream waits
+  for the conversion before FFmpeg may reuse the surface (no host synchronisation either way).
+- Host frames (CPU decoding): 8- to 16-bit 4:2:0 and 4:4:4 YUV, planar or NV12-like, are uploaded
+  plane by plane into a staging buffer on the device, then converted by the same kernels. Any other
+  format is converted to RGB on the CPU by a Scaler, and the RGB image is uploaded.
+
+Rotation (0, 90, 180, 270 degrees clockwise) costs nothing: the kernel walks the source and writes
+each pixel where the rotated image has it, through the destination strides (negative ones included).
+Every driver call runs with the context pushed (popped again on errors) and is checked.
+"""
+import threading
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
+
+from torchcodec._core._converter cimport FrameConverter
+from torchcodec._core._cuda_driver cimport CudaContext, CudaDriver, CudaModule, check_cu
+from torchcodec._core._scaler cimport Scaler
+from torchcodec._cuda cimport driver as cu
+from torchcodec._ffmpeg cimport avutil as lavu
+from torchcodec._ffmpeg.avutil cimport AVFrame, AVHWFramesContext, AVPixelFormat, AVPixFmtDescriptor
+
+
+cdef extern from "torchcodec/kernels.h" nogil:
+    enum:
+        TC_CHROMA_420_INTERLEAVED
+        TC_CHROMA_420_PLANAR
+        TC_CHROMA_444_PLANAR
+        TC_KERNEL_BLOCK_X
+        TC_KERNEL_BLOCK_Y
+    ctypedef struct tc_yuv_to_rgb_params:
+        uint64_t planes[3]
+        int64_t pitches[3]
+        int64_t src_batch_stride
+        uint64_t dst
+        int64_t dst_row_stride
+        int64_t dst_col_stride
+        int64_t dst_chan_stride
+        int64_t dst_batch_stride
+        int32_t width
+        int32_t height
+        int32_t crop_left
+        int32_t crop_top
+        int32_t chroma
+        int32_t matrix
+        int32_t full_range
+        int32_t sample_shift
+    ctypedef struct tc_copy_params:
+        uint64_t src
+        uint64_t dst
+        int64_t src_pitch
+        int64_t dst_pitch
+        int64_t src_batch_stride
+        int64_t dst_batch_stride
+        int64_t row_bytes
+        int32_t rows
+        int32_t count
+
+
+# The colour kernels, in the order of CudaConverter.colour_kernels: index 2 * wide + as_float.
+COLOUR_KERNELS = (b"tc_convert_yuv8_to_rgb8", b"tc_convert_yuv8_to_rgbf",
+                  b"tc_convert_yuv16_to_rgb8", b"tc_convert_yuv16_to_rgbf")
+# CU_STREAM_LEGACY: the legacy default stream, where FFmpeg's CUDA hwaccel writes its frames.
+cdef cu.CUstream LEGACY_STREAM = <cu.CUstream><size_t>1
+# Pitch alignment of the planes in the staging buffer (what cuMemAllocPitch would choose).
+cdef size_t STAGING_PITCH_ALIGN = 256
+
+_modules_lock = threading.Lock()
+_modules = {}       # CudaContext -> (colour, copy) CudaModules: loaded once per context
+
+
+def _modules_for(CudaContext context):
+    """The "colour" and "copy" kernel modules of ``context``, loaded on first use."""
+    with _modules_lock:
+        if context not in _modules:
+            _modules[context] = (context.load_module("colour"), context.load_module("copy"))
+        return _modules[context]
+
+
+cdef struct Layout:
+    # How the colour kernels read a pixel format; chroma == -1 when they cannot.
+    int chroma              # TC_CHROMA_*
+    int wide                # samples are 16-bit words (9- to 16-bit formats)
+    int sample_shift        # left shift that MSB-aligns a 16-bit sample
+    int log2_chroma         # 1 for 4:2:0, 0 for 4:4:4
+    int num_planes
+
+
+cdef Layout layout_of(int pix_fmt) noexcept nogil:
+    """Read ``pix_fmt``'s descriptor: 3-component little-endian YUV, 4:2:0 (planar, or Cb Cr
+    interleaved as NV12/P010/P016) or 4:4:4 planar, 8 to 16 bits, is what the kernels read."""
+    cdef Layout layout
+    cdef const AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<AVPixelFormat>pix_fmt)
+    cdef int depth, size, k
+    layout.chroma = -1
+    if desc == NULL or desc.nb_components != 3 or not (desc.flags & lavu.AV_PIX_FMT_FLAG_PLANAR):
+        return layout
+    if desc.flags & (lavu.AV_PIX_FMT_FLAG_BE | lavu.AV_PIX_FMT_FLAG_PAL | lavu.AV_PIX_FMT_FLAG_BITSTREAM
+                     | lavu.AV_PIX_FMT_FLAG_HWACCEL | lavu.AV_PIX_FMT_FLAG_RGB | lavu.AV_PIX_FMT_FLAG_ALPHA):
+        return layout
+    if desc.log2_chroma_w != desc.log2_chroma_h or desc.log2_chroma_w > 1:
+        return layout
+    depth = desc.comp[0].depth
+    if depth < 8 or depth > 16 or (depth == 8 and desc.comp[0].shift != 0):
+        return layout
+    size = 1 if depth == 8 else 2
+    for k in range(3):
+        if desc.comp[k].depth != depth or desc.comp[k].shift != desc.comp[0].shift:
+            return layout
+    if desc.comp[0].plane != 0 or desc.comp[0].step != size or desc.comp[1].plane != 1:
+        return layout
+    if desc.comp[2].plane == 1:
+        # Interleaved chroma: Cb first, 4:2:0 only (the kernels' TC_CHROMA_420_INTERLEAVED).
+        if desc.log2_chroma_w != 1 or desc.comp[1].step != 2 * size or desc.comp[1].offset != 0 \
+                or desc.comp[2].offset != size:
+            return layout
+        layout.chroma = TC_CHROMA_420_INTERLEAVED
+        layout.num_planes = 2
+    else:
+        if desc.comp[2].plane != 2 or desc.comp[1].step != size or desc.comp[2].step != size:
+            return layout
+        layout.chroma = TC_CHROMA_420_PLANAR if desc.log2_chroma_w else TC_CHROMA_444_PLANAR
+        layout.num_planes = 3
+    layout.wide = depth > 8
+    layout.sample_shift = 16 - depth - desc.comp[0].shift if depth > 8 else 0
+    layout.log2_chroma = desc.log2_chroma_w
+    return layout
+
+
+cdef str format_name(int pix_fmt):
+    cdef const char *name = lavu.av_get_pix_fmt_name(<AVPixelFormat>pix_fmt)
+    return name.decode() if name != NULL else f"pixel format {pix_fmt}"
+
+
+cdef void set_destination(tc_yuv_to_rgb_params *p, uint8_t *dst, Py_ssize_t row_stride, int elem,
+                          int rotation) noexcept nogil:
+    """Point the kernel's output at ``dst`` so that source pixel (x, y) lands where the image turned
+    ``rotation`` degrees clockwise has it (as the Scaler's rotate_plane turns planes):
+    90: row x, column H-1-y; 180: row H-1-y, column W-1-x; 270: row W-1-x, column y.
+    p.width and p.height are the source's (unrotated) size."""
+    cdef int64_t row = row_stride // elem, w = p.width, h = p.height, base
+    if rotation == 90:
+        base, p.dst_row_stride, p.dst_col_stride = (h - 1) * 3, -3, row
+    elif rotation == 180:
+        base, p.dst_row_stride, p.dst_col_stride = (h - 1) * row + (w - 1) * 3, -row, -3
+    elif rotation == 270:
+        base, p.dst_row_stride, p.dst_col_stride = (w - 1) * row, 3, -row
+    else:
+        base, p.dst_row_stride, p.dst_col_stride = 0, row, 3
+    p.dst = <uint64_t><size_t>dst + <uint64_t>(base * elem)
+    p.dst_chan_stride = 1
+    p.dst_batch_stride = 0
+
+
+cdef unsigned blocks(int64_t count, int per_block) noexcept nogil:
+    return <unsigned>((count + per_block - 1) // per_block)
+
+
+cdef class CudaConverter(FrameConverter):
+    """Converts decoded frames to RGB in device memory of ``context``'s device (see the module doc).
+
+    ``convert``'s ``dst`` is a device pointer to ``height`` rows of ``width`` packed RGB pixels
+    (uint8, or float32 in [0, 1]), ``row_stride`` bytes apart; width x height must be the frame's
+    display size after rotation (the converter does not resize). Work is queued on the stream set
+    with ``set_stream`` (default 0: the legacy default stream) and nothing waits for it on the host.
+    """
+
+    def __cinit__(self, CudaContext context not None):
+        cdef int k
+        self.stream = NULL
+        self.upstream_ready = NULL
+        self.converted = NULL
+        self.staging_read = NULL
+        self.staging = 0
+        self.staging_size = 0
+        self.staging_busy = False
+        self.host_rgb = NULL
+        self.host_rgb_size = 0
+        self.context = context
+        self.driver = context.driver
+        self.modules = _modules_for(context)
+        colour, copy = self.modules
+        for k in range(NUM_COLOUR_KERNELS):
+            self.colour_kernels[k] = (<CudaModule>colour).function_ptr(COLOUR_KERNELS[k])
+        self.copy_kernel = (<CudaModule>copy).function_ptr(b"tc_copy_strided")
+        context.enter()
+        try:
+            check_cu(self.driver, self.driver.ptr.cuEventCreate(&self.upstream_ready, cu.CU_EVENT_DISABLE_TIMING),
+                     "cuEventCreate")
+            check_cu(self.driver, self.driver.ptr.cuEventCreate(&self.converted, cu.CU_EVENT_DISABLE_TIMING),
+                     "cuEventCreate")
+            check_cu(self.driver, self.driver.ptr.cuEventCreate(&self.staging_read, cu.CU_EVENT_DISABLE_TIMING),
+                     "cuEventCreate")
+        finally:
+            context.exit()
+
+    def __dealloc__(self):
+        # The last conversion from the staging buffer is waited for before it is freed; nothing here raises.
+        free(self.host_rgb)
+        if self.context is None or self.context.ptr == NULL or self.driver.ptr == NULL:
+            return
+        if self.driver.ptr.cuCtxPushCurrent(self.context.ptr) != cu.CUDA_SUCCESS:
+            return
+        if self.staging:
+            if self.staging_busy:
+                self.driver.ptr.cuEventSynchronize(self.staging_read)
+            self.driver.ptr.cuMemFree(self.staging)
+        if self.upstream_ready != NULL:
+            self.driver.ptr.cuEventDestroy(self.upstream_ready)
+        if self.converted != NULL:
+            self.driver.ptr.cuEventDestroy(self.converted)
+        if self.staging_read != NULL:
+            self.driver.ptr.cuEventDestroy(self.staging_read)
+        self.driver.ptr.cuCtxPopCurrent(NULL)
+
+    def set_stream(self, stream: int) -> None:
+        """Launch the next conversions on the CUstream handle ``stream`` (0: the legacy default stream)."""
+        stream = int(stream)
+        if stream < 0:
+            raise ValueError(f"a CUstream handle is a non-negative integer, got {stream}")
+        self.stream = <cu.CUstream><size_t>stream
+
+    @property
+    def staging_bytes(self) -> int:
+        """Size of the device buffer that host frames are uploaded into (0 until one is)."""
+        return self.staging_size
+
+    cdef int check(self, cu.CUresult ret, const char *where) except -1 nogil:
+        """check_cu without the GIL: taken only to raise."""
+        if ret != cu.CUDA_SUCCESS:
+            with gil:
+                check_cu(self.driver, ret, where)
+        return 0
+
+    cdef int wait_event(self, cu.CUstream stream, cu.CUevent event) except -1 nogil:
+        """Make ``stream`` wait for ``event`` on the device (on the host where the driver lacks
+        cuStreamWaitEvent)."""
+        if self.driver.cuStreamWaitEvent != NULL:
+            return self.check(self.driver.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
+        return self.check(self.driver.ptr.cuEventSynchronize(event), "cuEventSynchronize")
+
+    cdef int launch(self, cu.CUfunction function, unsigned grid_x, unsigned grid_y, void *params) except -1 nogil:
+        """Launch ``function`` on the stream with its one by-value parameter struct ``params``."""
+        cdef void *args[1]
+        args[0] = params
+        return self.check(self.driver.ptr.cuLaunchKernel(function, grid_x, grid_y, 1, TC_KERNEL_BLOCK_X,
+                                                         TC_KERNEL_BLOCK_Y, 1, 0, self.stream, args, NULL),
+                          "cuLaunchKernel")
+
+    cdef int upload_planes(self, const AVFrame *frame, int num_planes, const int *plane_rows,
+                           const size_t *plane_bytes, cu.CUdeviceptr *planes, Py_ssize_t *pitches) except -1 nogil:
+        """Copy the host frame's planes (``plane_rows`` rows of ``plane_bytes`` each) into the staging
+        buffer, growing it when needed; fill in each plane's device address and pitch."""
+        cdef size_t total = 0
+        cdef size_t offsets[3]
+        cdef cu.CUDA_MEMCPY2D copy
+        cdef int k
+        for k in range(num_planes):
+            pitches[k] = <Py_ssize_t>((plane_bytes[k] + STAGING_PITCH_ALIGN - 1) & ~(STAGING_PITCH_ALIGN - 1))
+            offsets[k] = total
+            total += <size_t>pitches[k] * plane_rows[k]
+        if self.staging_busy:
+            # The last conversion may still read the buffer (on this stream or on an earlier one).
+            if total > self.staging_size:
+                self.check(self.driver.ptr.cuEventSynchronize(self.staging_read), "cuEventSynchronize")
+            else:
+                self.wait_event(self.stream, self.staging_read)
+        if total > self.staging_size:
+            if self.staging:
+                self.check(self.driver.ptr.cuMemFree(self.staging), "cuMemFree")
+                self.staging = 0
+                self.staging_size = 0
+            self.check(self.driver.ptr.cuMemAlloc(&self.staging, total), "cuMemAlloc")
+            self.staging_size = total
+        for k in range(num_planes):
+            memset(&copy, 0, sizeof(copy))
+            copy.srcMemoryType = cu.CU_MEMORYTYPE_HOST
+            copy.srcHost = frame.data[k]
+            copy.srcPitch = <size_t>frame.linesize[k]
+            copy.dstMemoryType = cu.CU_MEMORYTYPE_DEVICE
+            copy.dstDevice = self.staging + offsets[k]
+            copy.dstPitch = <size_t>pitches[k]
+            copy.WidthInBytes = plane_bytes[k]
+            copy.Height = <size_t>plane_rows[k]
+            self.check(self.driver.ptr.cuMemcpy2DAsync(&copy, self.stream), "cuMemcpy2DAsync")
+            planes[k] = self.staging + offsets[k]
+        return 0
+
+    cdef int convert_with_scaler(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
+                                 int width, int height, bint as_float) except -1 nogil:
+        """A host frame in a format the kernels do not read: RGB on the CPU (the Scaler), then one
+        2-D upload. From pageable memory the copy returns once the bytes are staged by the driver,
+        so the host buffer can be reused at once."""
+        cdef size_t row_bytes = <size_t>width * 3 * (4 if as_float else 1)
+        cdef size_t size = row_bytes * height
+        cdef cu.CUDA_MEMCPY2D copy
+        if size > self.host_rgb_size:
+            free(self.host_rgb)
+            self.host_rgb = <uint8_t *>malloc(size)
+            self.host_rgb_size = size if self.host_rgb != NULL else 0
+            if self.host_rgb == NULL:
+                with gil:
+                    raise MemoryError(f"cannot allocate {size} bytes for a frame converted on the CPU")
+        if self.scaler is None:
+            with gil:
+                self.scaler = Scaler()
+        self.scaler.convert(frame, rotation, self.host_rgb, <Py_ssize_t>row_bytes, width, height, as_float)
+        memset(&copy, 0, sizeof(copy))
+        copy.srcMemoryType = cu.CU_MEMORYTYPE_HOST
+        copy.srcHost = self.host_rgb
+        copy.srcPitch = row_bytes
+        copy.dstMemoryType = cu.CU_MEMORYTYPE_DEVICE
+        copy.dstDevice = <cu.CUdeviceptr><size_t>dst
+        copy.dstPitch = <size_t>row_stride
+        copy.WidthInBytes = row_bytes
+        copy.Height = <size_t>height
+        self.context.enter()
+        try:
+            self.check(self.driver.ptr.cuMemcpy2DAsync(&copy, self.stream), "cuMemcpy2DAsync")
+        finally:
+            self.context.exit()
+        return 0
+
+    cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
+                     int width, int height, bint as_float) except -1 nogil:
+        """Queue the conversion of ``frame``, turned ``rotation`` degrees clockwise, into ``dst``
+        (device memory; see the class doc). Raises ValueError for a size or stride that does not
+        fit, RuntimeError for hardware frames the kernels cannot read, CudaError from the driver."""
+        cdef int elem = 4 if as_float else 1
+        cdef bint hwaccel = frame.format == lavu.AV_PIX_FMT_CUDA
+        cdef bint on_device = hwaccel or frame.opaque != NULL
+        cdef int sw_format = frame.format
+        cdef int src_w = frame.width, src_h = frame.height, crop_left = 0, crop_top = 0, k
+        cdef bint same_stream = self.stream == NULL or self.stream == LEGACY_STREAM
+        cdef Layout layout
+        cdef tc_yuv_to_rgb_params params
+        cdef int plane_rows[3]
+        cdef size_t plane_bytes[3]
+        cdef cu.CUdeviceptr planes[3]
+        cdef Py_ssize_t pitches[3]
+        if rotation != 0 and rotation != 90 and rotation != 180 and rotation != 270:
+            with gil:
+                raise ValueError(f"rotation must be 0, 90, 180 or 270, got {rotation}")
+        if hwaccel:
+            if frame.hw_frames_ctx == NULL:
+                with gil:
+                    raise RuntimeError("a CUDA hwaccel frame without hw_frames_ctx: its pixel layout is unknown")
+            sw_format = (<AVHWFramesContext *>frame.hw_frames_ctx.data).sw_format
+            # FFmpeg applies right and bottom cropping to hardware frames, not left and top.
+            crop_left, crop_top = <int>frame.crop_left, <int>frame.crop_top
+            src_w, src_h = frame.width - crop_left, frame.height - crop_top
+        elif on_device:
+            crop_left, crop_top = <int>frame.crop_left, <int>frame.crop_top
+        if (rotation == 90 or rotation == 270) and (width != src_h or height != src_w) \
+                or (rotation == 0 or rotation == 180) and (width != src_w or height != src_h):
+            with gil:
+                raise ValueError(f"the CUDA converter writes frames at their own size: a {src_w}x{src_h} frame "
+                                 f"turned by {rotation} degrees cannot fill a {width}x{height} output (it does not resize)")
+        if src_w <= 0 or src_h <= 0 or row_stride % elem or row_stride < <Py_ssize_t>width * 3 * elem:
+            with gil:
+                raise ValueError(f"the output rows ({row_stride} bytes apart) do not fit {width} RGB pixels of "
+                                 f"{elem} byte(s) per channel")
+        layout = layout_of(sw_format)
+        if layout.chroma < 0:
+            if on_device:
+                with gil:
+                    raise RuntimeError(f"the CUDA kernels cannot convert {format_name(sw_format)} frames in device "
+                                       f"memory (they read 8- to 16-bit YUV 4:2:0 and 4:4:4)")
+            return self.convert_with_scaler(frame, rotation, dst, row_stride, width, height, as_float)
+        for k in range(layout.num_planes):
+            if frame.data[k] == NULL or frame.linesize[k] <= 0:
+                if on_device:
+                    with gil:
+                        raise RuntimeError(f"a {format_name(sw_format)} frame in device memory lacks plane {k}")
+                return self.convert_with_scaler(frame, rotation, dst, row_stride, width, height, as_float)
+        memset(&params, 0, sizeof(params))
+        params.width, params.height = src_w, src_h
+        params.crop_left, params.crop_top = crop_left, crop_top
+        params.chroma = layout.chroma
+        params.matrix = frame.colorspace
+        params.full_range = frame.color_range == lavu.AVCOL_RANGE_JPEG
+        params.sample_shift = layout.sample_shift
+        set_destination(&params, dst, row_stride, elem, rotation)
+        self.context.enter()
+        try:
+            if on_device:
+                for k in range(layout.num_planes):
+                    params.planes[k] = <uint64_t><size_t>frame.data[k]
+                    params.pitches[k] = frame.linesize[k]
+            else:
+                for k in range(layout.num_planes):
+                    plane_rows[k] = src_h if k == 0 else (src_h + layout.log2_chroma) >> layout.log2_chroma
+                    plane_bytes[k] = <size_t>((src_w + layout.log2_chroma) >> layout.log2_chroma if k else src_w)
+                    plane_bytes[k] *= (2 if layout.wide else 1) * (2 if k and layout.num_planes == 2 else 1)
+                self.upload_planes(frame, layout.num_planes, plane_rows, plane_bytes, planes, pitches)
+                for k in range(layout.num_planes):
+                    params.planes[k] = planes[k]
+                    params.pitches[k] = pitches[k]
+            if hwaccel and not same_stream:
+                self.check(self.driver.ptr.cuEventRecord(self.upstream_ready, LEGACY_STREAM), "cuEventRecord")
+                self.wait_event(self.stream, self.upstream_ready)
+            self.launch(self.colour_kernels[2 * layout.wide + as_float], blocks(src_w, TC_KERNEL_BLOCK_X),
+                        blocks(src_h, TC_KERNEL_BLOCK_Y), &params)
+            if frame.opaque != NULL and not hwaccel:
+                # NVDEC: the decoder unmaps the surface once this event has passed.
+                self.check(self.driver.ptr.cuEventRecord(<cu.CUevent>frame.opaque, self.stream), "cuEventRecord")
+            if not on_device:
+                self.check(self.driver.ptr.cuEventRecord(self.staging_read, self.stream), "cuEventRecord")
+                self.staging_busy = True
+            if hwaccel and not same_stream:
+                # FFmpeg writes the next frames into this surface on the legacy stream.
+                self.check(self.driver.ptr.cuEventRecord(self.converted, self.stream), "cuEventRecord")
+                self.wait_event(LEGACY_STREAM, self.converted)
+        finally:
+            self.context.exit()
+        return 0
+
+    cdef int copy_output(self, uint8_t *dst, const uint8_t *src, Py_ssize_t row_stride, int width, int height,
+                         bint as_float) except -1 nogil:
+        """Queue a device-to-device copy of one converted frame (tc_copy_strided) on the stream."""
+        cdef tc_copy_params params
+        memset(&params, 0, sizeof(params))
+        params.src = <uint64_t><size_t>src
+        params.dst = <uint64_t><size_t>dst
+        params.src_pitch = params.dst_pitch = row_stride
+        params.row_bytes = <int64_t>width * 3 * (4 if as_float else 1)
+        params.rows = height
+        params.count = 1
+        self.context.enter()
+        try:
+            self.launch(self.copy_kernel, blocks(params.row_bytes, 16 * TC_KERNEL_BLOCK_X),
+                        blocks(height, TC_KERNEL_BLOCK_Y), &params)
+        finally:
+            self.context.exit()
+        return 0
