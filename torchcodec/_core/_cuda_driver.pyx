@@ -208,6 +208,11 @@ cdef class CudaContext:
             self.driver.ptr.cuDevicePrimaryCtxRelease(self.device)
 
     @property
+    def handle(self) -> int:
+        """The CUcontext as an int (0 once released), for code that takes a context handle (FFmpeg)."""
+        return <size_t>self.ptr
+
+    @property
     def name(self) -> str:
         """The device's name, as the driver reports it."""
         cdef char buf[256]

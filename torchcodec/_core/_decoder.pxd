@@ -26,4 +26,4 @@ cdef class StreamDecoder(FrameDecoder):
     cdef int send(self, const AVPacket *packet) noexcept nogil
     cdef int receive(self, AVFrame *frame) noexcept nogil
     cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil
-    cdef int use_cuda_device(self, int device) except -1
+    cdef int use_cuda_device(self, int device, size_t context) except -1

@@ -4,9 +4,10 @@ CUDA hwaccel (NVDEC through libavcodec) when a CUDA device is given.
 ``next_frame`` is the one read-send-receive loop of the package: video and audio engines call it
 for their next frame and keep their own bookkeeping of timestamps.
 
-The CUDA hwaccel (``StreamDecoder(..., cuda_device=N)``, the ``set_cuda_backend("ffmpeg")``
-backend): FFmpeg creates its CUDA device on the device's primary context (``primary_ctx=1``, so it
-shares the context of the rest of the package), and the decoder's ``get_format`` picks
+The CUDA hwaccel (``StreamDecoder(..., cuda_device=N, cuda_context=handle)``, the
+``set_cuda_backend("ffmpeg")`` backend): FFmpeg's CUDA device is given the device's primary context
+that the package retained (the one torch and cupy use too; FFmpeg's own ``primary_ctx=1`` route
+refuses a primary context that another library activated first), and the decoder's ``get_format`` picks
 AV_PIX_FMT_CUDA whenever libavcodec offers it. Where it is not offered (a codec or profile without
 NVDEC support) or its initialisation fails, libavcodec decodes on the CPU as usual;
 ``hwaccel_used`` says which happened.
@@ -21,8 +22,14 @@ from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecContext, AVPacket
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVDictionary, AVFrame, AVPixelFormat
 
-cdef extern from "errno.h":
-    int ENOTSUP         # FFmpeg's CUDA device: the primary context is active with other flags
+cdef extern from *:
+    """
+    /* libavutil/hwcontext_cuda.h's AVCUDADeviceContext (the same from FFmpeg 4 to 7), declared here so
+     * that this FFmpeg-only module needs no CUDA header. */
+    typedef struct tc_cuda_device_context { void *cuda_ctx; void *stream; void *internal; } tc_cuda_device_context;
+    """
+    ctypedef struct tc_cuda_device_context:
+        void *cuda_ctx
 
 # The decoder may refuse this many packets in a row (corrupt data) before decoding gives up.
 cdef int MAX_BAD_PACKETS = 100
@@ -72,12 +79,15 @@ cdef class StreamDecoder(FrameDecoder):
     """A libavcodec decoder for stream ``stream_index`` of ``demuxer``.
 
     ``num_threads``: 1 decodes on the calling thread; 0 lets FFmpeg choose; n > 1 uses n threads.
-    ``cuda_device``: -1 decodes on the CPU; N >= 0 uses FFmpeg's CUDA hwaccel on device cuda:N
-    (RuntimeError when this FFmpeg build lacks it or FFmpeg cannot open the device), whose frames
-    are AV_PIX_FMT_CUDA frames in device memory where the hwaccel handles the stream.
+    ``cuda_device``: -1 decodes on the CPU; N >= 0 uses FFmpeg's CUDA hwaccel on device cuda:N,
+    in ``cuda_context`` (the CUcontext handle of that device's primary context, as an int:
+    ``CudaContext.handle``), whose frames are AV_PIX_FMT_CUDA frames in device memory where the
+    hwaccel handles the stream (RuntimeError when this FFmpeg build lacks it or FFmpeg cannot use
+    the context).
     """
 
-    def __cinit__(self, Demuxer demuxer, int stream_index, int num_threads=1, int cuda_device=-1):
+    def __cinit__(self, Demuxer demuxer, int stream_index, int num_threads=1, int cuda_device=-1,
+                  size_t cuda_context=0):
         self.ptr = NULL
         self.stream_index = stream_index
         self.input_done = False
@@ -99,7 +109,7 @@ cdef class StreamDecoder(FrameDecoder):
         self.ptr.pkt_timebase = st.time_base
         self.ptr.thread_count = num_threads
         if cuda_device >= 0:
-            self.use_cuda_device(cuda_device)
+            self.use_cuda_device(cuda_device, cuda_context)
         cdef int ret
         with nogil:
             ret = lavc.avcodec_open2(self.ptr, codec, NULL)
@@ -109,31 +119,31 @@ cdef class StreamDecoder(FrameDecoder):
         if self.ptr != NULL:
             lavc.avcodec_free_context(&self.ptr)     # also unrefs hw_device_ctx
 
-    cdef int use_cuda_device(self, int device) except -1:
-        """Decode with FFmpeg's CUDA hwaccel on cuda:``device``, in its primary context."""
-        cdef AVDictionary *options = NULL
+    cdef int use_cuda_device(self, int device, size_t context) except -1:
+        """Decode with FFmpeg's CUDA hwaccel on cuda:``device``, in the CUcontext ``context``."""
         cdef AVBufferRef *device_ref = NULL
-        cdef bytes name = str(device).encode()
-        cdef const char *c_name = name
+        cdef lavu.AVHWDeviceContext *hw_device
         cdef int ret
         reason = cuda_hwaccel_unavailable_reason()
         if reason is not None:
             raise RuntimeError(reason)
-        check_av(lavu.av_dict_set(&options, "primary_ctx", "1", 0), "av_dict_set")
+        if context == 0:
+            raise ValueError(f"the CUDA hwaccel on cuda:{device} needs the device's CUDA context (cuda_context)")
+        device_ref = lavu.av_hwdevice_ctx_alloc(lavu.AV_HWDEVICE_TYPE_CUDA)
+        if device_ref == NULL:
+            raise MemoryError("av_hwdevice_ctx_alloc failed")
+        hw_device = <lavu.AVHWDeviceContext *>device_ref.data
+        (<tc_cuda_device_context *>hw_device.hwctx).cuda_ctx = <void *>context
         with nogil:
-            ret = lavu.av_hwdevice_ctx_create(&device_ref, lavu.AV_HWDEVICE_TYPE_CUDA, c_name, options, 0)
-        lavu.av_dict_free(&options)
+            ret = lavu.av_hwdevice_ctx_init(device_ref)
+        if ret < 0:
+            lavu.av_buffer_unref(&device_ref)
         if ret == -1:       # what FFmpeg's copy of ffnvcodec's loader returns
             raise RuntimeError(f"FFmpeg could not load libcuda.so.1, or a function it needs from it, for its "
                                f"CUDA hwaccel on cuda:{device} (no NVIDIA driver, or one too old for this FFmpeg)")
-        if ret == lavu.AVERROR(ENOTSUP):
-            raise RuntimeError(f"FFmpeg could not open CUDA device cuda:{device} for its hwaccel: the device's "
-                               f"primary context is already active with other flags than the ones FFmpeg sets "
-                               f"(it was initialised first by another library, e.g. torch or torchcodec's "
-                               f"NVDEC backend), and FFmpeg then refuses to share it")
         if ret < 0:
-            raise RuntimeError(f"FFmpeg could not open CUDA device cuda:{device} for its hwaccel "
-                               f"(av_hwdevice_ctx_create: {av_error_string(ret)}); "
+            raise RuntimeError(f"FFmpeg could not use CUDA device cuda:{device} for its hwaccel "
+                               f"(av_hwdevice_ctx_init: {av_error_string(ret)}); "
                                f"torchcodec.set_log_level('error') shows FFmpeg's own message")
         self.ptr.hw_device_ctx = device_ref          # the codec context owns the reference now
         self.ptr.get_format = choose_cuda_format

@@ -210,6 +210,9 @@ cdef extern from "libavutil/hwcontext.h" nogil:
     enum AVHWDeviceType:
         AV_HWDEVICE_TYPE_NONE
         AV_HWDEVICE_TYPE_CUDA
+    ctypedef struct AVHWDeviceContext:
+        AVHWDeviceType type
+        void *hwctx             # AVCUDADeviceContext for AV_HWDEVICE_TYPE_CUDA (see _decoder.pyx)
     ctypedef struct AVHWFramesContext:
         AVPixelFormat format
         AVPixelFormat sw_format
@@ -220,3 +223,5 @@ cdef extern from "libavutil/hwcontext.h" nogil:
     const char *av_hwdevice_get_type_name(AVHWDeviceType type)
     int av_hwdevice_ctx_create(AVBufferRef **device_ctx, AVHWDeviceType type, const char *device,
                                AVDictionary *opts, int flags)
+    AVBufferRef *av_hwdevice_ctx_alloc(AVHWDeviceType type)
+    int av_hwdevice_ctx_init(AVBufferRef *ref)

@@ -122,7 +122,8 @@ class CudaParts:
             if reason is not None:
                 raise RuntimeError(f"the 'ffmpeg' CUDA backend is unavailable: {reason}; use the default "
                                    f"'nvdec' backend")
-            self.decoder = decoder_module.StreamDecoder(demuxer, stream_index, num_threads, device_index)
+            self.decoder = decoder_module.StreamDecoder(demuxer, stream_index, num_threads, device_index,
+                                                        self.context.handle)
             self._hwaccel_decoder = self.decoder
             self.status = CpuFallbackStatus(status_known=False, backend="FFmpeg CUDA")
             return
