@@ -73,8 +73,8 @@ STATUS = """
     from torchcodec.decoders import VideoDecoder
     try:
         VideoDecoder(b"", device="cuda")
-    except RuntimeError as error:
-        decoder_error = str(error)
+    except (RuntimeError, ValueError) as error:
+        decoder_error = f"{type(error).__name__}: {error}"
     print(json.dumps({"available": torchcodec.cuda_available(), "reason": cuda_unavailable_reason(),
                       "decoder_error": decoder_error, "again": cuda_unavailable_reason(),
                       "imported": [m for m in ("numpy", "torch") if m in sys.modules]}))
@@ -113,10 +113,10 @@ def test_a_failing_cuinit_is_reported_with_the_drivers_error_name(stubs):
     assert "cuInit failed: CUDA_ERROR_NOT_INITIALIZED: stub error text (CUDA error 3)" in out["reason"]
 
 
-def test_with_a_working_driver_cuda_is_available_and_decoding_says_nvdec_is_missing(stubs):
+def test_with_a_working_driver_cuda_is_available_and_a_cuda_decoder_gets_as_far_as_the_source(stubs):
     out = run_python(STATUS, stubs["working"], STUB_DEVICE_COUNT="2")
     assert out["available"] is True and out["reason"] is None
-    assert "NVDEC decoding is not implemented" in out["decoder_error"]
+    assert out["decoder_error"] == "ValueError: the in-memory source is empty (0 bytes)"
     assert out["imported"] == []
 
 
