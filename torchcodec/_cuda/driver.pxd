@@ -23,6 +23,7 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
 
     enum:
         CUDA_SUCCESS
+        CU_EVENT_DISABLE_TIMING
 
     # ffnvcodec/dynlink_loader.h
     ctypedef struct CudaFunctions:

@@ -88,6 +88,11 @@ cdef extern from "libavutil/pixfmt.h" nogil:
         AV_PIX_FMT_RGB24
         AV_PIX_FMT_RGB48
         AV_PIX_FMT_GBRP
+        AV_PIX_FMT_CUDA
+        AV_PIX_FMT_NV12
+        AV_PIX_FMT_P016LE
+        AV_PIX_FMT_YUV444P
+        AV_PIX_FMT_YUV444P16LE
     enum AVColorRange:
         AVCOL_RANGE_UNSPECIFIED
         AVCOL_RANGE_MPEG
@@ -162,6 +167,15 @@ cdef extern from "libavutil/channel_layout.h" nogil:
     int av_channel_layout_describe(const AVChannelLayout *channel_layout, char *buf, size_t buf_size)
 
 
+cdef extern from "libavutil/buffer.h" nogil:
+    ctypedef struct AVBufferRef:
+        uint8_t *data
+    AVBufferRef *av_buffer_ref(const AVBufferRef *buf)
+    void av_buffer_unref(AVBufferRef **buf)
+    AVBufferRef *av_buffer_create(uint8_t *data, size_t size, void (*free)(void *opaque, uint8_t *data) noexcept nogil,
+                                  void *opaque, int flags)
+
+
 cdef extern from "libavutil/frame.h" nogil:
     int AV_NUM_DATA_POINTERS
     ctypedef struct AVFrame:
@@ -182,6 +196,13 @@ cdef extern from "libavutil/frame.h" nogil:
         AVColorTransferCharacteristic color_trc
         AVColorSpace colorspace
         int flags
+        void *opaque
+        AVBufferRef *hw_frames_ctx
+        size_t crop_top
+        size_t crop_bottom
+        size_t crop_left
+        size_t crop_right
+        AVBufferRef *buf[8]
     AVFrame *av_frame_alloc()
     void av_frame_free(AVFrame **frame)
     void av_frame_unref(AVFrame *frame)
