@@ -22,7 +22,8 @@
  *   again after the picture was displayed (the caller did not read it in time), or when more than
  *   ulNumOutputSurfaces are mapped at once. Calls that need a context fail without one (the libcuda
  *   stub's stack, found with dlopen(RTLD_NOLOAD)).
- * Counters (exported ints, read with ctypes): stub_nvdec_*.
+ * Counters (exported ints, read with ctypes): stub_nvdec_*. -DSTUB_WITHOUT_cuvidCreateVideoParser leaves
+ * that required symbol out.
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -316,6 +317,7 @@ typedef struct stub_parser {
     int window_count;
 } stub_parser;
 
+#ifndef STUB_WITHOUT_cuvidCreateVideoParser
 CUresult cuvidCreateVideoParser(CUvideoparser *parser, CUVIDPARSERPARAMS *params)
 {
     stub_parser *p;
@@ -331,6 +333,7 @@ CUresult cuvidCreateVideoParser(CUvideoparser *parser, CUVIDPARSERPARAMS *params
     *parser = p;
     return CUDA_SUCCESS;
 }
+#endif
 
 CUresult cuvidDestroyVideoParser(CUvideoparser parser)
 {
