@@ -56,7 +56,8 @@ def counters():
              "decodes", "maps", "unmaps", "map_failures", "max_mapped", "no_context", "destroyed_while_mapped",
              "last_decode_surfaces", "last_output_surfaces", "last_output_format", "last_width", "last_height")
     out = {name: ctypes.c_int.in_dll(nvcuvid, "stub_nvdec_" + name).value for name in names}
-    for name in ("pushes", "pops", "stack_depth", "events_created", "events_destroyed", "event_syncs"):
+    for name in ("pushes", "pops", "stack_depth", "events_created", "events_destroyed", "event_syncs",
+                 "streams_created", "streams_destroyed", "stream_syncs"):
         out[name] = ctypes.c_int.in_dll(cuda, "stub_" + name).value
     return out
 
@@ -99,6 +100,8 @@ def assert_balanced(counters: dict, frames: int | None = None) -> None:
     assert counters["destroyed_while_mapped"] == 0
     assert counters["parsers_created"] == counters["parsers_destroyed"]
     assert counters["events_created"] == counters["events_destroyed"]
+    assert counters["streams_created"] == counters["streams_destroyed"]
+    assert counters["stream_syncs"] == counters["maps"], "each map waits for its post-processing"
     if frames is not None:
         assert counters["maps"] == frames
 

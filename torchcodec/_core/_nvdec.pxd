@@ -34,6 +34,7 @@ cdef struct DecoderState:
     cuvid.CuvidFunctions *cuvid
     cu.CUcontext context
     cuvid.CUvideodecoder decoder
+    cu.CUstream stream          # where mapping post-processes into the output surface
     int num_output
     OutputSlot slots[MAX_OUTPUT_SURFACES]
     int av_format               # AVPixelFormat of the mapped surfaces
@@ -43,6 +44,8 @@ cdef struct DecoderState:
     int coded_height
     int display_left            # the display area, set by the parser that uses the decoder now
     int display_top
+    int display_width           # (0 when the parser reports none)
+    int display_height
     cu.CUresult release_error   # a failed release (event wait or unmap), raised by the next map
     const char *release_where
 

@@ -58,6 +58,9 @@ cdef int EXTRA_DECODE_SURFACES = 4
 cdef int MAX_DECODE_SURFACES = 32          # NVDEC's limit for ulNumDecodeSurfaces
 # Mapped surfaces at once: the video engine keeps two frames alive, plus one being released.
 cdef int NUM_OUTPUT_SURFACES = 3
+cdef unsigned int CU_STREAM_NON_BLOCKING = 0x1  # cuda.h's value (ffnvcodec's header lacks the name)
+# What DALI and TorchCodec assume when the parser reports no minimum number of decode surfaces.
+cdef int FALLBACK_DECODE_SURFACES = 20
 DEFAULT_CACHE_CAPACITY = 20
 
 # NvdecInput's codec names -> cudaVideoCodec.
@@ -178,6 +181,8 @@ cdef void destroy_state(DecoderState *state) noexcept nogil:
                 state.cu.cuEventDestroy(state.slots[i].event)
         if state.decoder != NULL:
             state.cuvid.cuvidDestroyDecoder(state.decoder)
+        if state.stream != NULL:
+            state.cu.cuStreamDestroy(state.stream)
         state.cu.cuCtxPopCurrent(NULL)
     free(state)
 
@@ -267,6 +272,8 @@ cdef class CuvidDecoder:
             for i in range(num_output):
                 check_cu(self.context.driver, state.cu.cuEventCreate(&state.slots[i].event, cu.CU_EVENT_DISABLE_TIMING),
                          "cuEventCreate")
+            check_cu(self.context.driver, state.cu.cuStreamCreate(&state.stream, CU_STREAM_NON_BLOCKING),
+                     "cuStreamCreate")
             with nogil:
                 ret = state.cuvid.cuvidCreateDecoder(&state.decoder, &info)
             check_cu(self.context.driver, ret, "cuvidCreateDecoder")
@@ -529,7 +536,8 @@ cdef class NvdecDecoder(FrameDecoder):
                          format.coded_width, format.coded_height)
         if reason is not None:
             raise RuntimeError(reason)
-        num_decode = min(format.min_num_decode_surfaces + EXTRA_DECODE_SURFACES, MAX_DECODE_SURFACES)
+        minimum = format.min_num_decode_surfaces or FALLBACK_DECODE_SURFACES
+        num_decode = min(minimum + EXTRA_DECODE_SURFACES, MAX_DECODE_SURFACES)
         key = (<int>format.codec, <int>format.chroma_format, depth, format.coded_width, format.coded_height,
                surface_format(format.chroma_format, depth), num_decode, NUM_OUTPUT_SURFACES,
                bool(format.progressive_sequence))
@@ -541,6 +549,8 @@ cdef class NvdecDecoder(FrameDecoder):
             self.parser_state.decoder = self.decoder.state
         self.decoder.state.display_left = max(0, format.display_area.left)
         self.decoder.state.display_top = max(0, format.display_area.top)
+        self.decoder.state.display_width = max(0, format.display_area.right - format.display_area.left)
+        self.decoder.state.display_height = max(0, format.display_area.bottom - format.display_area.top)
         return num_decode
 
     cdef int release_retired(self) except -1:
@@ -610,6 +620,7 @@ cdef class NvdecDecoder(FrameDecoder):
         cdef AVBufferRef *buf
         cdef PacketInfo *info
         cdef int i, rows, width, height
+        cdef const char *where = "cuvidMapVideoFrame64"
         ret = state.release_error
         if ret != cu.CUDA_SUCCESS:
             state.release_error = cu.CUDA_SUCCESS
@@ -628,12 +639,20 @@ cdef class NvdecDecoder(FrameDecoder):
         proc.top_field_first = picture.info.top_field_first
         proc.second_field = picture.info.repeat_first_field + 1
         proc.unpaired_field = picture.info.repeat_first_field < 0
+        proc.output_stream = state.stream
         self.context.enter()
         ret = state.cuvid.cuvidMapVideoFrame(state.decoder, picture.info.picture_index, &surface, &pitch, &proc)
+        if ret == cu.CUDA_SUCCESS:
+            # The post-processing into the output surface runs on the decoder's stream; the converter
+            # reads on a stream of its own (the caller's), so the surface must be complete first.
+            where = "cuStreamSynchronize"
+            ret = state.cu.cuStreamSynchronize(state.stream)
+            if ret != cu.CUDA_SUCCESS:
+                state.cuvid.cuvidUnmapVideoFrame(state.decoder, surface)
         self.context.exit()
         if ret != cu.CUDA_SUCCESS:
             with gil:
-                check_cu(self.context.driver, ret, "cuvidMapVideoFrame64")
+                check_cu(self.context.driver, ret, where)
         slot.in_use = 1
         slot.surface = surface
         tc_nvdec_atomic_add(&state.refs, 1)
@@ -652,8 +671,13 @@ cdef class NvdecDecoder(FrameDecoder):
         for i in range(1, state.chroma_planes + 1):
             frame.data[i] = <uint8_t *><size_t>(surface + <cu.CUdeviceptr>pitch * rows * i)
             frame.linesize[i] = pitch
+        # FFmpeg's size, within the display area (smaller after a mid-stream change) and the surface.
         width = min(self.display_width, state.coded_width - state.display_left)
         height = min(self.display_height, state.coded_height - state.display_top)
+        if state.display_width > 0:
+            width = min(width, state.display_width)
+        if state.display_height > 0:
+            height = min(height, state.display_height)
         frame.width = width
         frame.height = height
         frame.crop_left = state.display_left
