@@ -190,6 +190,22 @@ def test_the_decoder_is_made_at_the_coded_size_and_the_display_area_becomes_the_
     assert_balanced(counters)
 
 
+def test_a_size_change_mid_stream_takes_a_second_decoder_and_maps_the_first_ones_pictures(stubs, media):
+    """At the change the parser displays what it holds, then calls the sequence callback: those
+    pictures are mapped from the replaced decoder, which goes back to the cache afterwards."""
+    path = media["h264_bframes.mp4"]
+    expected = [f["pts"] for f in reference.ffprobe_frames(path, 0)]
+    out = run(stubs, DECODE_ALL.format(path=os.fspath(path), stream_index=0, bps=1), STUB_NVDEC_CHANGE_AT="30:160x128")
+    frames = out["frames"]
+    assert [f["pts"] for f in frames] == expected
+    assert [(f["width"], f["height"]) for f in frames] == [(320, 240)] * 30 + [(160, 128)] * 60
+    assert all(f["peek"] == [16 + f["pts"] % 219, 128] for f in frames)
+    counters = out["counters"]
+    assert counters["decoders_created"] == 2 and counters["sequences"] == 2
+    assert (counters["last_width"], counters["last_height"]) == (160, 128)
+    assert_balanced(counters, frames=90)
+
+
 SEEK = """
 decoder = open_decoder({path!r}, {stream_index})
 first = decoder.decode_frames(10)

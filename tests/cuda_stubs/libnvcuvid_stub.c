@@ -15,7 +15,8 @@
  *   (decode callback, picture index round-robin over the free surfaces) and enters a reorder window
  *   of REORDER pictures; beyond it the smallest timestamp is displayed. ENDOFSTREAM or
  *   DISCONTINUITY displays the whole window in timestamp order; ENDOFSTREAM then calls the display
- *   callback with NULL. Every call is logged (stub_nvcuvid_log()) with the first bytes of its data.
+ *   callback with NULL. STUB_NVDEC_CHANGE_AT="N:WxH" changes the coded size before picture N (a
+ *   new sequence, the window displayed first). Every call is logged (stub_nvcuvid_log()) with the first bytes of its data.
  * cuvidMapVideoFrame64: a host buffer per output slot (malloc), luma filled with
  *   16 + (timestamp % 219) and chroma with 128 (MSB-aligned for 16-bit surfaces), pitch rounded up
  *   to 256 bytes. It fails with CUDA_ERROR_MAP_FAILED when the picture's surface was decoded into
@@ -315,6 +316,8 @@ typedef struct stub_parser {
     stub_decoder *decoder;               /* the one the decode callback used last (surface states) */
     struct { int index; long long timestamp; } window[MAX_SURFACES];
     int window_count;
+    int decoded;                         /* pictures decoded since creation */
+    unsigned changed_width, changed_height;   /* the coded size after STUB_NVDEC_CHANGE_AT, 0 before */
 } stub_parser;
 
 #ifndef STUB_WITHOUT_cuvidCreateVideoParser
@@ -352,6 +355,11 @@ static int sequence(stub_parser *p)
     int left = 0, top = 0, right, bottom, result;
     if (coded)
         sscanf(coded, "%ux%u", &width, &height);
+    if (p->changed_width) {
+        width = p->changed_width;
+        height = p->changed_height;
+        display = NULL;
+    }
     right = (int)width;
     bottom = (int)height;
     if (display)
@@ -408,10 +416,29 @@ static void display_smallest(stub_parser *p)
     p->params.pfnDisplayPicture(p->params.pUserData, &info);
 }
 
+/* STUB_NVDEC_CHANGE_AT="N:WxH": before decoding picture N, the stream changes to a coded size of WxH
+ * (a new sequence header at a key frame): the window is displayed, then the sequence callback runs. */
+static int change_format(stub_parser *p)
+{
+    const char *change = getenv("STUB_NVDEC_CHANGE_AT");
+    int at = -1;
+    unsigned width = 0, height = 0;
+    if (!change || sscanf(change, "%d:%ux%u", &at, &width, &height) != 3 || at != p->decoded)
+        return 1;
+    while (p->window_count > 0)
+        display_smallest(p);
+    p->changed_width = width;
+    p->changed_height = height;
+    return sequence(p);
+}
+
 static CUresult decode(stub_parser *p, const CUVIDSOURCEDATAPACKET *packet)
 {
     CUVIDPICPARAMS *picture;
     int index = -1;
+    if (!change_format(p))
+        return ERROR_INVALID_VALUE;
+    p->decoded++;
     for (int tries = 0; tries < p->surfaces; tries++) {
         int candidate = (p->next_index + tries) % p->surfaces;
         if (!in_window(p, candidate)) {
