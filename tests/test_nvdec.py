@@ -52,7 +52,7 @@ nvcuvid.stub_nvcuvid_log.restype = ctypes.c_char_p
 context = _cuda_driver.load_driver().context(0)
 
 def counters():
-    names = ("decoders_created", "decoders_destroyed", "parsers_created", "parsers_destroyed", "sequences",
+    names = ("caps_queries", "decoders_created", "decoders_destroyed", "parsers_created", "parsers_destroyed", "sequences",
              "decodes", "maps", "unmaps", "map_failures", "max_mapped", "no_context", "destroyed_while_mapped",
              "last_decode_surfaces", "last_output_surfaces", "last_output_format", "last_width", "last_height")
     out = {name: ctypes.c_int.in_dll(nvcuvid, "stub_nvdec_" + name).value for name in names}
@@ -138,6 +138,7 @@ def test_frames_come_out_in_presentation_order_with_the_cpu_decoders_pts(stubs, 
         assert frame["peek"] == [16 + frame["pts"] % 219, 128], "not the surface of this picture"
     counters = out["counters"]
     assert counters["decoders_created"] == 1 and counters["sequences"] == 1
+    assert counters["caps_queries"] == 1, "asked once per (codec, chroma, depth): by the check, then cached"
     assert out["surfaces"] == [5 + 4, 3] and counters["last_decode_surfaces"] == 9
     assert counters["max_mapped"] <= 2, "the engine's pattern keeps two frames alive"
     assert_balanced(counters, frames=len(expected))
@@ -245,6 +246,7 @@ def test_a_flush_after_a_seek_restarts_at_the_key_frame_with_the_sequence_header
         assert f"ts={key}," in calls[1]
     counters = out["counters"]
     assert counters["sequences"] == 3 and counters["decoders_created"] == 1, "same format: the decoder is kept"
+    assert counters["caps_queries"] == 1
     assert_balanced(counters)
 
 

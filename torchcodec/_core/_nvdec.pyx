@@ -23,6 +23,7 @@ device's primary context is pushed around every CUVID call.
 """
 import atexit
 import threading
+from typing import NamedTuple
 
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport calloc, free
@@ -59,6 +60,8 @@ cdef int MAX_DECODE_SURFACES = 32          # NVDEC's limit for ulNumDecodeSurfac
 # Mapped surfaces at once: the video engine keeps two frames alive, plus one being released.
 cdef int NUM_OUTPUT_SURFACES = 3
 cdef unsigned int CU_STREAM_NON_BLOCKING = 0x1  # cuda.h's value (ffnvcodec's header lacks the name)
+# ParserState.error of a failure that is not a driver's (its error_where says what happened).
+cdef int NOT_A_CUDA_ERROR = -1
 # What DALI and TorchCodec assume when the parser reports no minimum number of decode surfaces.
 cdef int FALLBACK_DECODE_SURFACES = 20
 DEFAULT_CACHE_CAPACITY = 20
@@ -108,21 +111,27 @@ cdef int surface_format(int chroma, int depth) noexcept:
     return cuvid.cudaVideoSurfaceFormat_NV12 if depth == 8 else cuvid.cudaVideoSurfaceFormat_P016
 
 
-cdef str refusal(CudaContext context, CuvidLibrary library, int codec, int chroma, int depth,
-                 unsigned int width, unsigned int height):
-    """Why NVDEC on this device cannot decode (codec, chroma, depth) at width x height, or None.
+_caps = {}      # (device, codec, chroma, depth) -> DecoderCaps: cuvidGetDecoderCaps asked once each
 
-    Asks cuvidGetDecoderCaps (codec, chroma format, bit depth, the surface format we need, the
-    coded size between the minimum and the maximum, the macroblock count). 4:2:2 and 4:0:0 are
-    refused first: the CUDA converter has no kernels for them.
-    """
+
+class DecoderCaps(NamedTuple):
+    """What cuvidGetDecoderCaps answered for one (codec, chroma format, bit depth) on one device."""
+    supported: bool
+    output_formats: int         # bit i: cudaVideoSurfaceFormat i
+    max_width: int
+    max_height: int
+    max_macroblocks: int
+    min_width: int
+    min_height: int
+
+
+cdef object decoder_caps(CudaContext context, CuvidLibrary library, int codec, int chroma, int depth):
+    """cuvidGetDecoderCaps for (codec, chroma, depth) on the context's device (cached per process)."""
     cdef cuvid.CUVIDDECODECAPS caps
     cdef cu.CUresult ret
-    what = f"{CODEC_NAMES.get(codec, codec)} {CHROMA_NAMES.get(chroma, chroma)} {depth}-bit"
-    if chroma not in (cuvid.cudaVideoChromaFormat_420, cuvid.cudaVideoChromaFormat_444):
-        return f"torchcodec's CUDA colour conversion does not handle {what} (only 4:2:0 and 4:4:4)"
-    if library.ptr.cuvidGetDecoderCaps == NULL:
-        return "this driver's libnvcuvid.so.1 has no cuvidGetDecoderCaps (the NVIDIA driver is too old)"
+    key = (context.index, codec, chroma, depth)
+    if key in _caps:
+        return _caps[key]
     memset(&caps, 0, sizeof(caps))
     caps.eCodecType = <cuvid.cudaVideoCodec>codec
     caps.eChromaFormat = <cuvid.cudaVideoChromaFormat>chroma
@@ -134,20 +143,41 @@ cdef str refusal(CudaContext context, CuvidLibrary library, int codec, int chrom
         check_cu(context.driver, ret, "cuvidGetDecoderCaps")
     finally:
         context.exit()
-    device = f"NVDEC on {context.name}"
-    if not caps.bIsSupported:
-        return f"{device} cannot decode {what}"
-    if not caps.nOutputFormatMask & (1 << surface_format(chroma, depth)):
-        return f"{device} cannot output {what} without losing bits (no matching surface format)"
-    if width > caps.nMaxWidth or height > caps.nMaxHeight:
-        return f"{device}: {what} at {width}x{height} exceeds the maximum {caps.nMaxWidth}x{caps.nMaxHeight}"
-    if width < caps.nMinWidth or height < caps.nMinHeight:
-        return f"{device}: {what} at {width}x{height} is below the minimum {caps.nMinWidth}x{caps.nMinHeight}"
+    _caps[key] = DecoderCaps(bool(caps.bIsSupported), caps.nOutputFormatMask, caps.nMaxWidth, caps.nMaxHeight,
+                             caps.nMaxMBCount, caps.nMinWidth, caps.nMinHeight)
+    return _caps[key]
+
+
+cdef str refusal(CudaContext context, CuvidLibrary library, int codec, int chroma, int depth,
+                 unsigned int width, unsigned int height):
+    """Why NVDEC on this device cannot decode (codec, chroma, depth) at width x height, or None.
+
+    Asks cuvidGetDecoderCaps (codec, chroma format, bit depth, the surface format we need, the
+    coded size between the minimum and the maximum, the macroblock count). 4:2:2 and 4:0:0 are
+    refused first: the CUDA converter has no kernels for them.
+    """
+    what = f"{CODEC_NAMES.get(codec, codec)} {CHROMA_NAMES.get(chroma, chroma)} {depth}-bit"
+    if chroma not in (cuvid.cudaVideoChromaFormat_420, cuvid.cudaVideoChromaFormat_444):
+        return f"torchcodec's CUDA colour conversion does not handle {what} (only 4:2:0 and 4:4:4)"
+    if library.ptr.cuvidGetDecoderCaps == NULL:
+        return "this driver's libnvcuvid.so.1 has no cuvidGetDecoderCaps (the NVIDIA driver is too old)"
+    caps = decoder_caps(context, library, codec, chroma, depth)
     macroblocks = ((width + 15) // 16) * ((height + 15) // 16)
-    if macroblocks > caps.nMaxMBCount:
-        return (f"{device}: {what} at {width}x{height} has {macroblocks} macroblocks, more than the "
-                f"maximum {caps.nMaxMBCount}")
-    return None
+    if (caps.supported and caps.output_formats & (1 << surface_format(chroma, depth))
+            and caps.min_width <= width <= caps.max_width and caps.min_height <= height <= caps.max_height
+            and macroblocks <= caps.max_macroblocks):
+        return None
+    device = f"NVDEC on {context.name}"
+    if not caps.supported:
+        return f"{device} cannot decode {what}"
+    if not caps.output_formats & (1 << surface_format(chroma, depth)):
+        return f"{device} cannot output {what} without losing bits (no matching surface format)"
+    if width > caps.max_width or height > caps.max_height:
+        return f"{device}: {what} at {width}x{height} exceeds the maximum {caps.max_width}x{caps.max_height}"
+    if width < caps.min_width or height < caps.min_height:
+        return f"{device}: {what} at {width}x{height} is below the minimum {caps.min_width}x{caps.min_height}"
+    return (f"{device}: {what} at {width}x{height} has {macroblocks} macroblocks, more than the maximum "
+            f"{caps.max_macroblocks}")
 
 
 def nvdec_unsupported_reason(Demuxer demuxer, int stream_index, CudaContext context):
@@ -373,8 +403,8 @@ cdef int handle_decode(void *user, cuvid.CUVIDPICPARAMS *picture) noexcept nogil
     cdef cu.CUresult ret
     if state.decoder == NULL:
         if state.error == cu.CUDA_SUCCESS:
-            state.error = 1    # CUDA_ERROR_INVALID_VALUE: a picture before any sequence header
-            state.error_where = "the parser's decode callback (no sequence seen yet)"
+            state.error = NOT_A_CUDA_ERROR
+            state.error_where = "the parser asked to decode a picture before any sequence header"
         return 0
     ret = state.cuvid.cuvidDecodePicture(state.decoder.decoder, picture)
     if ret != cu.CUDA_SUCCESS:
@@ -393,8 +423,8 @@ cdef int handle_display(void *user, cuvid.CUVIDPARSERDISPINFO *info) noexcept no
         return 1
     if state.queue_count == DISPLAY_QUEUE_SIZE:
         if state.error == cu.CUDA_SUCCESS:
-            state.error = 1
-            state.error_where = "the parser's display callback (display queue full)"
+            state.error = NOT_A_CUDA_ERROR
+            state.error_where = "the parser displayed more pictures at once than the display queue holds"
         return 0
     slot = &state.queue[(state.queue_head + state.queue_count) % DISPLAY_QUEUE_SIZE]
     slot.info = info[0]
@@ -506,6 +536,8 @@ cdef class NvdecDecoder(FrameDecoder):
         if ret != cu.CUDA_SUCCESS:
             self.parser_state.error = cu.CUDA_SUCCESS
             with gil:
+                if ret == NOT_A_CUDA_ERROR:
+                    raise RuntimeError(f"NVDEC decoding failed: {self.parser_state.error_where.decode()}")
                 check_cu(self.context.driver, ret, self.parser_state.error_where)
         return 0
 
