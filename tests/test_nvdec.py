@@ -443,3 +443,39 @@ finish(out)
     assert out["frames"] == 7 and out["syncs_per_release"] == 7, "one event wait per released frame"
     assert out["counters"]["events_created"] == 3, "one event per output slot, made once"
     assert_balanced(out["counters"], frames=7)
+
+
+def test_the_video_engine_decodes_any_frames_through_nvdec_with_its_seeks(stubs, media):
+    """VideoStream (exact mode) drives NvdecDecoder like the CPU decoder: frames asked out of order
+    and repeated come from seeks, flushes and next_frame. The stub's surfaces are host memory, so the
+    CPU Scaler can convert them: a grey level of (16 + pts % 219 - 16) * 255 / 219 names the frame."""
+    path = media["h264_bframes.mp4"]
+    frames = reference.ffprobe_frames(path, 0)
+    time_base = reference.ffprobe_stream(path, 0)["time_base"]
+    wanted = [50, 3, 3, 89, 0, 31, 60, 61]
+    code = """
+import numpy as np
+from torchcodec._core._frame_index import FrameIndex
+from torchcodec._core._video import VideoStream
+index = FrameIndex.from_lists({time_base!r}, {pts!r}, {durations!r}, {keys!r})
+demuxer = Demuxer({path!r})
+engine = VideoStream(demuxer, 0, index, 1, 0, True, decoder=_nvdec.NvdecDecoder(demuxer, 0, context))
+targets = np.array({targets!r}, dtype=np.int64)
+rgb = np.zeros((len(targets), 240, 320, 3), np.uint8)
+pts, durations = np.zeros(len(targets)), np.zeros(len(targets))
+engine.decode_at(targets, 0, rgb.ctypes.data, rgb.strides[0], rgb.strides[1], 240, 320, False, pts, durations)
+out = {{"grey": rgb[:, 120, 160, 0].tolist(), "flat": bool((rgb == rgb[:, :1, :1, :1]).all()),
+        "pts": pts.tolist(), "seeks": engine.seeks}}
+del engine
+finish(out)
+""".format(time_base=(time_base.numerator, time_base.denominator), pts=[f["pts"] for f in frames],
+           durations=[f["duration"] for f in frames], keys=[f["key_frame"] for f in frames],
+           path=os.fspath(path), targets=[frames[i]["pts"] for i in wanted])
+    out = run(stubs, code)
+    targets = [frames[i]["pts"] for i in wanted]
+    assert out["pts"] == pytest.approx([t * time_base for t in targets])
+    assert out["flat"]
+    for grey, pts in zip(out["grey"], targets):
+        assert abs(grey - (pts % 219) * 255 / 219) <= 3
+    assert out["seeks"] >= 3
+    assert_balanced(out["counters"])
