@@ -29,7 +29,8 @@ NVCUVID = ("libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
 
 @pytest.fixture(scope="module")
 def stubs(tmp_path_factory):
-    """Directories holding stub libraries: "nvdec" (libcuda + libnvcuvid), "no_nvcuvid" (libcuda only)."""
+    """Directories holding stub libraries: "nvdec" (libcuda + libnvcuvid), "no_nvcuvid" (libcuda only),
+    "old_driver" (a libnvcuvid without the optional cuvidGetDecoderCaps)."""
     if not _build_config.CUDA_DRIVER:
         pytest.skip("this build has no CUDA driver loader (-Dcuda=disabled, or no ffnvcodec headers)")
     if CC is None:
@@ -37,7 +38,9 @@ def stubs(tmp_path_factory):
     root = tmp_path_factory.mktemp("nvdec_stubs")
     nvdec = build_stub(root / "nvdec", *CUDA)
     build_stub(nvdec, *NVCUVID)
-    return {"nvdec": nvdec, "no_nvcuvid": build_stub(root / "no_nvcuvid", *CUDA)}
+    old_driver = build_stub(root / "old_driver", *CUDA)
+    build_stub(old_driver, *NVCUVID, omit=("cuvidGetDecoderCaps",))
+    return {"nvdec": nvdec, "no_nvcuvid": build_stub(root / "no_nvcuvid", *CUDA), "old_driver": old_driver}
 
 
 # Run in the subprocess before each test's code: handles on the stubs, their counters, and a
@@ -310,6 +313,35 @@ print(json.dumps({{"reason": reason({path!r}, 0)}}))
                          stubs["no_nvcuvid"])
     if "libnvcuvid.so.1 could not be opened" not in missing["reason"]:
         pytest.skip("this machine has a real libnvcuvid.so.1")
+
+
+def test_a_driver_without_cuvidGetDecoderCaps_is_refused_with_the_reason(stubs, media):
+    path = media["h264_bframes.mp4"]
+    out = run(stubs, REFUSAL.format(path=os.fspath(path), stream_index=0), directory="old_driver")
+    assert out["reason"] == ("this driver's libnvcuvid.so.1 has no cuvidGetDecoderCaps "
+                             "(the NVIDIA driver is too old)")
+    assert out["error"] == out["reason"]
+
+
+def test_more_frames_kept_alive_than_output_surfaces_is_a_clear_error(stubs, media):
+    code = """
+decoder = open_decoder({path!r}, 0)
+out = {{"three": len(decoder.decode_frames(5, alive=3))}}
+try:
+    decoder.decode_frames(5, alive=4)
+except RuntimeError as error:
+    out["four"] = str(error)
+out["maps"] = counters()["maps"]
+del decoder
+finish(out)
+""".format(path=os.fspath(media["h264_bframes.mp4"]))
+    out = run(stubs, code)
+    assert out["three"] == 5
+    assert out["four"] == ("all 3 NVDEC output surfaces are mapped: release decoded frames (av_frame_unref) "
+                           "before decoding more")
+    assert out["maps"] == 5 + 3
+    assert out["counters"]["map_failures"] == 0, "refused before asking the driver"
+    assert_balanced(out["counters"])
 
 
 def test_a_format_the_parser_finds_unsupported_raises_after_the_parse_call(stubs, media):

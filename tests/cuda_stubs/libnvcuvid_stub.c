@@ -24,7 +24,7 @@
  *   ulNumOutputSurfaces are mapped at once. Calls that need a context fail without one (the libcuda
  *   stub's stack, found with dlopen(RTLD_NOLOAD)).
  * Counters (exported ints, read with ctypes): stub_nvdec_*. -DSTUB_WITHOUT_cuvidCreateVideoParser leaves
- * that required symbol out.
+ * that required symbol out, -DSTUB_WITHOUT_cuvidGetDecoderCaps the optional one (old drivers).
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -117,6 +117,7 @@ static int listed(const char *list, const char *name)
     return 0;
 }
 
+#ifndef STUB_WITHOUT_cuvidGetDecoderCaps
 CUresult cuvidGetDecoderCaps(CUVIDDECODECAPS *caps)
 {
     int supported;
@@ -141,6 +142,7 @@ CUresult cuvidGetDecoderCaps(CUVIDDECODECAPS *caps)
              caps->nBitDepthMinus8 + 8, supported);
     return CUDA_SUCCESS;
 }
+#endif
 
 /* ---- decoders ------------------------------------------------------------------------------- */
 

@@ -763,25 +763,31 @@ cdef class NvdecDecoder(FrameDecoder):
                 self.demuxer.seek(self.stream_index, target)
             self.flush()
 
-    def decode_frames(self, Py_ssize_t count=-1, peek=None):
-        """Decode up to ``count`` frames (all when negative) as the video engine does (two frames
-        alive at most), returning one dict per frame: pts, duration, format (FFmpeg's name), width,
-        height, crop_left/top/right/bottom, linesize, and ``peek(luma, chroma)``'s result, called
-        while the frame is mapped with the addresses of its first displayed luma sample and of the
-        chroma sample(s) of that position. Those are device addresses: reading them as host
-        memory is only valid with the stub libnvcuvid of the tests, whose surfaces are malloc'd."""
-        cdef AVPacket *packet = lavc.av_packet_alloc()
-        cdef AVFrame *frames[2]
+    def decode_frames(self, Py_ssize_t count=-1, peek=None, int alive=2):
+        """Decode up to ``count`` frames (all when negative), keeping the last ``alive`` (1 to 8) frames
+        mapped as the video engine does (it keeps two), and return one dict per frame: pts, duration,
+        format (FFmpeg's name), width, height, crop_left/top/right/bottom, linesize, has_event, and
+        ``peek(luma, chroma)``'s result, called while the frame is mapped with the addresses of its
+        first displayed luma sample and of the chroma sample(s) there. Those are device addresses:
+        reading them as host memory is only valid with the tests' stub libnvcuvid (malloc'd surfaces)."""
+        cdef AVPacket *packet = NULL
+        cdef AVFrame *frames[8]
         cdef AVFrame *frame
-        cdef int got, bps, sub
-        frames[0] = lavu.av_frame_alloc()
-        frames[1] = lavu.av_frame_alloc()
+        cdef int got, bps, sub, i
+        if not 1 <= alive <= 8:
+            raise ValueError(f"alive must be between 1 and 8, got {alive}")
+        memset(frames, 0, sizeof(frames))
         out = []
         try:
-            if packet == NULL or frames[0] == NULL or frames[1] == NULL:
-                raise MemoryError("cannot allocate a packet and frames")
+            packet = lavc.av_packet_alloc()
+            for i in range(alive):
+                frames[i] = lavu.av_frame_alloc()
+                if frames[i] == NULL:
+                    raise MemoryError("cannot allocate frames")
+            if packet == NULL:
+                raise MemoryError("cannot allocate a packet")
             while count < 0 or len(out) < count:
-                frame = frames[len(out) % 2]
+                frame = frames[len(out) % alive]
                 lavu.av_frame_unref(frame)
                 with nogil:
                     got = self.next_frame(self.demuxer, packet, frame)
@@ -802,8 +808,8 @@ cdef class NvdecDecoder(FrameDecoder):
                     "peek": peek(luma, chroma) if peek is not None else None,
                 })
         finally:
-            lavu.av_frame_free(&frames[0])
-            lavu.av_frame_free(&frames[1])
+            for i in range(alive):
+                lavu.av_frame_free(&frames[i])
             lavc.av_packet_free(&packet)
         return out
 
