@@ -326,20 +326,22 @@ def test_a_driver_without_cuvidGetDecoderCaps_is_refused_with_the_reason(stubs, 
 def test_more_frames_kept_alive_than_output_surfaces_is_a_clear_error(stubs, media):
     code = """
 decoder = open_decoder({path!r}, 0)
-out = {{"three": len(decoder.decode_frames(5, alive=3))}}
+out = {{"three": [f["pts"] for f in decoder.decode_frames(5, alive=3)]}}
 try:
     decoder.decode_frames(5, alive=4)
 except RuntimeError as error:
     out["four"] = str(error)
 out["maps"] = counters()["maps"]
+out["next"] = [f["pts"] for f in decoder.decode_frames(2)]
 del decoder
 finish(out)
 """.format(path=os.fspath(media["h264_bframes.mp4"]))
     out = run(stubs, code)
-    assert out["three"] == 5
+    assert out["three"] == [512 * i for i in range(5)]
     assert out["four"] == ("all 3 NVDEC output surfaces are mapped: release decoded frames (av_frame_unref) "
                            "before decoding more")
     assert out["maps"] == 5 + 3
+    assert out["next"] == [512 * 8, 512 * 9], "the picture that found no surface is still queued"
     assert out["counters"]["map_failures"] == 0, "refused before asking the driver"
     assert_balanced(out["counters"])
 

@@ -38,7 +38,6 @@ cdef struct DecoderState:
     int num_output
     OutputSlot slots[MAX_OUTPUT_SURFACES]
     int av_format               # AVPixelFormat of the mapped surfaces
-    int bytes_per_sample        # 1 (NV12, YUV444) or 2 (P016, YUV444_16Bit)
     int chroma_planes           # 1 (interleaved CbCr) or 2 (planar 4:4:4)
     int coded_width             # the surface size (decoder created at the coded size)
     int coded_height

@@ -267,7 +267,6 @@ cdef class CuvidDecoder:
         state.num_output = num_output
         state.coded_width = width
         state.coded_height = height
-        state.bytes_per_sample = 1 if depth == 8 else 2
         state.chroma_planes = 2 if chroma == cuvid.cudaVideoChromaFormat_444 else 1
         if chroma == cuvid.cudaVideoChromaFormat_444:
             state.av_format = lavu.AV_PIX_FMT_YUV444P if depth == 8 else lavu.AV_PIX_FMT_YUV444P16LE
@@ -602,20 +601,23 @@ cdef class NvdecDecoder(FrameDecoder):
         (after creation and after each flush), then the filtered packets, then the end of stream.
         ``packet`` is scratch; ``demuxer`` is the one given at creation.
         """
-        cdef QueuedPicture picture
+        cdef QueuedPicture *picture
         cdef PacketInfo *info
+        cdef bint dropped
         cdef int got
         while True:
             self.raise_pending()
             if self.parser_state.queue_count > 0:
-                picture = self.parser_state.queue[self.parser_state.queue_head]
+                picture = &self.parser_state.queue[self.parser_state.queue_head]
+                info = self.recall(picture.info.timestamp)
+                dropped = info != NULL and info.discard     # edit-list priming, as libavcodec drops it
+                if not dropped:
+                    self.map_picture(picture, frame)        # raises with the picture still queued
                 self.parser_state.queue_head = (self.parser_state.queue_head + 1) % DISPLAY_QUEUE_SIZE
                 self.parser_state.queue_count -= 1
-                info = self.recall(picture.info.timestamp)
-                if info != NULL and info.discard:      # edit-list priming, as libavcodec drops it
+                if dropped:
                     self.frames_dropped += 1
                     continue
-                self.map_picture(&picture, frame)
                 return 1
             if self.output_done:
                 return 0
