@@ -10,14 +10,15 @@ the CPU decoder's frames and packets as ffprobe lists them (tests/reference.py).
 """
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import sys
 
+import numpy as np
 import pytest
 
 import reference
+from nvdec_frames import DeviceMemory, bit_depth, raw_frames
 from torchcodec._core import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
@@ -77,8 +78,9 @@ def reason(path, stream_index):
 
 def samples(bytes_per_sample):
     # peek: the first displayed luma sample and the chroma sample there, read as host memory (stub only)
-    def read(luma, chroma):
-        return [int.from_bytes(ctypes.string_at(address, bytes_per_sample), "little") for address in (luma, chroma)]
+    def read(frame):
+        return [int.from_bytes(ctypes.string_at(frame[plane], bytes_per_sample), "little")
+                for plane in ("luma", "chroma")]
     return read
 
 def finish(out):
@@ -189,7 +191,7 @@ def test_the_decoder_is_made_at_the_coded_size_and_the_display_area_becomes_the_
     frame = out["frames"][0]
     assert (frame["width"], frame["height"]) == (320, 240)
     assert (frame["crop_left"], frame["crop_top"], frame["crop_right"], frame["crop_bottom"]) == (8, 8, 8, 8)
-    assert frame["linesize"] >= 336
+    assert frame["linesizes"][0] >= 336
     assert frame["peek"] == [16 + frame["pts"] % 219, 128]
     assert_balanced(counters)
 
@@ -513,3 +515,132 @@ finish(out)
         assert abs(grey - (pts % 219) * 255 / 219) <= 3
     assert out["seeks"] >= 3
     assert_balanced(out["counters"])
+
+
+READ_BACK = """
+import sys
+sys.path.insert(0, {tests!r})
+from nvdec_frames import DeviceMemory
+memory = DeviceMemory()
+decoder = open_decoder({path!r}, {stream_index})
+
+def summary(frame):
+    planes = memory.frame_planes(frame)
+    return [[list(plane.shape), sorted(set(plane.ravel().tolist()))] for plane in planes]
+
+out = {{"frames": [(f["pts"], f["peek"]) for f in decoder.decode_frames(4, peek=summary)]}}
+memory.close()
+del decoder
+finish(out)
+"""
+
+
+@pytest.mark.parametrize("name, env, shift, chroma_shape", [
+    ("h264_bframes.mp4", {"STUB_NVDEC_CODED": "336x256", "STUB_NVDEC_DISPLAY": "8,8,328,248"}, 0, [120, 160]),
+    ("hevc_10bit.mp4", {"STUB_NVDEC_DEPTH": "10"}, 8, [120, 160]),
+    ("h264_yuv444.mp4", {"STUB_NVDEC_CHROMA": "3"}, 0, [240, 320]),
+])
+def test_the_gpu_tests_read_a_frames_display_area_back_through_the_driver(stubs, media, name, env, shift,
+                                                                          chroma_shape):
+    """tests/nvdec_frames.py, which the GPU tests compare frames with, run against the stub: every
+    sample of the display area read back, and nothing of the crop's margin."""
+    code = READ_BACK.format(tests=os.fspath(pathlib.Path(__file__).parent), path=os.fspath(media[name]),
+                            stream_index=0)
+    out = run(stubs, code, **env)
+    for pts, (luma, cb, cr) in out["frames"]:
+        assert luma == [[240, 320], [(16 + pts % 219) << shift]]
+        assert cb == cr == [chroma_shape, [128 << shift]]
+    assert_balanced(out["counters"], frames=4)
+
+
+# ---- on a GPU (the cuda marker; tools/gpu_check.sh runs them) ----------------------------------
+
+@pytest.fixture(scope="module")
+def gpu():
+    """(device 0's CudaContext, DeviceMemory), or a skip without a usable NVIDIA GPU."""
+    import torchcodec
+    if not _build_config.CUDA_DRIVER or not torchcodec.cuda_available():
+        pytest.skip("no usable NVIDIA GPU")
+    from torchcodec._core import _cuda_driver
+    memory = DeviceMemory()
+    yield _cuda_driver.load_driver().context(0), memory
+    memory.close()
+
+
+def gpu_decoder(context, path, stream_index: int):
+    """An NvdecDecoder on the real device, or a skip saying why NVDEC cannot take the stream there."""
+    from torchcodec._core import _nvdec
+    from torchcodec._core._demuxer import Demuxer
+    demuxer = Demuxer(os.fspath(path))
+    demuxer.use_only_stream(stream_index)
+    reason = _nvdec.nvdec_unsupported_reason(demuxer, stream_index, context)
+    if reason is not None:
+        pytest.skip(reason)
+    return _nvdec.NvdecDecoder(demuxer, stream_index, context)
+
+
+def cpu_frames(path, stream_index: int) -> tuple[list[list[np.ndarray]], int]:
+    """The CLI's decoded planes of every frame, and their bit depth."""
+    stream = reference.ffprobe_stream(path, stream_index)
+    raw = reference.ffmpeg_raw_video(path, stream_index=stream_index)
+    return (raw_frames(raw, stream["pix_fmt"], int(stream["width"]), int(stream["height"])),
+            bit_depth(stream["pix_fmt"]))
+
+
+def assert_same_samples(frames: list[dict], expected: list[list[np.ndarray]], depth: int, name: str) -> None:
+    """NVDEC's planes (MSB-aligned when deeper than 8 bits) equal the CPU decoder's, sample by sample."""
+    assert len(frames) == len(expected)
+    for number, (frame, planes) in enumerate(zip(frames, expected)):
+        for plane, got, want in zip("YUV", frame["peek"], planes):
+            got = got >> (16 - depth) if depth > 8 else got
+            np.testing.assert_array_equal(got, want, err_msg=f"{name}: frame {number} ({frame['pts']}), {plane}")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "h264_bframes.ts", "h264_vfr.mkv", "h264_editlist.mp4",
+                                  "h264_10bit.mp4", "h264_yuv444.mp4", "h264_yuv444_161x121.mp4",
+                                  "hevc_bframes.mp4", "hevc_10bit.mp4", "vp9.webm", "vp9_161x121.webm",
+                                  "vp8.webm", "av1.mp4"])
+def test_on_the_gpu_nvdec_frames_equal_the_cpu_decoders(gpu, media, name):
+    """Bit-exact codecs: the same pts in the same order, the same samples in every plane."""
+    context, memory = gpu
+    path = media[name]
+    stream_index = reference.best_stream(path)
+    decoder = gpu_decoder(context, path, stream_index)
+    frames = decoder.decode_frames(peek=memory.frame_planes)
+    assert [f["pts"] for f in frames] == [f["pts"] for f in reference.ffprobe_frames(path, stream_index)]
+    expected, depth = cpu_frames(path, stream_index)
+    assert_same_samples(frames, expected, depth, name)
+
+
+@pytest.mark.cuda
+def test_on_the_gpu_mpeg4_in_avi_decodes_every_frame_close_to_the_cpu(gpu, media):
+    """MPEG-4 part 2 does not define its inverse DCT bit-exactly: NVDEC and libavcodec may differ a little."""
+    context, memory = gpu
+    path = media["mpeg4_bframes.avi"]
+    decoder = gpu_decoder(context, path, 0)
+    frames = decoder.decode_frames(peek=memory.frame_planes)
+    expected, _ = cpu_frames(path, 0)
+    assert len(frames) == len(expected)
+    for frame, planes in zip(frames, expected):
+        for got, want in zip(frame["peek"], planes):
+            assert np.abs(got.astype(int) - want).mean() < 1.0
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "hevc_bframes.mp4", "vp9.webm", "av1.mp4"])
+def test_on_the_gpu_a_flush_after_a_seek_gives_the_cpu_frames_from_the_key_frame_on(gpu, media, name):
+    context, memory = gpu
+    path = media[name]
+    stream_index = reference.best_stream(path)
+    pts = [f["pts"] for f in reference.ffprobe_frames(path, stream_index)]
+    key = [p["pts"] for p in reference.ffprobe_packets(path, stream_index) if p["key"]][1]
+    expected, depth = cpu_frames(path, stream_index)
+    decoder = gpu_decoder(context, path, stream_index)
+    assert [f["pts"] for f in decoder.decode_frames(10)] == pts[:10]
+    decoder.seek(key)
+    frames = decoder.decode_frames(peek=memory.frame_planes)
+    assert [f["pts"] for f in frames] == [p for p in pts if p >= key]
+    assert_same_samples(frames, expected[pts.index(key):], depth, name)
+    decoder.seek(None)
+    assert [f["pts"] for f in decoder.decode_frames(5)] == pts[:5]

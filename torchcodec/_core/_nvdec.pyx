@@ -768,10 +768,11 @@ cdef class NvdecDecoder(FrameDecoder):
     def decode_frames(self, Py_ssize_t count=-1, peek=None, int alive=2):
         """Decode up to ``count`` frames (all when negative), keeping the last ``alive`` (1 to 8) frames
         mapped as the video engine does (it keeps two), and return one dict per frame: pts, duration,
-        format (FFmpeg's name), width, height, crop_left/top/right/bottom, linesize, has_event, and
-        ``peek(luma, chroma)``'s result, called while the frame is mapped with the addresses of its
-        first displayed luma sample and of the chroma sample(s) there. Those are device addresses:
-        reading them as host memory is only valid with the tests' stub libnvcuvid (malloc'd surfaces)."""
+        format (FFmpeg's name), width, height, crop_left/top/right/bottom, data (the three plane
+        addresses), linesizes, has_event, luma and chroma (the addresses of the first displayed luma
+        sample and of the chroma sample(s) there), and "peek": ``peek(that dict)``'s result, called
+        while the frame is mapped. The addresses are device memory: read them with the driver
+        (cuMemcpyDtoH), or as host memory only with the tests' stub libnvcuvid."""
         cdef AVPacket *packet = NULL
         cdef AVFrame *frames[8]
         cdef AVFrame *frame
@@ -800,15 +801,18 @@ cdef class NvdecDecoder(FrameDecoder):
                 luma = <size_t>frame.data[0] + frame.crop_top * frame.linesize[0] + frame.crop_left * bps
                 chroma = (<size_t>frame.data[1] + (frame.crop_top >> sub) * frame.linesize[1]
                           + (frame.crop_left >> sub) * bps * (2 if sub else 1))
-                out.append({
+                info = {
                     "pts": frame.pts, "duration": ffcompat.tc_frame_duration(frame),
                     "format": lavu.av_get_pix_fmt_name(<lavu.AVPixelFormat>frame.format).decode(),
                     "width": frame.width, "height": frame.height,
                     "crop_left": frame.crop_left, "crop_top": frame.crop_top,
                     "crop_right": frame.crop_right, "crop_bottom": frame.crop_bottom,
-                    "linesize": frame.linesize[0], "has_event": frame.opaque != NULL,
-                    "peek": peek(luma, chroma) if peek is not None else None,
-                })
+                    "data": [<size_t>frame.data[i] for i in range(3)],
+                    "linesizes": [frame.linesize[i] for i in range(3)],
+                    "has_event": frame.opaque != NULL, "luma": luma, "chroma": chroma,
+                }
+                info["peek"] = peek(info) if peek is not None else None
+                out.append(info)
         finally:
             for i in range(alive):
                 lavu.av_frame_free(&frames[i])
