@@ -462,6 +462,25 @@ finish(out)
     assert_balanced(out["counters"])
 
 
+def test_a_decoder_returned_while_the_cache_is_busy_is_filed_later_without_waiting(stubs, media):
+    """A deallocator (maybe inside a garbage collection on the thread that holds the cache's lock)
+    never waits for the lock: its decoder is queued and filed by the next cache operation."""
+    code = CACHE.format(paths=cache_paths(media)) + """
+decoder = decode("h264_bframes.mp4")
+_nvdec._cache.lock.acquire()
+del decoder                            # would deadlock if it waited for the lock
+out["queued"] = len(_nvdec._cache.returned)
+_nvdec._cache.lock.release()
+decode("h264_bframes.mp4")             # files the queued decoder, then takes it
+out["queued_after"] = len(_nvdec._cache.returned)
+out["created"] = counters()["decoders_created"]
+finish(out)
+"""
+    out = run(stubs, code)
+    assert (out["queued"], out["queued_after"], out["created"]) == (1, 0, 1)
+    assert_balanced(out["counters"])
+
+
 def test_each_released_frame_waits_for_its_slots_event_then_unmaps(stubs, media):
     """Releasing a frame (av_frame_unref) waits for the event in AVFrame.opaque, which the converter
     records after its last read, then unmaps the surface."""

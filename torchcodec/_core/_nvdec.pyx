@@ -317,10 +317,74 @@ cdef class CuvidDecoder:
             unref_state(self.state)
 
 
-_cache_lock = threading.Lock()
-_idle = {}                              # device index -> [CuvidDecoder], least recently used first
-_capacity = DEFAULT_CACHE_CAPACITY
-_exit_hook = False
+class DecoderCache:
+    """Idle CuvidDecoders per device, least recently used first, at most ``capacity`` per device.
+
+    Decoders come back from NvdecDecoder deallocators, which may run inside a garbage collection
+    while this thread holds the lock: such a return never waits for the lock, it is queued in
+    ``returned`` (a list append) and filed by the next operation that holds the lock.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.lock = threading.Lock()
+        self.idle = {}                  # device index -> [CuvidDecoder], least recently used first
+        self.returned = []              # given back while the lock was busy
+        self.capacity = capacity
+        self.exit_hook = False
+
+    def _file_returned(self) -> list:
+        """(Lock held.) File the queued returns; the decoders evicted beyond the capacity."""
+        while self.returned:
+            decoder = self.returned.pop(0)
+            self.idle.setdefault(decoder.device, []).append(decoder)
+        evicted = []
+        for decoders in self.idle.values():
+            excess = max(0, len(decoders) - self.capacity)
+            evicted += decoders[:excess]
+            del decoders[:excess]
+        return evicted
+
+    def take(self, int device, tuple key):
+        """The most recently used idle decoder of ``key`` on ``device``, or None."""
+        with self.lock:
+            evicted = self._file_returned()
+            decoders = self.idle.get(device, [])
+            for i in range(len(decoders) - 1, -1, -1):
+                if (<CuvidDecoder>decoders[i]).key == key:
+                    return decoders.pop(i)
+        del evicted                     # destroyed outside the lock
+        return None
+
+    def give_back(self, CuvidDecoder decoder) -> None:
+        """Keep an idle decoder, destroying the least recently used beyond the capacity."""
+        self.returned.append(decoder)
+        if not self.lock.acquire(blocking=False):
+            return                      # filed by the next operation
+        try:
+            if not self.exit_hook:      # registered after the driver's own hook: runs before it
+                atexit.register(self.clear)
+                self.exit_hook = True
+            evicted = self._file_returned()
+        finally:
+            self.lock.release()
+        del evicted
+
+    def set_capacity(self, int capacity) -> None:
+        with self.lock:
+            self.capacity = capacity
+            evicted = self._file_returned()
+        del evicted
+
+    def clear(self) -> None:
+        """Destroy every idle decoder (at interpreter exit, before the driver releases its contexts)."""
+        with self.lock:
+            self._file_returned()
+            evicted = list(self.idle.values())
+            self.idle.clear()
+        del evicted
+
+
+_cache = DecoderCache(DEFAULT_CACHE_CAPACITY)
 
 
 def set_nvdec_cache_capacity(int capacity) -> None:
@@ -329,55 +393,26 @@ def set_nvdec_cache_capacity(int capacity) -> None:
     Decoders beyond it, least recently used first, are destroyed now. The cache and its capacity
     are process-wide (decoders belong to a device, not to a thread). ValueError when negative.
     """
-    global _capacity
     if capacity < 0:
         raise ValueError(f"the NVDEC cache capacity must be >= 0, got {capacity}")
-    with _cache_lock:
-        _capacity = capacity
-        evicted = [decoders.pop(0) for decoders in _idle.values() for _ in range(len(decoders) - capacity)]
-    del evicted                         # destroyed here, outside the lock
+    _cache.set_capacity(capacity)
 
 
 def get_nvdec_cache_capacity() -> int:
     """The number of idle NVDEC decoders kept per GPU (see set_nvdec_cache_capacity)."""
-    return _capacity
+    return _cache.capacity
 
 
 cdef CuvidDecoder take_decoder(CudaContext context, CuvidLibrary library, tuple key):
     """An idle decoder of ``key`` on the context's device from the cache, or a new one."""
-    cdef CuvidDecoder decoder
-    with _cache_lock:
-        decoders = _idle.get(context.index, [])
-        for i in range(len(decoders) - 1, -1, -1):
-            if (<CuvidDecoder>decoders[i]).key == key:
-                return decoders.pop(i)
+    cdef CuvidDecoder decoder = _cache.take(context.index, key)
+    if decoder is not None:
+        return decoder
     decoder = CuvidDecoder.__new__(CuvidDecoder)
     decoder.context = context
     decoder.library = library
     decoder.create(key)
     return decoder
-
-
-cdef give_back(CuvidDecoder decoder):
-    """Put an idle decoder in its device's cache, destroying the least recently used beyond capacity."""
-    global _exit_hook
-    with _cache_lock:
-        if not _exit_hook:    # registered after the driver's own hook, so that it runs before it
-            atexit.register(_clear_cache)
-            _exit_hook = True
-        decoders = _idle.setdefault(decoder.device, [])
-        decoders.append(decoder)
-        evicted = decoders[:max(0, len(decoders) - _capacity)]
-        del decoders[:len(evicted)]
-    del evicted
-
-
-def _clear_cache() -> None:
-    """Destroy every idle decoder (at interpreter exit, before the driver releases its contexts)."""
-    with _cache_lock:
-        evicted = list(_idle.values())
-        _idle.clear()
-    del evicted
 
 
 # ---- parser callbacks (C, called inside cuvidParseVideoData) --------------------------------------
@@ -498,7 +533,7 @@ cdef class NvdecDecoder(FrameDecoder):
         self.parser = NULL
         try:
             for decoder in self.retired + ([self.decoder] if self.decoder is not None else []):
-                give_back(decoder)
+                _cache.give_back(decoder)
         except Exception:
             pass        # never raise from a deallocator: the decoders are then destroyed instead
 
@@ -589,7 +624,7 @@ cdef class NvdecDecoder(FrameDecoder):
         retired, self.retired = self.retired, []
         self.has_retired = False
         for decoder in retired:
-            give_back(decoder)
+            _cache.give_back(decoder)
         return 0
 
     # ---- FrameDecoder
