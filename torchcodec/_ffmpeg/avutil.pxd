@@ -88,7 +88,6 @@ cdef extern from "libavutil/pixfmt.h" nogil:
         AV_PIX_FMT_RGB24
         AV_PIX_FMT_RGB48
         AV_PIX_FMT_GBRP
-        AV_PIX_FMT_CUDA
         AV_PIX_FMT_NV12
         AV_PIX_FMT_P016LE
         AV_PIX_FMT_YUV444P
@@ -168,10 +167,7 @@ cdef extern from "libavutil/channel_layout.h" nogil:
 
 
 cdef extern from "libavutil/buffer.h" nogil:
-    ctypedef struct AVBufferRef:
-        uint8_t *data
-    AVBufferRef *av_buffer_ref(const AVBufferRef *buf)
-    void av_buffer_unref(AVBufferRef **buf)
+    ctypedef struct AVBufferRef
     AVBufferRef *av_buffer_create(uint8_t *data, size_t size, void (*free)(void *opaque, uint8_t *data) noexcept nogil,
                                   void *opaque, int flags)
 
@@ -197,7 +193,6 @@ cdef extern from "libavutil/frame.h" nogil:
         AVColorSpace colorspace
         int flags
         void *opaque
-        AVBufferRef *hw_frames_ctx
         size_t crop_top
         size_t crop_bottom
         size_t crop_left
