@@ -2,7 +2,7 @@
 # cuvid_load_functions from libnvcuvid.so.1, and the parser / decoder types of dynlink_nvcuvid.h and
 # dynlink_cuviddec.h that torchcodec._core._nvdec uses. C names kept; only what is used. The picture
 # parameters (CUVIDPICPARAMS) are passed through from the parser to the decoder, never read.
-from torchcodec._cuda.driver cimport CUcontext, CUdeviceptr, CUresult, CUstream
+from torchcodec._cuda.driver cimport CUdeviceptr, CUresult, CUstream
 
 
 cdef extern from "torchcodec/cuda_loader.h" nogil:
@@ -73,8 +73,7 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
         unsigned long ulTargetHeight
         unsigned long ulNumOutputSurfaces
 
-    ctypedef struct CUVIDPICPARAMS:
-        int CurrPicIdx
+    ctypedef struct CUVIDPICPARAMS      # from the parser to cuvidDecodePicture, never read
 
     ctypedef struct CUVIDPROCPARAMS:
         int progressive_frame
@@ -97,7 +96,6 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
         cudaVideoCodec codec
         unsigned char progressive_sequence
         unsigned char bit_depth_luma_minus8
-        unsigned char bit_depth_chroma_minus8
         unsigned char min_num_decode_surfaces
         unsigned int coded_width
         unsigned int coded_height
