@@ -119,7 +119,7 @@ def packet_durations(path, stream_index) -> dict[int, int]:
 DECODE_ALL = """
 decoder = open_decoder({path!r}, {stream_index})
 frames = decoder.decode_frames(peek=samples({bps}))
-out = {{"frames": frames, "surfaces": decoder.surface_counts}}
+out = {{"frames": frames, "surfaces": decoder.surface_counts, "log": log()}}
 del decoder
 finish(out)
 """
@@ -146,6 +146,8 @@ def test_frames_come_out_in_presentation_order_with_the_cpu_decoders_pts(stubs, 
     assert counters["caps_queries"] == 1, "asked once per (codec, chroma, depth): by the check, then cached"
     assert out["surfaces"] == [5 + 4, 3] and counters["last_decode_surfaces"] == 9
     assert counters["max_mapped"] <= 2, "the engine's pattern keeps two frames alive"
+    parser = next(line for line in out["log"].splitlines() if line.startswith("parser("))
+    assert parser.endswith("surfaces=1, delay=0, clock=0)"), "the sequence callback sets the surfaces"
     assert_balanced(counters, frames=len(expected))
 
 
@@ -188,6 +190,9 @@ def test_the_decoder_is_made_at_the_coded_size_and_the_display_area_becomes_the_
     out = run(stubs, code, STUB_NVDEC_CODED="336x256", STUB_NVDEC_DISPLAY="8,8,328,248")
     counters = out["counters"]
     assert (counters["last_width"], counters["last_height"]) == (336, 256)
+    create = next(line for line in out["log"].splitlines() if line.startswith("create("))
+    assert "target=336x256, display=0,0,336,256, flags=4, deinterlace=0)" in create, \
+        "the whole coded picture, unscaled, PreferCUVID, Weave: the converter crops"
     frame = out["frames"][0]
     assert (frame["width"], frame["height"]) == (320, 240)
     assert (frame["crop_left"], frame["crop_top"], frame["crop_right"], frame["crop_bottom"]) == (8, 8, 8, 8)

@@ -186,9 +186,11 @@ CUresult cuvidCreateDecoder(CUvideodecoder *decoder, CUVIDDECODECREATEINFO *info
     stub_nvdec_last_output_format = info->OutputFormat;
     stub_nvdec_last_width = (int)info->ulWidth;
     stub_nvdec_last_height = (int)info->ulHeight;
-    log_call("create(%s, %lux%lu, surfaces=%lu, outputs=%lu, format=%d) -> %p\n", codec_name(info->CodecType),
-             info->ulWidth, info->ulHeight, info->ulNumDecodeSurfaces, info->ulNumOutputSurfaces, info->OutputFormat,
-             (void *)d);
+    log_call("create(%s, %lux%lu, surfaces=%lu, outputs=%lu, format=%d, target=%lux%lu, display=%d,%d,%d,%d, "
+             "flags=%lu, deinterlace=%d) -> %p\n", codec_name(info->CodecType), info->ulWidth, info->ulHeight,
+             info->ulNumDecodeSurfaces, info->ulNumOutputSurfaces, info->OutputFormat, info->ulTargetWidth,
+             info->ulTargetHeight, info->display_area.left, info->display_area.top, info->display_area.right,
+             info->display_area.bottom, info->ulCreationFlags, info->DeinterlaceMode, (void *)d);
     *decoder = d;
     return CUDA_SUCCESS;
 }
