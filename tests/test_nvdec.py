@@ -217,6 +217,16 @@ def test_a_size_change_mid_stream_takes_a_second_decoder_and_maps_the_first_ones
     assert_balanced(counters, frames=90)
 
 
+def test_interlaced_sequences_get_an_adaptive_deinterlacing_decoder(stubs, media):
+    path = media["h264_bframes.mp4"]
+    out = run(stubs, DECODE_ALL.format(path=os.fspath(path), stream_index=0, bps=1), STUB_NVDEC_INTERLACED="1")
+    lines = out["log"].splitlines()
+    assert "deinterlace=2)" in next(line for line in lines if line.startswith("create("))
+    maps = [line for line in lines if line.startswith("map(")]
+    assert len(maps) == 90 and all("progressive=0)" in line for line in maps)
+    assert_balanced(out["counters"], frames=90)
+
+
 SEEK = """
 decoder = open_decoder({path!r}, {stream_index})
 first = decoder.decode_frames(10)

@@ -10,7 +10,7 @@
  * cuvidParseVideoData: the first data after parser creation or after a discontinuity calls the
  *   sequence callback with STUB_NVDEC_CODED ("WxH", default 320x240), STUB_NVDEC_DISPLAY
  *   ("left,top,right,bottom", default the coded area), STUB_NVDEC_CHROMA (cudaVideoChromaFormat,
- *   default 1 = 4:2:0), STUB_NVDEC_DEPTH (default 8), min_num_decode_surfaces = REORDER + 1; the
+ *   default 1 = 4:2:0), STUB_NVDEC_DEPTH (default 8), STUB_NVDEC_INTERLACED (default 0), min_num_decode_surfaces = REORDER + 1; the
  *   number it returns is the decode surface count. Each packet with CUVID_PKT_TIMESTAMP is decoded
  *   (decode callback, picture index round-robin over the free surfaces) and enters a reorder window
  *   of REORDER pictures; beyond it the smallest timestamp is displayed. ENDOFSTREAM or
@@ -370,7 +370,7 @@ static int sequence(stub_parser *p)
         sscanf(display, "%d,%d,%d,%d", &left, &top, &right, &bottom);
     memset(&format, 0, sizeof(format));
     format.codec = p->params.CodecType;
-    format.progressive_sequence = 1;
+    format.progressive_sequence = (unsigned char)!env_int("STUB_NVDEC_INTERLACED", 0);
     format.bit_depth_luma_minus8 = format.bit_depth_chroma_minus8 = (unsigned char)(env_int("STUB_NVDEC_DEPTH", 8) - 8);
     format.min_num_decode_surfaces = REORDER + 1;
     format.coded_width = width;
@@ -410,7 +410,7 @@ static void display_smallest(stub_parser *p)
             best = i;
     memset(&info, 0, sizeof(info));
     info.picture_index = p->window[best].index;
-    info.progressive_frame = 1;
+    info.progressive_frame = !env_int("STUB_NVDEC_INTERLACED", 0);
     info.top_field_first = 1;
     info.timestamp = p->window[best].timestamp;
     p->window[best] = p->window[--p->window_count];
