@@ -10,8 +10,8 @@
  * cuvidParseVideoData: the first data after parser creation or after a discontinuity calls the
  *   sequence callback with STUB_NVDEC_CODED ("WxH", default 320x240), STUB_NVDEC_DISPLAY
  *   ("left,top,right,bottom", default the coded area), STUB_NVDEC_CHROMA (cudaVideoChromaFormat,
- *   default 1 = 4:2:0), STUB_NVDEC_DEPTH (default 8), STUB_NVDEC_INTERLACED (default 0), min_num_decode_surfaces = REORDER + 1; the
- *   number it returns is the decode surface count. Each packet with CUVID_PKT_TIMESTAMP is decoded
+ *   default 1 = 4:2:0), STUB_NVDEC_DEPTH (default 8), STUB_NVDEC_INTERLACED (default 0),
+ *   min_num_decode_surfaces = REORDER + 1; the number it returns is the decode surface count. Each packet with CUVID_PKT_TIMESTAMP is decoded
  *   (decode callback, picture index round-robin over the free surfaces) and enters a reorder window
  *   of REORDER pictures; beyond it the smallest timestamp is displayed. ENDOFSTREAM or
  *   DISCONTINUITY displays the whole window in timestamp order; ENDOFSTREAM then calls the display
