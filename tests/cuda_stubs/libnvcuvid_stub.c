@@ -11,20 +11,23 @@
  *   sequence callback with STUB_NVDEC_CODED ("WxH", default 320x240), STUB_NVDEC_DISPLAY
  *   ("left,top,right,bottom", default the coded area), STUB_NVDEC_CHROMA (cudaVideoChromaFormat,
  *   default 1 = 4:2:0), STUB_NVDEC_DEPTH (default 8), STUB_NVDEC_INTERLACED (default 0),
- *   min_num_decode_surfaces = REORDER + 1; the number it returns is the decode surface count. Each packet with CUVID_PKT_TIMESTAMP is decoded
- *   (decode callback, picture index round-robin over the free surfaces) and enters a reorder window
- *   of REORDER pictures; beyond it the smallest timestamp is displayed. ENDOFSTREAM or
- *   DISCONTINUITY displays the whole window in timestamp order; ENDOFSTREAM then calls the display
- *   callback with NULL. STUB_NVDEC_CHANGE_AT="N:WxH" changes the coded size before picture N (a
- *   new sequence, the window displayed first). Every call is logged (stub_nvcuvid_log()) with the first bytes of its data.
+ *   min_num_decode_surfaces = REORDER + 1; the number it returns is the decode surface count.
+ *   Each packet with CUVID_PKT_TIMESTAMP is decoded (decode callback, picture index round-robin
+ *   over the surfaces not in the window) and enters a reorder window of REORDER pictures; beyond
+ *   it the smallest timestamp is displayed. ENDOFSTREAM or DISCONTINUITY displays the whole window
+ *   in timestamp order; ENDOFSTREAM then calls the display callback with NULL.
+ *   STUB_NVDEC_CHANGE_AT="N:WxH" changes the coded size before picture N (a new sequence, the
+ *   window displayed first). Every call is logged (stub_nvcuvid_log()), with the first bytes of
+ *   its data.
  * cuvidMapVideoFrame64: a host buffer per output slot (malloc), luma filled with
  *   16 + (timestamp % 219) and chroma with 128 (MSB-aligned for 16-bit surfaces), pitch rounded up
  *   to 256 bytes. It fails with CUDA_ERROR_MAP_FAILED when the picture's surface was decoded into
  *   again after the picture was displayed (the caller did not read it in time), or when more than
  *   ulNumOutputSurfaces are mapped at once. Calls that need a context fail without one (the libcuda
  *   stub's stack, found with dlopen(RTLD_NOLOAD)).
- * Counters (exported ints, read with ctypes): stub_nvdec_*. -DSTUB_WITHOUT_cuvidCreateVideoParser leaves
- * that required symbol out, -DSTUB_WITHOUT_cuvidGetDecoderCaps the optional one (old drivers).
+ * Counters (exported ints, read with ctypes): stub_nvdec_*. -DSTUB_WITHOUT_cuvidCreateVideoParser
+ * leaves that required symbol out, -DSTUB_WITHOUT_cuvidGetDecoderCaps the optional one (old
+ * drivers).
  */
 #include <dlfcn.h>
 #include <stdarg.h>
