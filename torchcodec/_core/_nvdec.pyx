@@ -180,7 +180,7 @@ cdef str refusal(CudaContext context, CuvidLibrary library, int codec, int chrom
             f"{caps.max_macroblocks}")
 
 
-def nvdec_unsupported_reason(Demuxer demuxer, int stream_index, CudaContext context):
+def nvdec_unsupported_reason(Demuxer demuxer not None, int stream_index, CudaContext context not None):
     """None when NVDEC on ``context``'s device can decode stream ``stream_index``, else a sentence
     saying why not (libnvcuvid missing, a codec or container NvdecInput cannot feed, a chroma
     format, bit depth or size that cuvidGetDecoderCaps refuses). Raises CudaError only for
@@ -478,7 +478,7 @@ cdef class NvdecDecoder(FrameDecoder):
     it seeked the demuxer, and reads ``output_done``.
     """
 
-    def __cinit__(self, Demuxer demuxer, int stream_index, CudaContext context):
+    def __cinit__(self, Demuxer demuxer not None, int stream_index, CudaContext context not None):
         cdef cuvid.CUVIDPARSERPARAMS params
         cdef cu.CUresult ret
         self.parser = NULL
