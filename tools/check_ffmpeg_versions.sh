@@ -23,6 +23,9 @@ mkdir -p "$work/c"
 for pyx in torchcodec/_core/*.pyx; do
   # The CUDA driver loader and device buffer use no FFmpeg header, only ffnvcodec's (absent where it is not installed).
   case "$(basename "$pyx")" in _cuda_driver.pyx|_device_buffer.pyx) continue ;; esac
+  # The NVDEC decoder and the converter use both: checked where ffnvcodec's header is installed.
+  if { [ "$(basename "$pyx")" = _nvdec.pyx ] || [ "$(basename "$pyx")" = _cuda_convert.pyx ]; } &&
+     ! echo '#include <ffnvcodec/dynlink_loader.h>' | gcc -E -x c - >/dev/null 2>&1; then continue; fi
   "$PYTHON" -m cython -3 -I . -X language_level=3 -X boundscheck=False -X wraparound=False -X cdivision=True "$pyx" -o "$work/c/$(basename "$pyx" .pyx).c" >/dev/null
 done
 

@@ -26,6 +26,16 @@ static inline int64_t tc_frame_duration(const AVFrame *frame)
 #endif
 }
 
+/* Set the duration of a frame made outside libavcodec (NVDEC's): the field tc_frame_duration reads. */
+static inline void tc_frame_set_duration(AVFrame *frame, int64_t duration)
+{
+#if LIBAVUTIL_VERSION_INT >= AV_VERSION_INT(57, 30, 100)
+    frame->duration = duration;
+#else
+    frame->pkt_duration = duration;
+#endif
+}
+
 /* The pts of a decoded frame, falling back to its dts when the pts is missing. */
 static inline int64_t tc_frame_pts(const AVFrame *frame)
 {

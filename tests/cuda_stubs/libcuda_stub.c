@@ -211,6 +211,7 @@ static const char *error_name(int error)
     case ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
     case ERROR_INVALID_CONTEXT: return "CUDA_ERROR_INVALID_CONTEXT";
     case ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+    case 205: return "CUDA_ERROR_MAP_FAILED";
     case 801: return "CUDA_ERROR_NOT_SUPPORTED";
     default: return NULL;
     }

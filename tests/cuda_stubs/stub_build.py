@@ -40,7 +40,8 @@ def loader_symbols(function: str) -> list[str]:
 def build_stub(directory: pathlib.Path, soname: str, sources: str | tuple[str, ...], loader_function: str,
                defines: tuple[str, ...] = (), omit: tuple[str, ...] = ()) -> pathlib.Path:
     """Compile ``sources`` (file names in tests/cuda_stubs) plus generated stand-ins for the loader's
-    other symbols into directory/soname; ``omit`` leaves loader symbols out entirely."""
+    other symbols into directory/soname; ``omit`` leaves loader symbols out entirely (sources that
+    define one guard it with ``#ifndef STUB_WITHOUT_<name>``)."""
     sources = (sources,) if isinstance(sources, str) else tuple(sources)
     directory.mkdir(parents=True, exist_ok=True)
     written = "\n".join((STUBS / source).read_text() for source in sources)
@@ -49,7 +50,8 @@ def build_stub(directory: pathlib.Path, soname: str, sources: str | tuple[str, .
                  if name not in omit and not re.search(rf"\b{name}\(", written)]
     rest = directory / "generated.c"
     rest.write_text("\n".join(generated) + "\n")
-    flags = ["-fPIC", "-O1", "-I", str(REPO / "include"), *(f"-D{d}" for d in defines)]
+    flags = ["-fPIC", "-O1", "-I", str(REPO / "include"), *(f"-D{d}" for d in defines),
+             *(f"-DSTUB_WITHOUT_{name}" for name in omit)]
     objects = []
     for source in (*sources, rest):
         path = STUBS / source if not isinstance(source, pathlib.Path) else source

@@ -69,7 +69,9 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
         CUresult (*cuEventRecord)(CUevent hEvent, CUstream hStream) noexcept nogil
         CUresult (*cuEventSynchronize)(CUevent hEvent) noexcept nogil
         CUresult (*cuEventDestroy)(CUevent hEvent) noexcept nogil
+        CUresult (*cuStreamCreate)(CUstream *phStream, unsigned int flags) noexcept nogil
         CUresult (*cuStreamSynchronize)(CUstream hStream) noexcept nogil
+        CUresult (*cuStreamDestroy)(CUstream hStream) noexcept nogil
         CUresult (*cuGetErrorName)(CUresult error, const char **pstr) noexcept nogil
         CUresult (*cuGetErrorString)(CUresult error, const char **pstr) noexcept nogil
         void *lib

@@ -89,6 +89,10 @@ cdef extern from "libavutil/pixfmt.h" nogil:
         AV_PIX_FMT_RGB48
         AV_PIX_FMT_GBRP
         AV_PIX_FMT_CUDA
+        AV_PIX_FMT_NV12
+        AV_PIX_FMT_P016LE
+        AV_PIX_FMT_YUV444P
+        AV_PIX_FMT_YUV444P16LE
     enum AVColorRange:
         AVCOL_RANGE_UNSPECIFIED
         AVCOL_RANGE_MPEG
@@ -168,6 +172,8 @@ cdef extern from "libavutil/buffer.h" nogil:
         uint8_t *data
     AVBufferRef *av_buffer_ref(const AVBufferRef *buf)
     void av_buffer_unref(AVBufferRef **buf)
+    AVBufferRef *av_buffer_create(uint8_t *data, size_t size, void (*free)(void *opaque, uint8_t *data) noexcept nogil,
+                                  void *opaque, int flags)
 
 
 cdef extern from "libavutil/frame.h" nogil:
@@ -196,6 +202,7 @@ cdef extern from "libavutil/frame.h" nogil:
         size_t crop_bottom
         size_t crop_left
         size_t crop_right
+        AVBufferRef *buf[8]
     AVFrame *av_frame_alloc()
     void av_frame_free(AVFrame **frame)
     void av_frame_unref(AVFrame *frame)

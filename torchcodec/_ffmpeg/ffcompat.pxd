@@ -7,6 +7,7 @@ from torchcodec._ffmpeg.avutil cimport AVChannelLayout, AVFrame
 
 cdef extern from "torchcodec/ffcompat.h" nogil:
     int64_t tc_frame_duration(const AVFrame *frame)
+    void tc_frame_set_duration(AVFrame *frame, int64_t duration)
     int64_t tc_frame_pts(const AVFrame *frame)
     int tc_frame_is_key(const AVFrame *frame)
     int64_t tc_packet_pts(const AVPacket *packet)

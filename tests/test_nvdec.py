@@ -1,0 +1,680 @@
+"""The NVDEC decoder (torchcodec._core._nvdec), tested without a GPU (issue 5, point 4).
+
+Each test runs Python in a subprocess against stand-ins for libcuda.so.1 (tests/cuda_stubs/
+libcuda_stub.c: counted context pushes and pops, events) and libnvcuvid.so.1
+(tests/cuda_stubs/libnvcuvid_stub.c: a parser that reorders pictures by timestamp, decoders whose
+"device" surfaces are host memory filled with 16 + timestamp % 219, and that refuse to map a
+surface reused before it was read or more surfaces than the decoder has output slots). The stub
+parses nothing: the test tells it the stream's format through STUB_NVDEC_* variables. References:
+the CPU decoder's frames and packets as ffprobe lists them (tests/reference.py).
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import reference
+from nvdec_frames import DeviceMemory, bit_depth, raw_frames
+from torchcodec._core import _build_config
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
+from stub_build import CC, build_stub, run_python  # noqa: E402
+
+CUDA = ("libcuda.so.1", "libcuda_stub.c", "cuda_load_functions")
+NVCUVID = ("libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
+
+
+@pytest.fixture(scope="module")
+def stubs(tmp_path_factory):
+    """Directories holding stub libraries: "nvdec" (libcuda + libnvcuvid), "no_nvcuvid" (libcuda only),
+    "old_driver" (a libnvcuvid without the optional cuvidGetDecoderCaps)."""
+    if not _build_config.CUDA_DRIVER:
+        pytest.skip("this build has no CUDA driver loader (-Dcuda=disabled, or no ffnvcodec headers)")
+    if CC is None:
+        pytest.skip("no C compiler to build the stub libraries")
+    root = tmp_path_factory.mktemp("nvdec_stubs")
+    nvdec = build_stub(root / "nvdec", *CUDA)
+    build_stub(nvdec, *NVCUVID)
+    old_driver = build_stub(root / "old_driver", *CUDA)
+    build_stub(old_driver, *NVCUVID, omit=("cuvidGetDecoderCaps",))
+    return {"nvdec": nvdec, "no_nvcuvid": build_stub(root / "no_nvcuvid", *CUDA), "old_driver": old_driver}
+
+
+# Run in the subprocess before each test's code: handles on the stubs, their counters, and a
+# decoder opened on a file (its best video stream).
+PRELUDE = """
+import ctypes, gc, json, os
+from torchcodec._core import _cuda_driver, _nvdec
+from torchcodec._core._demuxer import Demuxer
+cuda = ctypes.CDLL("libcuda.so.1")
+nvcuvid = ctypes.CDLL("libnvcuvid.so.1")
+nvcuvid.stub_nvcuvid_log.restype = ctypes.c_char_p
+context = _cuda_driver.load_driver().context(0)
+
+def counters():
+    names = ("caps_queries", "decoders_created", "decoders_destroyed", "parsers_created", "parsers_destroyed", "sequences",
+             "decodes", "maps", "unmaps", "map_failures", "max_mapped", "no_context", "destroyed_while_mapped",
+             "last_decode_surfaces", "last_output_surfaces", "last_output_format", "last_width", "last_height")
+    out = {name: ctypes.c_int.in_dll(nvcuvid, "stub_nvdec_" + name).value for name in names}
+    for name in ("pushes", "pops", "stack_depth", "events_created", "events_destroyed", "event_syncs",
+                 "streams_created", "streams_destroyed", "stream_syncs"):
+        out[name] = ctypes.c_int.in_dll(cuda, "stub_" + name).value
+    return out
+
+def log():
+    return nvcuvid.stub_nvcuvid_log().decode()
+
+def open_decoder(path, stream_index):
+    demuxer = Demuxer(path)
+    demuxer.use_only_stream(stream_index)
+    return _nvdec.NvdecDecoder(demuxer, stream_index, context)
+
+def reason(path, stream_index):
+    return _nvdec.nvdec_unsupported_reason(Demuxer(path), stream_index, context)
+
+def samples(bytes_per_sample):
+    # peek: the first displayed luma sample and the chroma sample there, read as host memory (stub only)
+    def read(frame):
+        return [int.from_bytes(ctypes.string_at(frame[plane], bytes_per_sample), "little")
+                for plane in ("luma", "chroma")]
+    return read
+
+def finish(out):
+    # drop every decoder, empty the cache, and report the counters with the test's output
+    gc.collect()
+    _nvdec.set_nvdec_cache_capacity(0)
+    out["counters"] = counters()
+    print(json.dumps(out))
+"""
+
+
+def run(stubs, code: str, directory: str = "nvdec", **env: str) -> dict:
+    return run_python(PRELUDE + code, stubs[directory], **env)
+
+
+def assert_balanced(counters: dict, frames: int | None = None) -> None:
+    """Contexts pushed as often as popped, every map unmapped, every decoder and event destroyed."""
+    assert counters["pushes"] == counters["pops"] > 0 and counters["stack_depth"] == 0
+    assert counters["no_context"] == 0, "a CUVID call ran without the context pushed"
+    assert counters["maps"] == counters["unmaps"] and counters["map_failures"] == 0
+    assert counters["decoders_created"] == counters["decoders_destroyed"]
+    assert counters["destroyed_while_mapped"] == 0
+    assert counters["parsers_created"] == counters["parsers_destroyed"]
+    assert counters["events_created"] == counters["events_destroyed"]
+    assert counters["streams_created"] == counters["streams_destroyed"]
+    assert counters["stream_syncs"] == counters["maps"], "each map waits for its post-processing"
+    if frames is not None:
+        assert counters["maps"] == frames
+
+
+def packet_durations(path, stream_index) -> dict[int, int]:
+    return {p["pts"] if p["pts"] is not None else p["dts"]: p["duration"]
+            for p in reference.ffprobe_packets(path, stream_index)}
+
+
+DECODE_ALL = """
+decoder = open_decoder({path!r}, {stream_index})
+frames = decoder.decode_frames(peek=samples({bps}))
+out = {{"frames": frames, "surfaces": decoder.surface_counts, "log": log()}}
+del decoder
+finish(out)
+"""
+
+
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "h264_bframes.ts", "h264_vfr.mkv", "hevc_bframes.mp4",
+                                  "vp9.webm", "vp8.webm", "av1.mp4"])
+def test_frames_come_out_in_presentation_order_with_the_cpu_decoders_pts(stubs, media, name):
+    path = media[name]
+    stream_index = reference.best_stream(path)
+    stream = reference.ffprobe_stream(path, stream_index)
+    expected = reference.ffprobe_frames(path, stream_index)
+    durations = packet_durations(path, stream_index)
+    out = run(stubs, DECODE_ALL.format(path=os.fspath(path), stream_index=stream_index, bps=1))
+    frames = out["frames"]
+    assert [f["pts"] for f in frames] == [f["pts"] for f in expected]
+    assert [f["duration"] for f in frames] == [durations[f["pts"]] for f in frames]
+    for frame in frames:
+        assert frame["format"] == "nv12" and frame["has_event"]
+        assert (frame["width"], frame["height"]) == (int(stream["width"]), int(stream["height"]))
+        assert frame["peek"] == [16 + frame["pts"] % 219, 128], "not the surface of this picture"
+    counters = out["counters"]
+    assert counters["decoders_created"] == 1 and counters["sequences"] == 1
+    assert counters["caps_queries"] == 1, "asked once per (codec, chroma, depth): by the check, then cached"
+    assert out["surfaces"] == [5 + 4, 3] and counters["last_decode_surfaces"] == 9
+    assert counters["max_mapped"] <= 2, "the engine's pattern keeps two frames alive"
+    parser = next(line for line in out["log"].splitlines() if line.startswith("parser("))
+    assert parser.endswith("surfaces=1, delay=0, clock=0)"), "the sequence callback sets the surfaces"
+    assert_balanced(counters, frames=len(expected))
+
+
+def test_mpeg4_in_avi_gives_every_frame_with_the_packets_timestamps(stubs, media):
+    """AVI packets carry only a dts, which becomes each picture's CUVID timestamp (the engine matches
+    such frames by position: FrameIndex.pts_from_dts)."""
+    path = media["mpeg4_bframes.avi"]
+    stream_index = reference.best_stream(path)
+    packets = reference.ffprobe_packets(path, stream_index)
+    out = run(stubs, DECODE_ALL.format(path=os.fspath(path), stream_index=stream_index, bps=1))
+    assert [f["pts"] for f in out["frames"]] == sorted(p["dts"] for p in packets)
+    assert len(out["frames"]) == len(reference.ffprobe_frames(path, stream_index))
+    assert_balanced(out["counters"], frames=len(packets))
+
+
+@pytest.mark.parametrize("name, env, surface, bps, format_name", [
+    ("hevc_10bit.mp4", {"STUB_NVDEC_DEPTH": "10"}, 1, 2, "p016le"),
+    ("h264_10bit.mp4", {"STUB_NVDEC_DEPTH": "10"}, 1, 2, "p016le"),
+    ("h264_yuv444.mp4", {"STUB_NVDEC_CHROMA": "3"}, 2, 1, "yuv444p"),
+])
+def test_deep_and_444_streams_get_16_bit_or_planar_surfaces(stubs, media, name, env, surface, bps, format_name):
+    path = media[name]
+    stream_index = reference.best_stream(path)
+    expected = reference.ffprobe_frames(path, stream_index)
+    out = run(stubs, DECODE_ALL.format(path=os.fspath(path), stream_index=stream_index, bps=bps), **env)
+    frames = out["frames"]
+    assert [f["pts"] for f in frames] == [f["pts"] for f in expected]
+    assert out["counters"]["last_output_format"] == surface     # cudaVideoSurfaceFormat_P016 / _YUV444
+    shift = 8 if bps == 2 else 0                                # MSB-aligned 16-bit samples
+    for frame in frames:
+        assert frame["format"] == format_name
+        assert frame["peek"] == [(16 + frame["pts"] % 219) << shift, 128 << shift]
+    assert_balanced(out["counters"], frames=len(expected))
+
+
+def test_the_decoder_is_made_at_the_coded_size_and_the_display_area_becomes_the_crop(stubs, media):
+    path = media["h264_bframes.mp4"]
+    stream_index = reference.best_stream(path)
+    code = DECODE_ALL.format(path=os.fspath(path), stream_index=stream_index, bps=1)
+    out = run(stubs, code, STUB_NVDEC_CODED="336x256", STUB_NVDEC_DISPLAY="8,8,328,248")
+    counters = out["counters"]
+    assert (counters["last_width"], counters["last_height"]) == (336, 256)
+    create = next(line for line in out["log"].splitlines() if line.startswith("create("))
+    assert "target=336x256, display=0,0,336,256, flags=4, deinterlace=0)" in create, \
+        "the whole coded picture, unscaled, PreferCUVID, Weave: the converter crops"
+    frame = out["frames"][0]
+    assert (frame["width"], frame["height"]) == (320, 240)
+    assert (frame["crop_left"], frame["crop_top"], frame["crop_right"], frame["crop_bottom"]) == (8, 8, 8, 8)
+    assert frame["linesizes"][0] >= 336
+    assert frame["peek"] == [16 + frame["pts"] % 219, 128]
+    assert_balanced(counters)
+
+
+def test_a_size_change_mid_stream_takes_a_second_decoder_and_maps_the_first_ones_pictures(stubs, media):
+    """At the change the parser displays what it holds, then calls the sequence callback: those
+    pictures are mapped from the replaced decoder, which goes back to the cache afterwards."""
+    path = media["h264_bframes.mp4"]
+    expected = [f["pts"] for f in reference.ffprobe_frames(path, 0)]
+    out = run(stubs, DECODE_ALL.format(path=os.fspath(path), stream_index=0, bps=1), STUB_NVDEC_CHANGE_AT="30:160x128")
+    frames = out["frames"]
+    assert [f["pts"] for f in frames] == expected
+    assert [(f["width"], f["height"]) for f in frames] == [(320, 240)] * 30 + [(160, 128)] * 60
+    assert all(f["peek"] == [16 + f["pts"] % 219, 128] for f in frames)
+    counters = out["counters"]
+    assert counters["decoders_created"] == 2 and counters["sequences"] == 2
+    assert (counters["last_width"], counters["last_height"]) == (160, 128)
+    assert_balanced(counters, frames=90)
+
+
+def test_interlaced_sequences_get_an_adaptive_deinterlacing_decoder(stubs, media):
+    path = media["h264_bframes.mp4"]
+    out = run(stubs, DECODE_ALL.format(path=os.fspath(path), stream_index=0, bps=1), STUB_NVDEC_INTERLACED="1")
+    lines = out["log"].splitlines()
+    assert "deinterlace=2)" in next(line for line in lines if line.startswith("create("))
+    maps = [line for line in lines if line.startswith("map(")]
+    assert len(maps) == 90 and all("progressive=0)" in line for line in maps)
+    assert_balanced(out["counters"], frames=90)
+
+
+SEEK = """
+decoder = open_decoder({path!r}, {stream_index})
+first = decoder.decode_frames(10)
+before = len(log())
+decoder.seek({key})
+after_key = decoder.decode_frames()
+flush_log = log()[before:]
+decoder.seek(None)
+from_start = decoder.decode_frames(5)
+out = {{"first": [f["pts"] for f in first], "after_key": [f["pts"] for f in after_key],
+        "from_start": [f["pts"] for f in from_start], "flush_log": flush_log,
+        "header": decoder.codec_name}}
+del decoder
+finish(out)
+"""
+
+
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "vp9.webm"])
+def test_a_flush_after_a_seek_restarts_at_the_key_frame_with_the_sequence_header(stubs, media, name):
+    from torchcodec._core._demuxer import Demuxer
+    from torchcodec._core._nvdec_input import NvdecInput
+    path = media[name]
+    stream_index = reference.best_stream(path)
+    expected = [f["pts"] for f in reference.ffprobe_frames(path, stream_index)]
+    key = [p["pts"] for p in reference.ffprobe_packets(path, stream_index) if p["key"]][1]
+    header = NvdecInput(Demuxer(os.fspath(path)), stream_index).sequence_header()
+    out = run(stubs, SEEK.format(path=os.fspath(path), stream_index=stream_index, key=key))
+    assert out["first"] == expected[:10]
+    assert out["after_key"] == [pts for pts in expected if pts >= key]
+    assert out["from_start"] == expected[:5]
+    calls = [line for line in out["flush_log"].splitlines() if line.startswith("parse(")]
+    assert calls[0].startswith("parse(size=0, flags=5,"), "the parser is flushed: ENDOFSTREAM | DISCONTINUITY"
+    if header:
+        assert calls[1] == f"parse(size={len(header)}, flags=0, ts=-1, head={header[:8].hex()})"
+        assert f"ts={key}," in calls[2]
+    else:                                             # VP9: every key frame carries its header
+        assert f"ts={key}," in calls[1]
+    counters = out["counters"]
+    assert counters["sequences"] == 3 and counters["decoders_created"] == 1, "same format: the decoder is kept"
+    assert counters["caps_queries"] == 1
+    assert_balanced(counters)
+
+
+def test_frames_of_discarded_packets_are_dropped_by_pts(stubs, media):
+    path = media["h264_editlist.mp4"]
+    stream_index = reference.best_stream(path)
+    expected = [f["pts"] for f in reference.ffprobe_frames(path, stream_index)]
+    discarded = [p["pts"] for p in reference.ffprobe_packets(path, stream_index) if p["discard"]]
+    code = """
+decoder = open_decoder({path!r}, {stream_index})
+frames = decoder.decode_frames()
+out = {{"pts": [f["pts"] for f in frames], "dropped": decoder.frames_dropped}}
+del decoder
+finish(out)
+""".format(path=os.fspath(path), stream_index=stream_index)
+    out = run(stubs, code)
+    assert discarded and out["dropped"] == len(discarded)
+    assert out["pts"] == expected and not set(out["pts"]) & set(discarded)
+    assert_balanced(out["counters"], frames=len(expected))
+
+
+REFUSAL = """
+out = {{"reason": reason({path!r}, {stream_index})}}
+try:
+    open_decoder({path!r}, {stream_index})
+except RuntimeError as error:
+    out["error"] = str(error)
+finish(out)
+"""
+
+
+@pytest.mark.parametrize("name, env, message", [
+    ("hevc_bframes.mp4", {"STUB_NVDEC_UNSUPPORTED": "vp9,hevc"}, "NVDEC on Stub GPU 0 cannot decode hevc 4:2:0 8-bit"),
+    ("h264_10bit.mp4", {"STUB_NVDEC_MAX_WIDTH": "256"},
+     "NVDEC on Stub GPU 0: h264 4:2:0 10-bit at 320x240 exceeds the maximum 256x4096"),
+    ("av1.mp4", {"STUB_NVDEC_MIN_HEIGHT": "256"}, "av1 4:2:0 8-bit at 320x240 is below the minimum 16x256"),
+    ("vp9.webm", {"STUB_NVDEC_MAX_MB": "299"}, "vp9 4:2:0 8-bit at 320x240 has 300 macroblocks, more than the maximum 299"),
+    ("mpeg2_mp2.mpg", {"STUB_NVDEC_UNSUPPORTED": "mpeg2"}, "cannot decode mpeg2 4:2:0 8-bit"),
+])
+def test_what_the_decoder_caps_refuse_is_said_in_a_sentence(stubs, media, name, env, message):
+    path = media[name]
+    stream_index = reference.best_stream(path)
+    out = run(stubs, REFUSAL.format(path=os.fspath(path), stream_index=stream_index), **env)
+    assert message in out["reason"]
+    assert out["error"] == out["reason"]
+    counters = out["counters"]
+    assert counters["parsers_created"] == 0 and counters["decoders_created"] == 0
+    assert counters["pushes"] == counters["pops"] > 0 and counters["stack_depth"] == 0
+
+
+def test_streams_nvdec_cannot_take_and_a_missing_libnvcuvid_give_the_reason(stubs, media):
+    video = media["h264_aac.mp4"]
+    audio_index = reference.best_stream(video, "audio")
+    out = run(stubs, REFUSAL.format(path=os.fspath(video), stream_index=audio_index))
+    assert "is not a video stream" in out["reason"] and out["error"] == out["reason"]
+    code = """
+print(json.dumps({{"reason": reason({path!r}, 0)}}))
+""".format(path=os.fspath(media["h264_bframes.mp4"]))
+    missing = run_python(PRELUDE.replace('nvcuvid = ctypes.CDLL("libnvcuvid.so.1")', "nvcuvid = None")
+                         .replace("nvcuvid.stub_nvcuvid_log.restype = ctypes.c_char_p", "") + code,
+                         stubs["no_nvcuvid"])
+    if "libnvcuvid.so.1 could not be opened" not in missing["reason"]:
+        pytest.skip("this machine has a real libnvcuvid.so.1")
+
+
+def test_a_driver_without_cuvidGetDecoderCaps_is_refused_with_the_reason(stubs, media):
+    path = media["h264_bframes.mp4"]
+    out = run(stubs, REFUSAL.format(path=os.fspath(path), stream_index=0), directory="old_driver")
+    assert out["reason"] == ("this driver's libnvcuvid.so.1 has no cuvidGetDecoderCaps "
+                             "(the NVIDIA driver is too old)")
+    assert out["error"] == out["reason"]
+
+
+def test_more_frames_kept_alive_than_output_surfaces_is_a_clear_error(stubs, media):
+    code = """
+decoder = open_decoder({path!r}, 0)
+out = {{"three": [f["pts"] for f in decoder.decode_frames(5, alive=3)]}}
+try:
+    decoder.decode_frames(5, alive=4)
+except RuntimeError as error:
+    out["four"] = str(error)
+out["maps"] = counters()["maps"]
+out["next"] = [f["pts"] for f in decoder.decode_frames(2)]
+del decoder
+finish(out)
+""".format(path=os.fspath(media["h264_bframes.mp4"]))
+    out = run(stubs, code)
+    assert out["three"] == [512 * i for i in range(5)]
+    assert out["four"] == ("all 3 NVDEC output surfaces are mapped: release decoded frames (av_frame_unref) "
+                           "before decoding more")
+    assert out["maps"] == 5 + 3
+    assert out["next"] == [512 * 8, 512 * 9], "the picture that found no surface is still queued"
+    assert out["counters"]["map_failures"] == 0, "refused before asking the driver"
+    assert_balanced(out["counters"])
+
+
+def test_a_format_the_parser_finds_unsupported_raises_after_the_parse_call(stubs, media):
+    """FFmpeg says 4:2:0, the bitstream (the stub's sequence) says 4:2:2: the sequence callback's
+    refusal is raised by next_frame, with the context stack left balanced."""
+    path = media["h264_bframes.mp4"]
+    code = """
+decoder = open_decoder({path!r}, 0)
+try:
+    decoder.decode_frames(1)
+except RuntimeError as error:
+    out = {{"error": str(error)}}
+try:
+    decoder.decode_frames(1)
+    out["second"] = "no error"
+except Exception as error:
+    out["second"] = type(error).__name__
+del decoder
+finish(out)
+""".format(path=os.fspath(path))
+    out = run(stubs, code, STUB_NVDEC_CHROMA="2")
+    assert out["error"] == ("torchcodec's CUDA colour conversion does not handle h264 4:2:2 8-bit "
+                            "(only 4:2:0 and 4:4:4)")
+    assert out["counters"]["decoders_created"] == 0
+    assert_balanced(out["counters"])
+
+
+CACHE = """
+path_of = {paths!r}
+def decode(name, count=3):
+    decoder = open_decoder(path_of[name], 0)
+    decoder.decode_frames(count)
+    return decoder
+
+def created_by_codec():
+    made = {{}}
+    for line in log().splitlines():
+        if line.startswith("create("):
+            made[line.split(" -> ")[1]] = line[len("create("):].split(",")[0]
+    return made
+
+def destroyed_codecs():
+    made = created_by_codec()
+    return [made[line[len("destroy("):-1]] for line in log().splitlines() if line.startswith("destroy(")]
+
+out = {{"default": _nvdec.get_nvdec_cache_capacity()}}
+try:
+    _nvdec.set_nvdec_cache_capacity(-1)
+except ValueError as error:
+    out["negative"] = str(error)
+"""
+
+
+def cache_paths(media) -> dict[str, str]:
+    return {name: os.fspath(media[name]) for name in ("h264_bframes.mp4", "hevc_bframes.mp4", "vp9.webm")}
+
+
+def test_a_second_decoder_of_the_same_format_reuses_the_cached_one(stubs, media):
+    code = CACHE.format(paths=cache_paths(media)) + """
+first = decode("h264_bframes.mp4")
+del first
+second = decode("h264_bframes.mp4", 90)
+out["created"] = counters()["decoders_created"]
+out["destroyed_while_used"] = counters()["decoders_destroyed"]
+del second
+out["destroyed_after"] = counters()["decoders_destroyed"]
+finish(out)
+"""
+    out = run(stubs, code)
+    assert out["default"] == 20
+    assert "must be >= 0, got -1" in out["negative"]
+    assert out["created"] == 1 and out["destroyed_while_used"] == 0
+    assert out["destroyed_after"] == 0, "an idle decoder stays in the cache"
+    assert out["counters"]["parsers_created"] == 2
+    assert_balanced(out["counters"])
+
+
+def test_capacity_zero_destroys_decoders_when_their_user_goes(stubs, media):
+    code = CACHE.format(paths=cache_paths(media)) + """
+_nvdec.set_nvdec_cache_capacity(0)
+decoder = decode("h264_bframes.mp4")
+out["live"] = counters()["decoders_destroyed"]
+del decoder
+out["gone"] = counters()["decoders_destroyed"]
+decode("h264_bframes.mp4")
+out["created"] = counters()["decoders_created"]
+finish(out)
+"""
+    out = run(stubs, code)
+    assert (out["live"], out["gone"], out["created"]) == (0, 1, 2)
+    assert_balanced(out["counters"])
+
+
+def test_the_least_recently_used_decoder_is_evicted_beyond_the_capacity(stubs, media):
+    code = CACHE.format(paths=cache_paths(media)) + """
+_nvdec.set_nvdec_cache_capacity(2)
+for name in ("h264_bframes.mp4", "hevc_bframes.mp4", "vp9.webm"):
+    decode(name)                       # each returned to the cache when the decoder goes
+out["evicted"] = destroyed_codecs()
+decode("hevc_bframes.mp4")             # still cached: reused
+out["created_after_hevc"] = counters()["decoders_created"]
+decode("h264_bframes.mp4")             # evicted: made again, and vp9 is now the least recently used
+out["created_after_h264"] = counters()["decoders_created"]
+out["evicted_after"] = destroyed_codecs()
+_nvdec.set_nvdec_cache_capacity(1)
+out["shrunk"] = destroyed_codecs()
+finish(out)
+"""
+    out = run(stubs, code)
+    assert out["evicted"] == ["h264"]
+    assert out["created_after_hevc"] == 3 and out["created_after_h264"] == 4
+    assert out["evicted_after"] == ["h264", "vp9"]
+    assert out["shrunk"] == ["h264", "vp9", "hevc"]
+    assert_balanced(out["counters"])
+
+
+def test_a_decoder_returned_while_the_cache_is_busy_is_filed_later_without_waiting(stubs, media):
+    """A deallocator (maybe inside a garbage collection on the thread that holds the cache's lock)
+    never waits for the lock: its decoder is queued and filed by the next cache operation."""
+    code = CACHE.format(paths=cache_paths(media)) + """
+decoder = decode("h264_bframes.mp4")
+_nvdec._cache.lock.acquire()
+del decoder                            # would deadlock if it waited for the lock
+out["queued"] = len(_nvdec._cache.returned)
+_nvdec._cache.lock.release()
+decode("h264_bframes.mp4")             # files the queued decoder, then takes it
+out["queued_after"] = len(_nvdec._cache.returned)
+out["created"] = counters()["decoders_created"]
+finish(out)
+"""
+    out = run(stubs, code)
+    assert (out["queued"], out["queued_after"], out["created"]) == (1, 0, 1)
+    assert_balanced(out["counters"])
+
+
+def test_each_released_frame_waits_for_its_slots_event_then_unmaps(stubs, media):
+    """Releasing a frame (av_frame_unref) waits for the event in AVFrame.opaque, which the converter
+    records after its last read, then unmaps the surface."""
+    code = """
+from torchcodec._core import _nvdec
+_nvdec.set_nvdec_cache_capacity(0)
+decoder = open_decoder({path!r}, 0)
+frames = decoder.decode_frames(7)
+syncs = counters()["event_syncs"]
+out = {{"frames": len(frames), "syncs_per_release": syncs}}
+del decoder
+finish(out)
+""".format(path=os.fspath(media["h264_bframes.mp4"]))
+    out = run(stubs, code)
+    assert out["frames"] == 7 and out["syncs_per_release"] == 7, "one event wait per released frame"
+    assert out["counters"]["events_created"] == 3, "one event per output slot, made once"
+    assert_balanced(out["counters"], frames=7)
+
+
+def test_the_video_engine_decodes_any_frames_through_nvdec_with_its_seeks(stubs, media):
+    """VideoStream (exact mode) drives NvdecDecoder like the CPU decoder: frames asked out of order
+    and repeated come from seeks, flushes and next_frame. The stub's surfaces are host memory, so the
+    CPU Scaler can convert them: a grey level of (16 + pts % 219 - 16) * 255 / 219 names the frame."""
+    path = media["h264_bframes.mp4"]
+    frames = reference.ffprobe_frames(path, 0)
+    time_base = reference.ffprobe_stream(path, 0)["time_base"]
+    wanted = [50, 3, 3, 89, 0, 31, 60, 61]
+    code = """
+import numpy as np
+from torchcodec._core._frame_index import FrameIndex
+from torchcodec._core._video import VideoStream
+index = FrameIndex.from_lists({time_base!r}, {pts!r}, {durations!r}, {keys!r})
+demuxer = Demuxer({path!r})
+engine = VideoStream(demuxer, 0, index, 1, 0, True, decoder=_nvdec.NvdecDecoder(demuxer, 0, context))
+targets = np.array({targets!r}, dtype=np.int64)
+rgb = np.zeros((len(targets), 240, 320, 3), np.uint8)
+pts, durations = np.zeros(len(targets)), np.zeros(len(targets))
+engine.decode_at(targets, 0, rgb.ctypes.data, rgb.strides[0], rgb.strides[1], 240, 320, False, pts, durations)
+out = {{"grey": rgb[:, 120, 160, 0].tolist(), "flat": bool((rgb == rgb[:, :1, :1, :1]).all()),
+        "pts": pts.tolist(), "seeks": engine.seeks}}
+del engine
+finish(out)
+""".format(time_base=(time_base.numerator, time_base.denominator), pts=[f["pts"] for f in frames],
+           durations=[f["duration"] for f in frames], keys=[f["key_frame"] for f in frames],
+           path=os.fspath(path), targets=[frames[i]["pts"] for i in wanted])
+    out = run(stubs, code)
+    targets = [frames[i]["pts"] for i in wanted]
+    assert out["pts"] == pytest.approx([t * time_base for t in targets])
+    assert out["flat"]
+    for grey, pts in zip(out["grey"], targets):
+        assert abs(grey - (pts % 219) * 255 / 219) <= 3
+    assert out["seeks"] >= 3
+    assert_balanced(out["counters"])
+
+
+READ_BACK = """
+import sys
+sys.path.insert(0, {tests!r})
+from nvdec_frames import DeviceMemory
+memory = DeviceMemory()
+decoder = open_decoder({path!r}, {stream_index})
+
+def summary(frame):
+    planes = memory.frame_planes(frame)
+    return [[list(plane.shape), sorted(set(plane.ravel().tolist()))] for plane in planes]
+
+out = {{"frames": [(f["pts"], f["peek"]) for f in decoder.decode_frames(4, peek=summary)]}}
+memory.close()
+del decoder
+finish(out)
+"""
+
+
+@pytest.mark.parametrize("name, env, shift, chroma_shape", [
+    ("h264_bframes.mp4", {"STUB_NVDEC_CODED": "336x256", "STUB_NVDEC_DISPLAY": "8,8,328,248"}, 0, [120, 160]),
+    ("hevc_10bit.mp4", {"STUB_NVDEC_DEPTH": "10"}, 8, [120, 160]),
+    ("h264_yuv444.mp4", {"STUB_NVDEC_CHROMA": "3"}, 0, [240, 320]),
+])
+def test_the_gpu_tests_read_a_frames_display_area_back_through_the_driver(stubs, media, name, env, shift,
+                                                                          chroma_shape):
+    """tests/nvdec_frames.py, which the GPU tests compare frames with, run against the stub: every
+    sample of the display area read back, and nothing of the crop's margin."""
+    code = READ_BACK.format(tests=os.fspath(pathlib.Path(__file__).parent), path=os.fspath(media[name]),
+                            stream_index=0)
+    out = run(stubs, code, **env)
+    for pts, (luma, cb, cr) in out["frames"]:
+        assert luma == [[240, 320], [(16 + pts % 219) << shift]]
+        assert cb == cr == [chroma_shape, [128 << shift]]
+    assert_balanced(out["counters"], frames=4)
+
+
+# ---- on a GPU (the cuda marker; tools/gpu_check.sh runs them) ----------------------------------
+
+@pytest.fixture(scope="module")
+def gpu():
+    """(device 0's CudaContext, DeviceMemory), or a skip without a usable NVIDIA GPU."""
+    import torchcodec
+    if not _build_config.CUDA_DRIVER or not torchcodec.cuda_available():
+        pytest.skip("no usable NVIDIA GPU")
+    from torchcodec._core import _cuda_driver
+    memory = DeviceMemory()
+    yield _cuda_driver.load_driver().context(0), memory
+    memory.close()
+
+
+def gpu_decoder(context, path, stream_index: int):
+    """An NvdecDecoder on the real device, or a skip saying why NVDEC cannot take the stream there."""
+    from torchcodec._core import _nvdec
+    from torchcodec._core._demuxer import Demuxer
+    demuxer = Demuxer(os.fspath(path))
+    demuxer.use_only_stream(stream_index)
+    reason = _nvdec.nvdec_unsupported_reason(demuxer, stream_index, context)
+    if reason is not None:
+        pytest.skip(reason)
+    return _nvdec.NvdecDecoder(demuxer, stream_index, context)
+
+
+def cpu_frames(path, stream_index: int) -> tuple[list[list[np.ndarray]], int]:
+    """The CLI's decoded planes of every frame, and their bit depth."""
+    stream = reference.ffprobe_stream(path, stream_index)
+    raw = reference.ffmpeg_raw_video(path, stream_index=stream_index)
+    return (raw_frames(raw, stream["pix_fmt"], int(stream["width"]), int(stream["height"])),
+            bit_depth(stream["pix_fmt"]))
+
+
+def assert_same_samples(frames: list[dict], expected: list[list[np.ndarray]], depth: int, name: str) -> None:
+    """NVDEC's planes (MSB-aligned when deeper than 8 bits) equal the CPU decoder's, sample by sample."""
+    assert len(frames) == len(expected)
+    for number, (frame, planes) in enumerate(zip(frames, expected)):
+        for plane, got, want in zip("YUV", frame["peek"], planes):
+            got = got >> (16 - depth) if depth > 8 else got
+            np.testing.assert_array_equal(got, want, err_msg=f"{name}: frame {number} ({frame['pts']}), {plane}")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "h264_bframes.ts", "h264_vfr.mkv", "h264_editlist.mp4",
+                                  "h264_10bit.mp4", "h264_yuv444.mp4", "h264_yuv444_161x121.mp4",
+                                  "hevc_bframes.mp4", "hevc_10bit.mp4", "vp9.webm", "vp9_161x121.webm",
+                                  "vp8.webm", "av1.mp4"])
+def test_on_the_gpu_nvdec_frames_equal_the_cpu_decoders(gpu, media, name):
+    """Bit-exact codecs: the same pts in the same order, the same samples in every plane."""
+    context, memory = gpu
+    path = media[name]
+    stream_index = reference.best_stream(path)
+    decoder = gpu_decoder(context, path, stream_index)
+    frames = decoder.decode_frames(peek=memory.frame_planes)
+    assert [f["pts"] for f in frames] == [f["pts"] for f in reference.ffprobe_frames(path, stream_index)]
+    expected, depth = cpu_frames(path, stream_index)
+    assert_same_samples(frames, expected, depth, name)
+
+
+@pytest.mark.cuda
+def test_on_the_gpu_mpeg4_in_avi_decodes_every_frame_close_to_the_cpu(gpu, media):
+    """MPEG-4 part 2 does not define its inverse DCT bit-exactly: NVDEC and libavcodec may differ a little."""
+    context, memory = gpu
+    path = media["mpeg4_bframes.avi"]
+    decoder = gpu_decoder(context, path, 0)
+    frames = decoder.decode_frames(peek=memory.frame_planes)
+    expected, _ = cpu_frames(path, 0)
+    assert len(frames) == len(expected)
+    for frame, planes in zip(frames, expected):
+        for got, want in zip(frame["peek"], planes):
+            assert np.abs(got.astype(int) - want).mean() < 1.0
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "hevc_bframes.mp4", "vp9.webm", "av1.mp4"])
+def test_on_the_gpu_a_flush_after_a_seek_gives_the_cpu_frames_from_the_key_frame_on(gpu, media, name):
+    context, memory = gpu
+    path = media[name]
+    stream_index = reference.best_stream(path)
+    pts = [f["pts"] for f in reference.ffprobe_frames(path, stream_index)]
+    key = [p["pts"] for p in reference.ffprobe_packets(path, stream_index) if p["key"]][1]
+    expected, depth = cpu_frames(path, stream_index)
+    decoder = gpu_decoder(context, path, stream_index)
+    assert [f["pts"] for f in decoder.decode_frames(10)] == pts[:10]
+    decoder.seek(key)
+    frames = decoder.decode_frames(peek=memory.frame_planes)
+    assert [f["pts"] for f in frames] == [p for p in pts if p >= key]
+    assert_same_samples(frames, expected[pts.index(key):], depth, name)
+    decoder.seek(None)
+    assert [f["pts"] for f in decoder.decode_frames(5)] == pts[:5]

@@ -1,0 +1,119 @@
+# NVDEC decoding driven from Cython: a CUVID parser fed by NvdecInput, CUVID decoders shared
+# through a per-device cache, decoded pictures handed out as AVFrames over mapped device surfaces.
+from libc.stdint cimport int64_t, uint8_t
+from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary
+from torchcodec._core._decoder cimport FrameDecoder
+from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._nvdec_input cimport NvdecInput
+from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport nvcuvid as cuvid
+from torchcodec._ffmpeg.avcodec cimport AVPacket
+from torchcodec._ffmpeg.avutil cimport AVFrame
+
+cdef enum:
+    MAX_OUTPUT_SURFACES = 8     # upper bound of ulNumOutputSurfaces (slots of a DecoderState)
+    DISPLAY_QUEUE_SIZE = 64     # pictures the display callback may queue in one parse call
+    PACKET_TABLE_SIZE = 64      # recent packets remembered for their duration and discard flag
+
+
+cdef struct DecoderState
+
+
+cdef struct OutputSlot:
+    DecoderState *state
+    cu.CUevent event            # AVFrame.opaque: the converter records it after its last read
+    cu.CUdeviceptr surface      # the mapped surface while in_use
+    int in_use                  # set by the map, cleared (atomically) by the frame's release
+
+
+cdef struct DecoderState:
+    # The C side of a CuvidDecoder, shared with the frames mapped from it: freed when the
+    # CuvidDecoder is gone and its last frame was released (refs counts both, atomically).
+    int refs
+    cu.CudaFunctions *cu
+    cuvid.CuvidFunctions *cuvid
+    cu.CUcontext context
+    cuvid.CUvideodecoder decoder
+    cu.CUstream stream          # where mapping post-processes into the output surface
+    int num_output
+    OutputSlot slots[MAX_OUTPUT_SURFACES]
+    int av_format               # AVPixelFormat of the mapped surfaces
+    int chroma_planes           # 1 (interleaved CbCr) or 2 (planar 4:4:4)
+    int coded_width             # the surface size (decoder created at the coded size)
+    int coded_height
+    int display_left            # the display area, set by the parser that uses the decoder now
+    int display_top
+    int display_width           # (0 when the parser reports none)
+    int display_height
+    cu.CUresult release_error   # a failed release (event wait or unmap), raised by the next map
+    const char *release_where
+
+
+cdef struct QueuedPicture:
+    cuvid.CUVIDPARSERDISPINFO info
+    DecoderState *decoder       # the decoder that decoded it (kept alive by NvdecDecoder)
+
+
+cdef struct PacketInfo:
+    int64_t pts
+    int64_t duration
+    bint discard
+
+
+cdef struct ParserState:
+    # What the parser callbacks (C, called inside cuvidParseVideoData) read and write.
+    void *owner                 # the NvdecDecoder (borrowed: it owns the parser)
+    cuvid.CuvidFunctions *cuvid
+    DecoderState *decoder       # where pictures are decoded now; NULL before the first sequence
+    QueuedPicture queue[DISPLAY_QUEUE_SIZE]
+    int queue_head
+    int queue_count
+    bint dropping               # flushing: displayed pictures are dropped
+    cu.CUresult error           # the first failure inside a callback, raised after the parse call
+    const char *error_where
+    bint python_error           # the sequence callback raised: NvdecDecoder.callback_error holds it
+
+
+cdef class CuvidDecoder:
+    cdef DecoderState *state
+    cdef CudaContext context
+    cdef CuvidLibrary library
+    cdef readonly tuple key     # (codec, chroma, bit depth, coded w, h, surface format, decode surfaces,
+                                #  output surfaces, progressive)
+    cdef readonly int device
+    cdef int create(self, tuple key) except -1
+
+
+cdef class NvdecDecoder(FrameDecoder):
+    cdef ParserState parser_state
+    cdef cuvid.CUvideoparser parser
+    cdef CudaContext context
+    cdef CuvidLibrary library
+    cdef NvdecInput input
+    cdef Demuxer demuxer
+    cdef readonly int stream_index
+    cdef readonly str codec_name
+    cdef CuvidDecoder decoder           # None until the first sequence callback
+    cdef list retired                   # decoders replaced by a format change, until their pictures are out
+    cdef bint has_retired
+    cdef object callback_error          # an exception raised in the sequence callback
+    cdef bytes header                   # sent before the first packet and after each flush
+    cdef const uint8_t *header_data     # (its bytes, for nogil code)
+    cdef int header_size
+    cdef bint header_pending
+    cdef bint input_done                # the parser was sent the end of the stream
+    cdef int display_width              # the stream's size, as FFmpeg reports it
+    cdef int display_height
+    cdef int colorspace                 # FFmpeg's view of the stream's matrix and range
+    cdef int color_range
+    cdef PacketInfo packets[PACKET_TABLE_SIZE]
+    cdef int packets_next
+    cdef readonly unsigned long frames_dropped   # discarded (edit list) pictures, for tests
+
+    cdef int parse(self, const uint8_t *data, int size, int64_t pts, unsigned long flags) except -1 nogil
+    cdef int raise_pending(self) except -1 nogil
+    cdef int remember(self, const AVPacket *packet) noexcept nogil
+    cdef PacketInfo *recall(self, int64_t pts) noexcept nogil
+    cdef int map_picture(self, QueuedPicture *picture, AVFrame *frame) except -1 nogil
+    cdef int on_sequence(self, cuvid.CUVIDEOFORMAT *format) except -1
+    cdef int release_retired(self) except -1

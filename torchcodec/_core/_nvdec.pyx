@@ -1,0 +1,863 @@
+"""Decoding video with NVIDIA's NVDEC, driven from Cython (no FFmpeg hwaccel involved).
+
+FFmpeg demuxes and applies the bitstream filters (``NvdecInput``); a CUVID parser
+(``cuvidCreateVideoParser``, display delay 0) turns the elementary stream into pictures, and calls
+back three C functions inside ``cuvidParseVideoData``:
+
+- the sequence callback checks ``cuvidGetDecoderCaps`` and takes a CUVID decoder for the format
+  from the per-device cache (or creates one): at the coded size, with the parser's minimum number
+  of decode surfaces plus ``EXTRA_DECODE_SURFACES``, ``NUM_OUTPUT_SURFACES`` output surfaces, an
+  NV12 / P016 / YUV444 / YUV444_16Bit surface by chroma format and bit depth;
+- the decode callback runs ``cuvidDecodePicture``;
+- the display callback queues the picture (presentation order).
+
+``next_frame`` feeds packets only while that queue is empty (back-pressure) and maps the oldest
+queued picture right away (``cuvidMapVideoFrame64``), so that the parser never reuses a decode
+surface before it was read. The frame it fills points at the mapped surface (device memory); its
+``buf[0]`` unmaps it when the frame is released, after waiting for the CUDA event in ``opaque``
+that the converter records after its last read. Pictures of packets that FFmpeg marks as discarded
+(edit lists) are dropped by pts, as libavcodec does.
+
+Errors inside the callbacks are stored and raised after ``cuvidParseVideoData`` returns; the
+device's primary context is pushed around every CUVID call.
+"""
+import atexit
+import threading
+from typing import NamedTuple
+
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport calloc, free
+from libc.string cimport memset
+
+from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary, check_cu
+from torchcodec._core._decoder cimport FrameDecoder
+from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._nvdec_input cimport NvdecInput
+from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport nvcuvid as cuvid
+from torchcodec._ffmpeg cimport avcodec as lavc
+from torchcodec._ffmpeg cimport avutil as lavu
+from torchcodec._ffmpeg cimport ffcompat
+from torchcodec._ffmpeg.avcodec cimport AVCodecParameters, AVPacket
+from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame
+
+from torchcodec._core._cuda_driver import CudaUnavailableError, load_nvcuvid
+
+cdef extern from *:
+    """
+    /* Reference counts and slot flags touched by frames released on any thread. */
+    static inline int tc_nvdec_atomic_add(int *value, int delta)
+    {
+        return __atomic_add_fetch(value, delta, __ATOMIC_ACQ_REL);
+    }
+    """
+    int tc_nvdec_atomic_add(int *value, int delta) nogil
+
+# Decode surfaces beyond the parser's minimum: room for the pictures queued between two parse
+# calls, so that decoding never waits on display (NVIDIA recommends a few extra).
+cdef int EXTRA_DECODE_SURFACES = 4
+cdef int MAX_DECODE_SURFACES = 32          # NVDEC's limit for ulNumDecodeSurfaces
+# Mapped surfaces at once: the video engine keeps two frames alive, plus one being released.
+cdef int NUM_OUTPUT_SURFACES = 3
+cdef unsigned int CU_STREAM_NON_BLOCKING = 0x1  # cuda.h's value (ffnvcodec's header lacks the name)
+# ParserState.error of a failure that is not a driver's (its error_where says what happened).
+cdef int NOT_A_CUDA_ERROR = -1
+# What DALI and TorchCodec assume when the parser reports no minimum number of decode surfaces.
+cdef int FALLBACK_DECODE_SURFACES = 20
+DEFAULT_CACHE_CAPACITY = 20
+
+# NvdecInput's codec names -> cudaVideoCodec.
+CODECS = {
+    "h264": cuvid.cudaVideoCodec_H264,
+    "hevc": cuvid.cudaVideoCodec_HEVC,
+    "av1": cuvid.cudaVideoCodec_AV1,
+    "vp9": cuvid.cudaVideoCodec_VP9,
+    "vp8": cuvid.cudaVideoCodec_VP8,
+    "mpeg4": cuvid.cudaVideoCodec_MPEG4,
+    "mpeg2": cuvid.cudaVideoCodec_MPEG2,
+    "mpeg1": cuvid.cudaVideoCodec_MPEG1,
+}
+CODEC_NAMES = {value: name for name, value in CODECS.items()}
+CHROMA_NAMES = {cuvid.cudaVideoChromaFormat_Monochrome: "4:0:0", cuvid.cudaVideoChromaFormat_420: "4:2:0",
+                cuvid.cudaVideoChromaFormat_422: "4:2:2", cuvid.cudaVideoChromaFormat_444: "4:4:4"}
+
+
+# ---- formats ------------------------------------------------------------------------------------
+
+cdef tuple stream_chroma_and_depth(const AVCodecParameters *par):
+    """(cudaVideoChromaFormat, bit depth) of a stream from FFmpeg's pixel format, or (None, reason)."""
+    cdef const lavu.AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<lavu.AVPixelFormat>par.format)
+    if desc == NULL:
+        return None, "FFmpeg does not report the stream's pixel format"
+    name = desc.name.decode()
+    if desc.flags & (lavu.AV_PIX_FMT_FLAG_RGB | lavu.AV_PIX_FMT_FLAG_PAL | lavu.AV_PIX_FMT_FLAG_HWACCEL):
+        return None, f"NVDEC does not decode pixel format {name}"
+    if desc.nb_components < 3:
+        return cuvid.cudaVideoChromaFormat_Monochrome, desc.comp[0].depth
+    subsampling = (desc.log2_chroma_w, desc.log2_chroma_h)
+    if subsampling == (1, 1):
+        return cuvid.cudaVideoChromaFormat_420, desc.comp[0].depth
+    if subsampling == (1, 0):
+        return cuvid.cudaVideoChromaFormat_422, desc.comp[0].depth
+    if subsampling == (0, 0):
+        return cuvid.cudaVideoChromaFormat_444, desc.comp[0].depth
+    return None, f"NVDEC does not decode pixel format {name}"
+
+
+cdef int surface_format(int chroma, int depth) noexcept:
+    """The cudaVideoSurfaceFormat that keeps every bit of ``chroma`` / ``depth`` (4:2:0 or 4:4:4)."""
+    if chroma == cuvid.cudaVideoChromaFormat_444:
+        return cuvid.cudaVideoSurfaceFormat_YUV444 if depth == 8 else cuvid.cudaVideoSurfaceFormat_YUV444_16Bit
+    return cuvid.cudaVideoSurfaceFormat_NV12 if depth == 8 else cuvid.cudaVideoSurfaceFormat_P016
+
+
+_caps = {}      # (device, codec, chroma, depth) -> DecoderCaps: cuvidGetDecoderCaps asked once each
+
+
+class DecoderCaps(NamedTuple):
+    """What cuvidGetDecoderCaps answered for one (codec, chroma format, bit depth) on one device."""
+    supported: bool
+    output_formats: int         # bit i: cudaVideoSurfaceFormat i
+    max_width: int
+    max_height: int
+    max_macroblocks: int
+    min_width: int
+    min_height: int
+
+
+cdef object decoder_caps(CudaContext context, CuvidLibrary library, int codec, int chroma, int depth):
+    """cuvidGetDecoderCaps for (codec, chroma, depth) on the context's device (cached per process)."""
+    cdef cuvid.CUVIDDECODECAPS caps
+    cdef cu.CUresult ret
+    key = (context.index, codec, chroma, depth)
+    if key in _caps:
+        return _caps[key]
+    memset(&caps, 0, sizeof(caps))
+    caps.eCodecType = <cuvid.cudaVideoCodec>codec
+    caps.eChromaFormat = <cuvid.cudaVideoChromaFormat>chroma
+    caps.nBitDepthMinus8 = depth - 8
+    context.enter()
+    try:
+        with nogil:
+            ret = library.ptr.cuvidGetDecoderCaps(&caps)
+        check_cu(context.driver, ret, "cuvidGetDecoderCaps")
+    finally:
+        context.exit()
+    _caps[key] = DecoderCaps(bool(caps.bIsSupported), caps.nOutputFormatMask, caps.nMaxWidth, caps.nMaxHeight,
+                             caps.nMaxMBCount, caps.nMinWidth, caps.nMinHeight)
+    return _caps[key]
+
+
+cdef str refusal(CudaContext context, CuvidLibrary library, int codec, int chroma, int depth,
+                 unsigned int width, unsigned int height):
+    """Why NVDEC on this device cannot decode (codec, chroma, depth) at width x height, or None.
+
+    Asks cuvidGetDecoderCaps (codec, chroma format, bit depth, the surface format we need, the
+    coded size between the minimum and the maximum, the macroblock count). 4:2:2 and 4:0:0 are
+    refused first: the CUDA converter has no kernels for them.
+    """
+    what = f"{CODEC_NAMES.get(codec, codec)} {CHROMA_NAMES.get(chroma, chroma)} {depth}-bit"
+    if chroma not in (cuvid.cudaVideoChromaFormat_420, cuvid.cudaVideoChromaFormat_444):
+        return f"torchcodec's CUDA colour conversion does not handle {what} (only 4:2:0 and 4:4:4)"
+    if library.ptr.cuvidGetDecoderCaps == NULL:
+        return "this driver's libnvcuvid.so.1 has no cuvidGetDecoderCaps (the NVIDIA driver is too old)"
+    caps = decoder_caps(context, library, codec, chroma, depth)
+    macroblocks = ((width + 15) // 16) * ((height + 15) // 16)
+    if (caps.supported and caps.output_formats & (1 << surface_format(chroma, depth))
+            and caps.min_width <= width <= caps.max_width and caps.min_height <= height <= caps.max_height
+            and macroblocks <= caps.max_macroblocks):
+        return None
+    device = f"NVDEC on {context.name}"
+    if not caps.supported:
+        return f"{device} cannot decode {what}"
+    if not caps.output_formats & (1 << surface_format(chroma, depth)):
+        return f"{device} cannot output {what} without losing bits (no matching surface format)"
+    if width > caps.max_width or height > caps.max_height:
+        return f"{device}: {what} at {width}x{height} exceeds the maximum {caps.max_width}x{caps.max_height}"
+    if width < caps.min_width or height < caps.min_height:
+        return f"{device}: {what} at {width}x{height} is below the minimum {caps.min_width}x{caps.min_height}"
+    return (f"{device}: {what} at {width}x{height} has {macroblocks} macroblocks, more than the maximum "
+            f"{caps.max_macroblocks}")
+
+
+def nvdec_unsupported_reason(Demuxer demuxer not None, int stream_index, CudaContext context not None):
+    """None when NVDEC on ``context``'s device can decode stream ``stream_index``, else a sentence
+    saying why not (libnvcuvid missing, a codec or container NvdecInput cannot feed, a chroma
+    format, bit depth or size that cuvidGetDecoderCaps refuses). Raises CudaError only for
+    driver failures."""
+    try:
+        library = load_nvcuvid()
+    except CudaUnavailableError as error:
+        return str(error)
+    source = NvdecInput(demuxer, stream_index)
+    if source.nvdec_codec == "unsupported":
+        return source.unsupported_reason
+    cdef AVCodecParameters *par = demuxer.stream(stream_index).codecpar
+    chroma, depth = stream_chroma_and_depth(par)
+    if chroma is None:
+        return depth
+    return refusal(context, library, CODECS[source.nvdec_codec], chroma, depth, par.width, par.height)
+
+
+# ---- decoders and their cache -------------------------------------------------------------------
+
+cdef void destroy_state(DecoderState *state) noexcept nogil:
+    """Destroy the CUVID decoder and the slot events (context pushed), free the state. Errors are
+    ignored: this runs in a deallocator or a frame's release."""
+    cdef int i
+    if state.cu.cuCtxPushCurrent(state.context) == cu.CUDA_SUCCESS:
+        for i in range(state.num_output):
+            if state.slots[i].event != NULL:
+                state.cu.cuEventDestroy(state.slots[i].event)
+        if state.decoder != NULL:
+            state.cuvid.cuvidDestroyDecoder(state.decoder)
+        if state.stream != NULL:
+            state.cu.cuStreamDestroy(state.stream)
+        state.cu.cuCtxPopCurrent(NULL)
+    free(state)
+
+
+cdef void unref_state(DecoderState *state) noexcept nogil:
+    """Drop one reference (the CuvidDecoder's or a mapped frame's); the last destroys the decoder."""
+    if tc_nvdec_atomic_add(&state.refs, -1) == 0:
+        destroy_state(state)
+
+
+cdef void release_surface(void *opaque, uint8_t *data) noexcept nogil:
+    """AVBuffer free callback of a mapped frame: wait for the converter's event, unmap, free the slot."""
+    cdef OutputSlot *slot = <OutputSlot *>opaque
+    cdef DecoderState *state = slot.state
+    cdef cu.CUresult ret = state.cu.cuCtxPushCurrent(state.context)
+    cdef const char *where = "cuCtxPushCurrent"
+    if ret == cu.CUDA_SUCCESS:
+        where = "cuEventSynchronize"
+        ret = state.cu.cuEventSynchronize(slot.event)
+        if ret == cu.CUDA_SUCCESS:
+            where = "cuvidUnmapVideoFrame64"
+            ret = state.cuvid.cuvidUnmapVideoFrame(state.decoder, slot.surface)
+        state.cu.cuCtxPopCurrent(NULL)
+    if ret != cu.CUDA_SUCCESS and state.release_error == cu.CUDA_SUCCESS:
+        state.release_error = ret
+        state.release_where = where
+    slot.surface = 0
+    tc_nvdec_atomic_add(&slot.in_use, -1)
+    unref_state(state)
+
+
+cdef class CuvidDecoder:
+    """A CUVID decoder (``cuvidCreateDecoder``) for one format, with its output-surface slots and
+    their events. Kept in the per-device cache between NvdecDecoders; its C state lives on while
+    frames mapped from it are alive."""
+
+    def __cinit__(self):
+        self.state = NULL
+
+    cdef int create(self, tuple key) except -1:
+        codec, chroma, depth, width, height, output_format, num_decode, num_output, progressive = key
+        cdef cuvid.CUVIDDECODECREATEINFO info
+        cdef DecoderState *state = <DecoderState *>calloc(1, sizeof(DecoderState))
+        cdef cu.CUresult ret
+        cdef int i
+        if state == NULL:
+            raise MemoryError("cannot allocate an NVDEC decoder state")
+        state.refs = 1
+        state.cu = self.context.driver.ptr
+        state.cuvid = self.library.ptr
+        state.context = self.context.ptr
+        state.num_output = num_output
+        state.coded_width = width
+        state.coded_height = height
+        state.chroma_planes = 2 if chroma == cuvid.cudaVideoChromaFormat_444 else 1
+        if chroma == cuvid.cudaVideoChromaFormat_444:
+            state.av_format = lavu.AV_PIX_FMT_YUV444P if depth == 8 else lavu.AV_PIX_FMT_YUV444P16LE
+        else:
+            state.av_format = lavu.AV_PIX_FMT_NV12 if depth == 8 else lavu.AV_PIX_FMT_P016LE
+        for i in range(num_output):
+            state.slots[i].state = state
+        self.state = state      # from here __dealloc__ destroys what was made
+
+        memset(&info, 0, sizeof(info))
+        info.ulWidth = width
+        info.ulHeight = height
+        info.ulNumDecodeSurfaces = num_decode
+        info.CodecType = <cuvid.cudaVideoCodec>codec
+        info.ChromaFormat = <cuvid.cudaVideoChromaFormat>chroma
+        info.ulCreationFlags = cuvid.cudaVideoCreate_PreferCUVID
+        info.bitDepthMinus8 = depth - 8
+        info.ulMaxWidth = width
+        info.ulMaxHeight = height
+        info.display_area.left = 0           # the whole coded picture: the converter crops
+        info.display_area.top = 0
+        info.display_area.right = width
+        info.display_area.bottom = height
+        info.OutputFormat = <cuvid.cudaVideoSurfaceFormat>output_format
+        info.DeinterlaceMode = (cuvid.cudaVideoDeinterlaceMode_Weave if progressive
+                                else cuvid.cudaVideoDeinterlaceMode_Adaptive)
+        info.ulTargetWidth = width
+        info.ulTargetHeight = height
+        info.ulNumOutputSurfaces = num_output
+        self.context.enter()
+        try:
+            for i in range(num_output):
+                check_cu(self.context.driver, state.cu.cuEventCreate(&state.slots[i].event, cu.CU_EVENT_DISABLE_TIMING),
+                         "cuEventCreate")
+            check_cu(self.context.driver, state.cu.cuStreamCreate(&state.stream, CU_STREAM_NON_BLOCKING),
+                     "cuStreamCreate")
+            with nogil:
+                ret = state.cuvid.cuvidCreateDecoder(&state.decoder, &info)
+            check_cu(self.context.driver, ret, "cuvidCreateDecoder")
+        finally:
+            self.context.exit()
+        self.key = key
+        self.device = self.context.index
+        return 0
+
+    def __dealloc__(self):
+        if self.state != NULL:
+            unref_state(self.state)
+
+
+class DecoderCache:
+    """Idle CuvidDecoders per device, least recently used first, at most ``capacity`` per device.
+
+    Decoders come back from NvdecDecoder deallocators, which may run inside a garbage collection
+    while this thread holds the lock: such a return never waits for the lock, it is queued in
+    ``returned`` (a list append) and filed by the next operation that holds the lock.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.lock = threading.Lock()
+        self.idle = {}                  # device index -> [CuvidDecoder], least recently used first
+        self.returned = []              # given back while the lock was busy
+        self.capacity = capacity
+        self.exit_hook = False
+
+    def _file_returned(self) -> list:
+        """(Lock held.) File the queued returns; the decoders evicted beyond the capacity."""
+        while self.returned:
+            decoder = self.returned.pop(0)
+            self.idle.setdefault(decoder.device, []).append(decoder)
+        evicted = []
+        for decoders in self.idle.values():
+            excess = max(0, len(decoders) - self.capacity)
+            evicted += decoders[:excess]
+            del decoders[:excess]
+        return evicted
+
+    def take(self, int device, tuple key):
+        """The most recently used idle decoder of ``key`` on ``device``, or None."""
+        with self.lock:
+            evicted = self._file_returned()
+            decoders = self.idle.get(device, [])
+            for i in range(len(decoders) - 1, -1, -1):
+                if (<CuvidDecoder>decoders[i]).key == key:
+                    return decoders.pop(i)
+        del evicted                     # destroyed outside the lock
+        return None
+
+    def give_back(self, CuvidDecoder decoder) -> None:
+        """Keep an idle decoder, destroying the least recently used beyond the capacity."""
+        self.returned.append(decoder)
+        if not self.lock.acquire(blocking=False):
+            return                      # filed by the next operation
+        try:
+            if not self.exit_hook:      # registered after the driver's own hook: runs before it
+                atexit.register(self.clear)
+                self.exit_hook = True
+            evicted = self._file_returned()
+        finally:
+            self.lock.release()
+        del evicted
+
+    def set_capacity(self, int capacity) -> None:
+        with self.lock:
+            self.capacity = capacity
+            evicted = self._file_returned()
+        del evicted
+
+    def clear(self) -> None:
+        """Destroy every idle decoder (at interpreter exit, before the driver releases its contexts)."""
+        with self.lock:
+            self._file_returned()
+            evicted = list(self.idle.values())
+            self.idle.clear()
+        del evicted
+
+
+_cache = DecoderCache(DEFAULT_CACHE_CAPACITY)
+
+
+def set_nvdec_cache_capacity(int capacity) -> None:
+    """Keep at most ``capacity`` idle NVDEC decoders per GPU for reuse (default 20; 0 keeps none).
+
+    Decoders beyond it, least recently used first, are destroyed now. The cache and its capacity
+    are process-wide (decoders belong to a device, not to a thread). ValueError when negative.
+    """
+    if capacity < 0:
+        raise ValueError(f"the NVDEC cache capacity must be >= 0, got {capacity}")
+    _cache.set_capacity(capacity)
+
+
+def get_nvdec_cache_capacity() -> int:
+    """The number of idle NVDEC decoders kept per GPU (see set_nvdec_cache_capacity)."""
+    return _cache.capacity
+
+
+cdef CuvidDecoder take_decoder(CudaContext context, CuvidLibrary library, tuple key):
+    """An idle decoder of ``key`` on the context's device from the cache, or a new one."""
+    cdef CuvidDecoder decoder = _cache.take(context.index, key)
+    if decoder is not None:
+        return decoder
+    decoder = CuvidDecoder.__new__(CuvidDecoder)
+    decoder.context = context
+    decoder.library = library
+    decoder.create(key)
+    return decoder
+
+
+# ---- parser callbacks (C, called inside cuvidParseVideoData) --------------------------------------
+
+cdef int handle_sequence(void *user, cuvid.CUVIDEOFORMAT *format) noexcept nogil:
+    """A new sequence: size the decoder (NvdecDecoder.on_sequence, with the GIL). Returns the number
+    of decode surfaces for the parser to use, 0 on failure (the error is kept for raising)."""
+    cdef ParserState *state = <ParserState *>user
+    with gil:
+        decoder = <NvdecDecoder>state.owner
+        try:
+            return decoder.on_sequence(format)
+        except BaseException as error:
+            decoder.callback_error = error
+            state.python_error = True
+            return 0
+
+
+cdef int handle_decode(void *user, cuvid.CUVIDPICPARAMS *picture) noexcept nogil:
+    """A picture to decode (decode order): cuvidDecodePicture on the current decoder."""
+    cdef ParserState *state = <ParserState *>user
+    cdef cu.CUresult ret
+    if state.decoder == NULL:
+        if state.error == cu.CUDA_SUCCESS:
+            state.error = NOT_A_CUDA_ERROR
+            state.error_where = "the parser asked to decode a picture before any sequence header"
+        return 0
+    ret = state.cuvid.cuvidDecodePicture(state.decoder.decoder, picture)
+    if ret != cu.CUDA_SUCCESS:
+        if state.error == cu.CUDA_SUCCESS:
+            state.error = ret
+            state.error_where = "cuvidDecodePicture"
+        return 0
+    return 1
+
+
+cdef int handle_display(void *user, cuvid.CUVIDPARSERDISPINFO *info) noexcept nogil:
+    """A picture to display (presentation order): queued for next_frame (dropped while flushing)."""
+    cdef ParserState *state = <ParserState *>user
+    cdef QueuedPicture *slot
+    if info == NULL or state.dropping:       # NULL: the end of the stream
+        return 1
+    if state.queue_count == DISPLAY_QUEUE_SIZE:
+        if state.error == cu.CUDA_SUCCESS:
+            state.error = NOT_A_CUDA_ERROR
+            state.error_where = "the parser displayed more pictures at once than the display queue holds"
+        return 0
+    slot = &state.queue[(state.queue_head + state.queue_count) % DISPLAY_QUEUE_SIZE]
+    slot.info = info[0]
+    slot.decoder = state.decoder
+    state.queue_count += 1
+    return 1
+
+
+# ---- the decoder --------------------------------------------------------------------------------
+
+cdef class NvdecDecoder(FrameDecoder):
+    """NVDEC decoding of video stream ``stream_index`` of ``demuxer`` on ``context``'s device.
+
+    Raises RuntimeError with the reason when NVDEC cannot decode the stream (see
+    :func:`nvdec_unsupported_reason`). The video engine calls ``next_frame`` (frames in
+    presentation order, over device memory: see docs/nvdec.md, "The decoder"), ``flush`` after
+    it seeked the demuxer, and reads ``output_done``.
+    """
+
+    def __cinit__(self, Demuxer demuxer not None, int stream_index, CudaContext context not None):
+        cdef cuvid.CUVIDPARSERPARAMS params
+        cdef cu.CUresult ret
+        self.parser = NULL
+        memset(&self.parser_state, 0, sizeof(ParserState))
+        self.parser_state.owner = <void *>self
+        self.output_done = False
+        self.input_done = False
+        self.header_pending = True
+        self.retired = []
+        self.packets_next = 0
+        memset(self.packets, 0, sizeof(self.packets))
+        reason = nvdec_unsupported_reason(demuxer, stream_index, context)
+        if reason is not None:
+            raise RuntimeError(reason)
+        self.context = context
+        self.library = load_nvcuvid()
+        self.parser_state.cuvid = self.library.ptr
+        self.demuxer = demuxer
+        self.stream_index = stream_index
+        self.input = NvdecInput(demuxer, stream_index)
+        self.codec_name = self.input.nvdec_codec
+        self.header = self.input.sequence_header()
+        self.header_data = <const uint8_t *>(<const char *>self.header)
+        self.header_size = len(self.header)
+        cdef AVCodecParameters *par = demuxer.stream(stream_index).codecpar
+        self.display_width = par.width
+        self.display_height = par.height
+        self.colorspace = par.color_space
+        self.color_range = par.color_range
+
+        memset(&params, 0, sizeof(params))
+        params.CodecType = <cuvid.cudaVideoCodec>CODECS[self.codec_name]
+        params.ulMaxNumDecodeSurfaces = 1          # the sequence callback returns the real count
+        params.ulClockRate = 0                     # timestamps are passed through unchanged
+        params.ulErrorThreshold = 100              # decode damaged pictures, as libavcodec does
+        params.ulMaxDisplayDelay = 0
+        params.pUserData = &self.parser_state
+        params.pfnSequenceCallback = handle_sequence
+        params.pfnDecodePicture = handle_decode
+        params.pfnDisplayPicture = handle_display
+        context.enter()
+        try:
+            ret = self.library.ptr.cuvidCreateVideoParser(&self.parser, &params)
+            check_cu(context.driver, ret, "cuvidCreateVideoParser")
+        finally:
+            context.exit()
+
+    def __dealloc__(self):
+        if self.parser != NULL and self.context.driver.ptr.cuCtxPushCurrent(self.context.ptr) == cu.CUDA_SUCCESS:
+            self.library.ptr.cuvidDestroyVideoParser(self.parser)
+            self.context.driver.ptr.cuCtxPopCurrent(NULL)
+        self.parser = NULL
+        try:
+            for decoder in self.retired + ([self.decoder] if self.decoder is not None else []):
+                _cache.give_back(decoder)
+        except Exception:
+            pass        # never raise from a deallocator: the decoders are then destroyed instead
+
+    # ---- feeding the parser
+
+    cdef int parse(self, const uint8_t *data, int size, int64_t pts, unsigned long flags) except -1 nogil:
+        """One cuvidParseVideoData call (context pushed); callback errors are raised after it."""
+        cdef cuvid.CUVIDSOURCEDATAPACKET packet
+        cdef cu.CUresult ret
+        memset(&packet, 0, sizeof(packet))
+        packet.payload = data
+        packet.payload_size = size
+        packet.flags = flags
+        if pts != lavu.AV_NOPTS_VALUE and size > 0 and not (flags & cuvid.CUVID_PKT_ENDOFSTREAM):
+            packet.flags |= cuvid.CUVID_PKT_TIMESTAMP
+            packet.timestamp = pts
+        self.context.enter()
+        ret = self.library.ptr.cuvidParseVideoData(self.parser, &packet)
+        self.context.exit()
+        self.raise_pending()
+        if ret != cu.CUDA_SUCCESS:
+            with gil:
+                check_cu(self.context.driver, ret, "cuvidParseVideoData")
+        return 0
+
+    cdef int raise_pending(self) except -1 nogil:
+        """Raise what a parser callback or a flush stored (once)."""
+        cdef cu.CUresult ret = self.parser_state.error
+        if self.parser_state.python_error:
+            self.parser_state.python_error = False
+            with gil:
+                error, self.callback_error = self.callback_error, None
+                raise error
+        if ret != cu.CUDA_SUCCESS:
+            self.parser_state.error = cu.CUDA_SUCCESS
+            with gil:
+                if ret == NOT_A_CUDA_ERROR:
+                    raise RuntimeError(f"NVDEC decoding failed: {self.parser_state.error_where.decode()}")
+                check_cu(self.context.driver, ret, self.parser_state.error_where)
+        return 0
+
+    cdef int remember(self, const AVPacket *packet) noexcept nogil:
+        """Note a packet's pts, duration and discard flag, for the frame that will carry its pts."""
+        cdef PacketInfo *entry = &self.packets[self.packets_next % PACKET_TABLE_SIZE]
+        entry.pts = ffcompat.tc_packet_pts(packet)
+        entry.duration = packet.duration
+        entry.discard = ffcompat.tc_packet_is_discarded(packet)
+        self.packets_next += 1
+        return 0
+
+    cdef PacketInfo *recall(self, int64_t pts) noexcept nogil:
+        """The most recent packet with this pts, or NULL."""
+        cdef int i, count = min(self.packets_next, PACKET_TABLE_SIZE)
+        cdef PacketInfo *entry
+        for i in range(1, count + 1):
+            entry = &self.packets[(self.packets_next - i) % PACKET_TABLE_SIZE]
+            if entry.pts == pts:
+                return entry
+        return NULL
+
+    cdef int on_sequence(self, cuvid.CUVIDEOFORMAT *format) except -1:
+        """The sequence callback: check the format, keep or replace the decoder, return the number of
+        decode surfaces."""
+        cdef int depth = format.bit_depth_luma_minus8 + 8
+        reason = refusal(self.context, self.library, format.codec, format.chroma_format, depth,
+                         format.coded_width, format.coded_height)
+        if reason is not None:
+            raise RuntimeError(reason)
+        minimum = format.min_num_decode_surfaces or FALLBACK_DECODE_SURFACES
+        num_decode = min(minimum + EXTRA_DECODE_SURFACES, MAX_DECODE_SURFACES)
+        key = (<int>format.codec, <int>format.chroma_format, depth, format.coded_width, format.coded_height,
+               surface_format(format.chroma_format, depth), num_decode, NUM_OUTPUT_SURFACES,
+               bool(format.progressive_sequence))
+        if self.decoder is None or self.decoder.key != key:
+            if self.decoder is not None:        # a format change: its queued pictures still map
+                self.retired.append(self.decoder)
+                self.has_retired = True
+            self.decoder = take_decoder(self.context, self.library, key)
+            self.parser_state.decoder = self.decoder.state
+        self.decoder.state.display_left = max(0, format.display_area.left)
+        self.decoder.state.display_top = max(0, format.display_area.top)
+        self.decoder.state.display_width = max(0, format.display_area.right - format.display_area.left)
+        self.decoder.state.display_height = max(0, format.display_area.bottom - format.display_area.top)
+        return num_decode
+
+    cdef int release_retired(self) except -1:
+        """Return the decoders replaced by a format change to the cache (no picture of theirs is queued)."""
+        retired, self.retired = self.retired, []
+        self.has_retired = False
+        for decoder in retired:
+            _cache.give_back(decoder)
+        return 0
+
+    # ---- FrameDecoder
+
+    cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil:
+        """Map the next picture (presentation order) into ``frame``: 1, or 0 at the end of the stream.
+
+        Feeds the parser only while no displayed picture waits (back-pressure): the header first
+        (after creation and after each flush), then the filtered packets, then the end of stream.
+        ``packet`` is scratch; ``demuxer`` is the one given at creation.
+        """
+        cdef QueuedPicture *picture
+        cdef PacketInfo *info
+        cdef bint dropped
+        cdef int got
+        while True:
+            self.raise_pending()
+            if self.parser_state.queue_count > 0:
+                picture = &self.parser_state.queue[self.parser_state.queue_head]
+                info = self.recall(picture.info.timestamp)
+                dropped = info != NULL and info.discard     # edit-list priming, as libavcodec drops it
+                if not dropped:
+                    self.map_picture(picture, frame)        # raises with the picture still queued
+                self.parser_state.queue_head = (self.parser_state.queue_head + 1) % DISPLAY_QUEUE_SIZE
+                self.parser_state.queue_count -= 1
+                if dropped:
+                    self.frames_dropped += 1
+                    continue
+                return 1
+            if self.output_done:
+                return 0
+            if self.input_done:
+                self.output_done = True
+                return 0
+            if self.has_retired:
+                with gil:
+                    self.release_retired()
+            if self.header_pending:
+                self.header_pending = False
+                if self.header_size > 0:
+                    self.parse(self.header_data, self.header_size, lavu.AV_NOPTS_VALUE, 0)
+                continue
+            got = self.input.next_packet(packet)
+            if not got:
+                self.input_done = True
+                self.parse(NULL, 0, lavu.AV_NOPTS_VALUE, cuvid.CUVID_PKT_ENDOFSTREAM)
+                continue
+            try:
+                self.remember(packet)
+                self.parse(packet.data, packet.size, ffcompat.tc_packet_pts(packet), 0)
+            finally:
+                lavc.av_packet_unref(packet)
+
+    cdef int map_picture(self, QueuedPicture *picture, AVFrame *frame) except -1 nogil:
+        """Map a displayed picture into a free output slot and describe it in ``frame``."""
+        cdef DecoderState *state = picture.decoder
+        cdef cuvid.CUVIDPROCPARAMS proc
+        cdef OutputSlot *slot = NULL
+        cdef cu.CUdeviceptr surface = 0
+        cdef unsigned int pitch = 0
+        cdef cu.CUresult ret
+        cdef AVBufferRef *buf
+        cdef PacketInfo *info
+        cdef int i, rows, width, height
+        cdef const char *where = "cuvidMapVideoFrame64"
+        ret = state.release_error
+        if ret != cu.CUDA_SUCCESS:
+            state.release_error = cu.CUDA_SUCCESS
+            with gil:
+                check_cu(self.context.driver, ret, state.release_where)
+        for i in range(state.num_output):
+            if not state.slots[i].in_use:
+                slot = &state.slots[i]
+                break
+        if slot == NULL:
+            with gil:
+                raise RuntimeError(f"all {state.num_output} NVDEC output surfaces are mapped: release decoded "
+                                   f"frames (av_frame_unref) before decoding more")
+        memset(&proc, 0, sizeof(proc))
+        proc.progressive_frame = picture.info.progressive_frame
+        proc.top_field_first = picture.info.top_field_first
+        proc.second_field = picture.info.repeat_first_field + 1
+        proc.unpaired_field = picture.info.repeat_first_field < 0
+        proc.output_stream = state.stream
+        self.context.enter()
+        ret = state.cuvid.cuvidMapVideoFrame(state.decoder, picture.info.picture_index, &surface, &pitch, &proc)
+        if ret == cu.CUDA_SUCCESS:
+            # The post-processing into the output surface runs on the decoder's stream; the converter
+            # reads on a stream of its own (the caller's), so the surface must be complete first.
+            where = "cuStreamSynchronize"
+            ret = state.cu.cuStreamSynchronize(state.stream)
+            if ret != cu.CUDA_SUCCESS:
+                state.cuvid.cuvidUnmapVideoFrame(state.decoder, surface)
+        self.context.exit()
+        if ret != cu.CUDA_SUCCESS:
+            with gil:
+                check_cu(self.context.driver, ret, where)
+        slot.in_use = 1
+        slot.surface = surface
+        tc_nvdec_atomic_add(&state.refs, 1)
+        buf = lavu.av_buffer_create(<uint8_t *><size_t>surface, 0, release_surface, slot, 0)
+        if buf == NULL:
+            release_surface(slot, NULL)
+            with gil:
+                raise MemoryError("av_buffer_create failed")
+
+        rows = (state.coded_height + 1) & ~1        # NVDEC aligns the luma height of a surface to 2
+        frame.buf[0] = buf
+        frame.opaque = slot.event
+        frame.format = state.av_format
+        frame.data[0] = <uint8_t *><size_t>surface
+        frame.linesize[0] = pitch
+        for i in range(1, state.chroma_planes + 1):
+            frame.data[i] = <uint8_t *><size_t>(surface + <cu.CUdeviceptr>pitch * rows * i)
+            frame.linesize[i] = pitch
+        # FFmpeg's size, within the display area (smaller after a mid-stream change) and the surface.
+        width = min(self.display_width, state.coded_width - state.display_left)
+        height = min(self.display_height, state.coded_height - state.display_top)
+        if state.display_width > 0:
+            width = min(width, state.display_width)
+        if state.display_height > 0:
+            height = min(height, state.display_height)
+        frame.width = width
+        frame.height = height
+        frame.crop_left = state.display_left
+        frame.crop_top = state.display_top
+        frame.crop_right = state.coded_width - state.display_left - width
+        frame.crop_bottom = state.coded_height - state.display_top - height
+        frame.pts = picture.info.timestamp
+        info = self.recall(picture.info.timestamp)
+        ffcompat.tc_frame_set_duration(frame, info.duration if info != NULL else 0)
+        frame.colorspace = <lavu.AVColorSpace>self.colorspace
+        frame.color_range = <lavu.AVColorRange>self.color_range
+        return 0
+
+    cdef void flush(self) noexcept nogil:
+        """After the demuxer seeked: forget the filter's and the parser's pictures; the next frames are
+        those of the packets after the seek point, the sequence header going first. Errors are kept
+        and raised by the next next_frame."""
+        cdef cuvid.CUVIDSOURCEDATAPACKET packet
+        cdef cu.CUresult ret
+        self.input.flush()
+        self.parser_state.queue_head = 0
+        self.parser_state.queue_count = 0
+        memset(&packet, 0, sizeof(packet))
+        packet.flags = cuvid.CUVID_PKT_ENDOFSTREAM | cuvid.CUVID_PKT_DISCONTINUITY
+        self.parser_state.dropping = True
+        ret = self.context.driver.ptr.cuCtxPushCurrent(self.context.ptr)
+        if ret == cu.CUDA_SUCCESS:
+            ret = self.library.ptr.cuvidParseVideoData(self.parser, &packet)
+            self.context.driver.ptr.cuCtxPopCurrent(NULL)
+        self.parser_state.dropping = False
+        if ret != cu.CUDA_SUCCESS and self.parser_state.error == cu.CUDA_SUCCESS:
+            self.parser_state.error = ret
+            self.parser_state.error_where = "cuvidParseVideoData (flush)"
+        self.parser_state.queue_count = 0
+        self.packets_next = 0
+        self.header_pending = True
+        self.input_done = False
+        self.output_done = False
+
+    # ---- Python helpers, for tests and tools
+
+    def seek(self, pts=None):
+        """Seek the demuxer to the key frame at or before ``pts`` (None: the start) and flush, as the
+        video engine does."""
+        cdef bint from_start = pts is None
+        cdef int64_t target = 0 if from_start else pts
+        with nogil:
+            if from_start:
+                self.demuxer.seek_to_start(self.stream_index)
+            else:
+                self.demuxer.seek(self.stream_index, target)
+            self.flush()
+
+    def decode_frames(self, Py_ssize_t count=-1, peek=None, int alive=2):
+        """Decode up to ``count`` frames (all when negative), keeping the last ``alive`` (1 to 8) frames
+        mapped as the video engine does (it keeps two), and return one dict per frame: pts, duration,
+        format (FFmpeg's name), width, height, crop_left/top/right/bottom, data (the three plane
+        addresses), linesizes, has_event, luma and chroma (the addresses of the first displayed luma
+        sample and of the chroma sample(s) there), and "peek": ``peek(that dict)``'s result, called
+        while the frame is mapped. The addresses are device memory: read them with the driver
+        (cuMemcpyDtoH), or as host memory only with the tests' stub libnvcuvid."""
+        cdef AVPacket *packet = NULL
+        cdef AVFrame *frames[8]
+        cdef AVFrame *frame
+        cdef int got, bps, sub, i
+        if not 1 <= alive <= 8:
+            raise ValueError(f"alive must be between 1 and 8, got {alive}")
+        memset(frames, 0, sizeof(frames))
+        out = []
+        try:
+            packet = lavc.av_packet_alloc()
+            for i in range(alive):
+                frames[i] = lavu.av_frame_alloc()
+                if frames[i] == NULL:
+                    raise MemoryError("cannot allocate frames")
+            if packet == NULL:
+                raise MemoryError("cannot allocate a packet")
+            while count < 0 or len(out) < count:
+                frame = frames[len(out) % alive]
+                lavu.av_frame_unref(frame)
+                with nogil:
+                    got = self.next_frame(self.demuxer, packet, frame)
+                if not got:
+                    break
+                bps = 2 if frame.format in (lavu.AV_PIX_FMT_P016LE, lavu.AV_PIX_FMT_YUV444P16LE) else 1
+                sub = 1 if frame.format in (lavu.AV_PIX_FMT_NV12, lavu.AV_PIX_FMT_P016LE) else 0
+                luma = <size_t>frame.data[0] + frame.crop_top * frame.linesize[0] + frame.crop_left * bps
+                chroma = (<size_t>frame.data[1] + (frame.crop_top >> sub) * frame.linesize[1]
+                          + (frame.crop_left >> sub) * bps * (2 if sub else 1))
+                info = {
+                    "pts": frame.pts, "duration": ffcompat.tc_frame_duration(frame),
+                    "format": lavu.av_get_pix_fmt_name(<lavu.AVPixelFormat>frame.format).decode(),
+                    "width": frame.width, "height": frame.height,
+                    "crop_left": frame.crop_left, "crop_top": frame.crop_top,
+                    "crop_right": frame.crop_right, "crop_bottom": frame.crop_bottom,
+                    "data": [<size_t>frame.data[i] for i in range(3)],
+                    "linesizes": [frame.linesize[i] for i in range(3)],
+                    "has_event": frame.opaque != NULL, "luma": luma, "chroma": chroma,
+                }
+                info["peek"] = peek(info) if peek is not None else None
+                out.append(info)
+        finally:
+            for i in range(alive):
+                lavu.av_frame_free(&frames[i])
+            lavc.av_packet_free(&packet)
+        return out
+
+    @property
+    def surface_counts(self):
+        """(decode surfaces, output surfaces) of the current CUVID decoder, or None before the first
+        sequence."""
+        if self.decoder is None:
+            return None
+        return self.decoder.key[6], self.decoder.key[7]
