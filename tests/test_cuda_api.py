@@ -101,9 +101,3 @@ def test_malformed_devices_are_value_errors(h264, device):
 def test_device_names_parse_to_an_index(device, index):
     assert _cuda.parse_device(device) == index
 
-
-def test_transforms_are_refused_on_cuda_with_a_reason(h264):
-    if not torchcodec.cuda_available():
-        pytest.skip("no usable CUDA here: the refusal names the missing driver first (test_video_api)")
-    with pytest.raises(RuntimeError, match="transforms run on the CPU only"):
-        VideoDecoder(h264, device="cuda", transforms=[torchcodec.transforms.CenterCrop(8)])

@@ -170,11 +170,11 @@ def parse_device(device: Any) -> Optional[int]:
 
 def check_cuda_usable(device: Any, has_transforms: bool) -> None:
     """Raise RuntimeError saying why when CUDA decoding cannot be used for ``device``."""
+    if has_transforms:
+        raise RuntimeError(f"device={str(device)!r}: decode-time transforms run on the CPU only in this "
+                           f"version; decode on CUDA and transform the frames, or use device='cpu'")
     reason = _device.cuda_unavailable_reason()
     if reason is None and importlib.util.find_spec("torchcodec._core._cuda_convert") is None:
         reason = "this build of torchcodec has no CUDA kernels (it was built without nvcc)"
     if reason is not None:
         raise RuntimeError(f"device={str(device)!r}: CUDA decoding is not available: {reason}; use device='cpu'")
-    if has_transforms:
-        raise RuntimeError(f"device={str(device)!r}: decode-time transforms run on the CPU only in this "
-                           f"version; decode on CUDA and transform the frames, or use device='cpu'")
