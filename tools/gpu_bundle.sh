@@ -19,7 +19,8 @@
 #   .gpu/media/    the test corpus and the 1080p benchmark clips (tools/make_media.py), so that
 #                  nothing is encoded there (its ffmpeg has no encoders for most of the corpus)
 #
-# Each part is skipped when already present (delete it to remake it). The FFmpeg source and
+# Each part but the media is skipped when already present (delete it to remake it); the media are
+# brought up to date with tools/make_media.py's recipes every time (rerun after changing them). The FFmpeg source and
 # build tree live in $GPU_BUNDLE_WORK (default /tmp/torchcodec-gpu-bundle), not in .gpu/.
 # Prints the bundle's size at the end and fails if it is over GPU_BUNDLE_MAX_MIB (50).
 #
@@ -235,21 +236,52 @@ download_wheels() {
     "meson-python>=0.15" pyproject-metadata "${pins[@]}" >&2
 }
 
+media_names() {
+  # The test corpus (every non-benchmark file) and the two 1080p video benchmark clips.
+  "$PYTHON" - "$REPO/tools" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import make_media
+print("\n".join(make_media.default_names() + ["bench_1080p_h264.mp4", "bench_1080p_hevc.mp4"]))
+EOF
+}
+
 make_media() {
-  # Reuse current files from the repository's cache (make_media checks their recipes), then make
-  # whatever is missing with this machine's ffmpeg (which has the encoders).
-  local dir=$BUNDLE/media
+  # Current files of the repository's cache are reused (make_media checks their recipes); what is
+  # missing or stale is made with this machine's ffmpeg (the carried one has almost no encoders).
+  # Anything else in .gpu/media is removed.
+  local dir=$BUNDLE/media names name
+  mapfile -t names < <(media_names)
   mkdir -p "$dir"
-  if [[ -d $REPO/media-cache ]]; then cp -pn "$REPO"/media-cache/* "$dir"/ 2>/dev/null || true; fi
+  for name in "${names[@]}"; do
+    if [[ ! -e $dir/$name && -e $REPO/media-cache/$name ]]; then
+      cp -p "$REPO/media-cache/$name" "$REPO/media-cache/$name.recipe.json" "$dir/" 2>/dev/null || true
+    fi
+  done
   log "making the media corpus and benchmark clips in $dir"
-  "$PYTHON" "$REPO/tools/make_media.py" --bench --out "$dir" -j "$JOBS" >&2
-  rm -f "$dir"/bench_audio_*       # the GPU check decodes video only
+  "$PYTHON" "$REPO/tools/make_media.py" --out "$dir" -j "$JOBS" "${names[@]}" >&2
+  for name in "$dir"/*; do
+    name=$(basename "$name" .recipe.json)
+    printf '%s\n' "${names[@]}" | grep -qxF "$name" || rm -f "$dir/$name" "$dir/$name.recipe.json"
+  done
+}
+
+check_media_is_current() {
+  # What the GPU machine's tests will ask for must be there with current recipes: there the
+  # carried ffmpeg could not remake it (make_media's cache is keyed by recipe, not by ffmpeg build).
+  "$PYTHON" - "$REPO/tools" "$BUNDLE/media" $(media_names) <<'EOF'
+import pathlib, sys
+sys.path.insert(0, sys.argv[1])
+import make_media
+stale = [n for n in sys.argv[3:] if not make_media.is_current(n, pathlib.Path(sys.argv[2]))]
+sys.exit(f"stale or missing in {sys.argv[2]}: {stale}" if stale else 0)
+EOF
 }
 
 main() {
   mkdir -p "$BUNDLE" "$WORK"
   install_build_deps
-  [[ -f $BUNDLE/media/bench_1080p_hevc.mp4 ]] || make_media
+  make_media
   if [[ ! -x $PREFIX/bin/ffmpeg ]]; then
     build_ffmpeg "$(fetch_ffmpeg_source)"
     carry_runtime_libraries
@@ -258,6 +290,7 @@ main() {
   [[ -f $BUNDLE/ffnvcodec/lib/pkgconfig/ffnvcodec.pc ]] || carry_ffnvcodec_headers
   [[ -x $BUNDLE/pkgconf/bin/pkg-config ]] || carry_pkg_config
   check_foreign_libraries
+  check_media_is_current
   smoke_test_ffmpeg
   ls "$BUNDLE"/wheels/meson_python-*.whl >/dev/null 2>&1 || download_wheels
   local kib

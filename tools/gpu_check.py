@@ -36,7 +36,6 @@ import dataclasses
 import importlib
 import importlib.util
 import json
-import os
 import pathlib
 import random
 import signal
@@ -45,7 +44,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 HERE = pathlib.Path(__file__).resolve().parent

@@ -186,7 +186,7 @@ EOF
 }
 
 build_torchcodec() {
-  rm -rf "$INSTALL"
+  rm -rf "$INSTALL" build/gpu-check
   "$PYTHON" -m pip install -v --no-build-isolation --no-index --no-deps --no-cache-dir \
     --target "$INSTALL" -Csetup-args=-Dcuda=enabled -Cbuild-dir=build/gpu-check . 2>&1 |
     grep -vE '^\s*\[[0-9]+/[0-9]+\] (Compiling|Linking|Generating)'
