@@ -207,6 +207,6 @@ def test_bundle_ffmpeg_has_what_the_tests_and_the_nvdec_input_use():
     # tests/reference.py and the tests' own ffmpeg commands
     assert {"format", "scale", "crop", "aresample", "transpose", "hflip", "vflip", "testsrc", "testsrc2"} \
         <= enabled("filter")
-    assert {"rawvideo", "f32le", "null", "nut", "ivf", "matroska", "mpegts"} <= enabled("muxer")
+    assert {"rawvideo", "pcm_f32le", "null", "nut", "ivf", "matroska", "mpegts"} <= enabled("muxer")
     assert is_enabled("pcm_f32le", "encoder") and {"rawvideo", "mpeg4", "wrapped_avframe"} <= enabled("encoder")
     assert "lavfi" in enabled("indev")

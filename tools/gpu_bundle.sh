@@ -54,9 +54,10 @@ FF_PROTOCOLS=(file pipe)
 # Encoders and muxers: only what the tests' reference commands write (raw frames and samples,
 # stream copies into containers, the small MPEG-4 clip test_nvdec_input.py encodes itself).
 FF_ENCODERS=(rawvideo wrapped_avframe 'pcm_*' mpeg4)
-FF_MUXERS=(rawvideo null f32le s16le wav mov mp4 matroska webm nut avi mpegts ivf h264 hevc m4v)
-# Filters: the CLI's own plumbing, auto-rotation, the tests' -vf chains, lavfi sources.
-FF_FILTERS=(buffer buffersink abuffer abuffersink format aformat scale aresample null anull
+FF_MUXERS=(rawvideo null pcm_f32le pcm_s16le wav mov mp4 matroska webm nut avi mpegts ivf h264 hevc m4v)
+# Filters: the CLI's own plumbing, auto-rotation, the tests' -vf chains, lavfi sources (the
+# buffer sources and sinks are always built).
+FF_FILTERS=(format aformat scale aresample null anull
             copy crop transpose hflip vflip rotate setparams trim atrim fps select setpts
             testsrc testsrc2 mandelbrot aevalsrc)
 FF_INDEVS=(lavfi)
@@ -134,10 +135,29 @@ build_ffmpeg() {
   mapfile -t args < <(ffmpeg_configure_args)
   (cd "$build" && "$src/configure" "${args[@]}" >configure.log 2>&1) || {
     tail -n 30 "$build/configure.log" >&2; tail -n 30 "$build/ffbuild/config.log" >&2; return 1; }
+  check_configured_components "$build/config_components.h"
   log "building FFmpeg (nice -n 10 make -j$JOBS)"
   (cd "$build" && nice -n 10 make -j"$JOBS" >make.log 2>&1) || { tail -n 40 "$build/make.log" >&2; return 1; }
   rm -rf "$PREFIX"
   (cd "$build" && make install >install.log 2>&1)
+}
+
+check_configured_components() {
+  # configure skips a component name it does not know without failing: every name listed above
+  # must come out enabled (CONFIG_<NAME>_<KIND> 1), wildcards aside.
+  local header=$1 kind name names missing=()
+  local -A lists=([DECODER]="${FF_DECODERS[*]}" [HWACCEL]="${FF_HWACCELS[*]}" [DEMUXER]="${FF_DEMUXERS[*]}"
+                  [PARSER]="${FF_PARSERS[*]}" [BSF]="${FF_BSFS[*]}" [PROTOCOL]="${FF_PROTOCOLS[*]}"
+                  [ENCODER]="${FF_ENCODERS[*]}" [MUXER]="${FF_MUXERS[*]}" [FILTER]="${FF_FILTERS[*]}"
+                  [INDEV]="${FF_INDEVS[*]}")
+  for kind in "${!lists[@]}"; do
+    read -ra names <<<"${lists[$kind]}"     # (read does not expand the pcm_* patterns)
+    for name in "${names[@]}"; do
+      [[ $name == *'*'* ]] && continue
+      grep -q "^#define CONFIG_${name^^}_${kind} 1" "$header" || missing+=("$name ($kind)")
+    done
+  done
+  if ((${#missing[@]})); then log "configure did not enable: ${missing[*]}"; return 1; fi
 }
 
 carry_runtime_libraries() {

@@ -17,8 +17,10 @@
 #                and installed into /tmp/torchcodec-install
 #   5. pytest    every `cuda`-marked test (pytest -m cuda tests)
 #   6. check     tools/gpu_check.py: GPU vs CPU frames over the corpus, stream races, benchmark
-# then a summary of the steps. Logs, the pytest report and gpu_check's table (markdown and JSON)
-# go to $OUT when that variable is set, else to /tmp/gpu_check.
+# then a summary of the steps. Six files go to $OUT when that variable is set (else to
+# /tmp/gpu_check): gpu_check.log (everything printed), build.log (the whole build), steps.log,
+# pytest-cuda.xml, gpu_check.md and gpu_check.json (the table); each step's own log stays in
+# /tmp/gpu_check-steps.
 #
 # Nothing is downloaded. Exit status: 0 when every step passed, else 1.
 set -uo pipefail
@@ -26,6 +28,7 @@ set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUNDLE=$REPO/.gpu
 LOGS=${OUT:-/tmp/gpu_check}
+STEP_LOGS=/tmp/gpu_check-steps
 SITE=/tmp/site
 INSTALL=/tmp/torchcodec-install
 PYTHON=${PYTHON:-python3}
@@ -44,7 +47,8 @@ done
 START=$(date +%s)
 STEPS=()
 FAILED=0
-mkdir -p "$LOGS"
+mkdir -p "$LOGS" "$STEP_LOGS"
+rm -f "$LOGS"/gpu_check.md "$LOGS"/gpu_check.json   # a table left by an earlier run
 cd "$REPO" || exit 1
 
 elapsed() { echo $(($(date +%s) - START)); }
@@ -52,8 +56,8 @@ left() { echo $((BUDGET - $(elapsed))); }
 
 # step NAME CAP_SECONDS FUNCTION: run FUNCTION (exported, in a child bash) under timeout: CAP
 # (scaled by GPU_CHECK_BUDGET / 450, for slower machines), or what is left of the budget less
-# RESERVE seconds kept for later steps. Its output is shown and
-# logged to $LOGS/NAME.log; the outcome goes to STEPS. Returns FUNCTION's status.
+# RESERVE seconds kept for later steps. Its output is shown and logged to $STEP_LOGS/NAME.log;
+# the outcome goes to STEPS. Returns FUNCTION's status.
 RESERVE=0
 step() {
   local name=$1 cap=$2 limit status began
@@ -66,7 +70,7 @@ step() {
   fi
   printf '\n==== %s (limit %ss)\n' "$name" "$limit"
   began=$SECONDS
-  timeout -k 5 "$limit" bash -c '"$@"' "$name" "$@" 2>&1 | tee "$LOGS/$name.log"
+  timeout -k 5 "$limit" bash -c '"$@"' "$name" "$@" 2>&1 | tee "$STEP_LOGS/$name.log"
   status=${PIPESTATUS[0]}
   record "$name" "$status" "$((SECONDS - began))" "$limit"
   return "$status"
@@ -187,9 +191,10 @@ EOF
 
 build_torchcodec() {
   rm -rf "$INSTALL" build/gpu-check
+  # the whole output to build.log; on the console without ninja's progress lines
   "$PYTHON" -m pip install -v --no-build-isolation --no-index --no-deps --no-cache-dir \
     --target "$INSTALL" -Csetup-args=-Dcuda=enabled -Cbuild-dir=build/gpu-check . 2>&1 |
-    grep -vE '^\s*\[[0-9]+/[0-9]+\] (Compiling|Linking|Generating)'
+    tee "$LOGS/build.log" | grep -vE '^\s*\[[0-9]+/[0-9]+\] (Compiling|Linking|Generating)'
   return "${PIPESTATUS[0]}"
 }
 
@@ -224,12 +229,12 @@ main() {
   echo "gpu_check.sh: $(date -u +%FT%TZ) in $REPO, budget ${BUDGET}s, logs in $LOGS"
   export -f describe_machine system_ffmpeg_usable install_wheels build_torchcodec import_check \
     run_cuda_tests run_gpu_check left elapsed
-  export PYTHON REPO BUNDLE LOGS SITE INSTALL BUDGET START QUICK_FLAG DEVICE
+  export PYTHON REPO BUNDLE LOGS STEP_LOGS SITE INSTALL BUDGET START QUICK_FLAG DEVICE
   step machine 30 describe_machine
   printf '\n==== ffmpeg\n'
-  use_ffmpeg >"$LOGS/ffmpeg.log" 2>&1        # in this shell: its exports hold for the next steps
+  use_ffmpeg >"$STEP_LOGS/ffmpeg.log" 2>&1   # in this shell: its exports hold for the next steps
   record ffmpeg $? 0
-  cat "$LOGS/ffmpeg.log"
+  cat "$STEP_LOGS/ffmpeg.log"
   step wheels 60 install_wheels && export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH
   RESERVE=$((150 * BUDGET / 450))   # keep time for the tests and the check
   step build 240 build_torchcodec && export PYTHONPATH=$INSTALL:$PYTHONPATH && step import 30 import_check
@@ -243,4 +248,5 @@ main() {
   return $FAILED
 }
 
-main
+main 2>&1 | tee "$LOGS/gpu_check.log"
+exit "${PIPESTATUS[0]}"
