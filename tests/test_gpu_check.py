@@ -16,7 +16,6 @@ import sys
 
 import numpy as np
 import pytest
-
 import reference
 
 REPO = pathlib.Path(__file__).resolve().parent.parent

@@ -51,7 +51,6 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))       # make_media (scripts run with python -P lack their folder)
 
 import make_media  # noqa: E402
-
 import numpy as np  # noqa: E402
 
 import torchcodec  # noqa: E402
@@ -311,19 +310,21 @@ def fallback_reason(decoder: VideoDecoder) -> str:
 # 1. frames: device vs CPU over the corpus
 
 
+def has_video_stream(path: pathlib.Path) -> bool:
+    """False only for a file that opens and has no video stream: one that does not open is kept,
+    for its row to report why."""
+    try:
+        VideoDecoder(path, seek_mode="approximate")
+    except ValueError as error:
+        return "no video stream" not in str(error)
+    except Exception:   # noqa: BLE001
+        return True
+    return True
+
+
 def video_files(settings: Settings) -> list[str]:
     """The corpus files with a video stream (audio-only files are left out)."""
-    names = []
-    for name in settings.files:
-        try:
-            VideoDecoder(settings.media / name, seek_mode="approximate")
-        except ValueError as error:
-            if "no video stream" in str(error):
-                continue
-        except Exception:   # noqa: BLE001  (reported by compare_file, with the CUDA decoder's error)
-            pass
-        names.append(name)
-    return names
+    return [name for name in settings.files if has_video_stream(settings.media / name)]
 
 
 def frame_differences(actual: np.ndarray, expected: np.ndarray) -> dict[str, Any]:
@@ -625,14 +626,17 @@ def check_bench(settings: Settings) -> list[Row]:
     for clip in settings.bench_clips:
         path = settings.media / clip
         short = pathlib.Path(clip).stem.removeprefix("bench_")
-        rows.append(bench_measure(f"{short}: sequential ({settings.bench_frames} frames max)",
-                                  lambda who: sequential_fps(path, who, lib, settings), settings, "fps", True))
-        rows.append(bench_measure(f"{short}: open + {RANDOM_FRAMES} random frames",
-                                  lambda who: random_frames_seconds(path, who, lib, settings), settings, "s", False))
+        rows.append(bench_measure(
+            f"{short}: sequential ({settings.bench_frames} frames max)",
+            lambda who, path=path: sequential_fps(path, who, lib, settings), settings, "fps", True))
+        rows.append(bench_measure(
+            f"{short}: open + {RANDOM_FRAMES} random frames",
+            lambda who, path=path: random_frames_seconds(path, who, lib, settings), settings, "s", False))
         for num_threads in settings.thread_counts:
             rows.append(bench_measure(
                 f"{short}: {num_threads} decoder(s) in {num_threads} thread(s)",
-                lambda who, n=num_threads: parallel_fps(path, who, lib, settings, n), settings, "fps", True))
+                lambda who, path=path, n=num_threads: parallel_fps(path, who, lib, settings, n),
+                settings, "fps", True))
     return rows
 
 
