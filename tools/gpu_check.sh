@@ -95,6 +95,8 @@ describe_machine() {
   echo "python: $(command -v "$PYTHON") $("$PYTHON" -c 'import sys; print(sys.version.split()[0])')"
   echo "nvcc: $(command -v nvcc || echo 'not on PATH') $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')"
   echo "pkg-config: $(command -v pkg-config || echo none)"
+  echo "cc: $(cc --version 2>/dev/null | head -n1 || echo none); ninja: $(ninja --version 2>/dev/null || echo none)"
+  echo "pip: $("$PYTHON" -m pip --version 2>&1 | cut -d' ' -f1-2)"
   "$PYTHON" - <<'EOF'
 import ctypes, importlib, importlib.util
 for name in ("torch", "cupy", "Cython", "mesonpy", "numpy", "pytest"):
