@@ -1,0 +1,753 @@
+#!/usr/bin/env python3
+"""Check torchcodec's CUDA decoding on a machine with an NVIDIA GPU, and print one summary table.
+
+    python tools/gpu_check.py [--device cuda|cuda:N|cpu] [--quick] [--out DIR]
+
+Three checks, each row of the table independent (an exception is reported in its row, never
+stops the others):
+
+1. frames: every video file of the test corpus (tools/make_media.py) decoded with the device under
+   test and with the CPU decoder; per file the max and mean absolute difference of the RGB values,
+   the fraction of values that differ, the decoder's ``cpu_fallback`` reason and any exception.
+2. race: frames handed over on non-default streams. torch: decode on ``torch.cuda.Stream()`` made
+   current, sum on that stream at once (no synchronisation), copy to the host after
+   ``synchronize()``; cupy the same on ``cupy.cuda.Stream(non_blocking=True)``; DLPack hand-offs
+   torch -> cupy and cupy -> torch read on a second stream. Every other round first queues a large
+   matrix product on the stream, so that output written without waiting for the stream's earlier
+   work (or read before the write is done) shows as wrong sums or pixels.
+3. bench: NVDEC against the CPU decoder (``num_ffmpeg_threads`` 0 and 1) on the 1080p H.264 and
+   HEVC clips: sequential decoding of all frames in batches (``get_frames_in_range``), 10 random
+   frames (``get_frames_at``, sorted indices, a fresh decoder each time: the time includes opening
+   the file and its scan), and 1/2/4/8 decoders decoding in parallel threads (each its own decoder,
+   total frames/s); ratios device/CPU.
+
+``--device cpu`` is a dry run for machines without a GPU: the device under test is the CPU
+decoder, the race rows use torch on the CPU (when installed) and numpy in cupy's place, and the
+table has the same rows; every frame difference must then be 0. ``--quick`` decodes fewer frames
+and fewer repetitions. ``--out DIR`` also writes the table (``gpu_check.md``) and all numbers
+(``gpu_check.json``). Exit status 1 when a row failed (an exception, a race mismatch, or a frame
+difference over ``--tolerance``).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib
+import importlib.util
+import json
+import pathlib
+import random
+import signal
+import statistics
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))       # make_media (scripts run with python -P lack their folder)
+
+import make_media  # noqa: E402
+import numpy as np  # noqa: E402
+
+import torchcodec  # noqa: E402
+from torchcodec.decoders import VideoDecoder  # noqa: E402
+
+BENCH_CLIPS = ("bench_1080p_h264.mp4", "bench_1080p_hevc.mp4")
+RACE_CLIP = "h264_bframes.mp4"
+BATCH = 32                      # frames per get_frames_in_range call when benchmarking
+RANDOM_FRAMES = 10
+THREAD_COUNTS = (1, 2, 4, 8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    device: str                 # the device under test: "cuda", "cuda:N" or "cpu" (dry run)
+    quick: bool
+    media: pathlib.Path
+    files: tuple[str, ...]      # corpus files for the frame comparison
+    bench_clips: tuple[str, ...]
+    race_clip: str
+    tolerance: int              # largest frame difference that still passes
+    cuda_backend: str
+    deadline: float             # time.monotonic() after which no new row is started
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    @property
+    def dry_run(self) -> bool:
+        return self.device == "cpu"
+
+    @property
+    def max_frames(self) -> int:
+        """Frames compared per corpus file (the corpus files have at most 90)."""
+        return 30 if self.quick else 1000
+
+    @property
+    def bench_frames(self) -> int:
+        """Frames decoded per decoder in the sequential and parallel benchmarks."""
+        return 32 if self.quick else 300
+
+    @property
+    def repeats(self) -> int:
+        return 2 if self.quick else 5
+
+    @property
+    def thread_counts(self) -> tuple[int, ...]:
+        return THREAD_COUNTS[:2] if self.quick else THREAD_COUNTS
+
+    @property
+    def race_rounds(self) -> int:
+        return 4 if self.quick else 24
+
+
+@dataclasses.dataclass
+class Row:
+    """One line of the summary table; ``numbers`` go to the JSON file."""
+    check: str
+    subject: str
+    result: str
+    status: str                 # "ok", "FAIL", "ERROR", "skipped" or "info" (benchmarks)
+    numbers: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("FAIL", "ERROR")
+
+
+def out_of_time_row(check: str, subject: str) -> Row:
+    return Row(check, subject, "not run: --deadline reached", "skipped")
+
+
+def error_text(error: BaseException) -> str:
+    """One line naming the exception and where it was raised (the last frame of its traceback)."""
+    where = traceback.extract_tb(error.__traceback__)
+    place = f" (at {pathlib.Path(where[-1].filename).name}:{where[-1].lineno})" if where else ""
+    return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}{place}"
+
+
+# --------------------------------------------------------------------------------------------
+# Array libraries: how the check reads outputs, queues work on streams and hands arrays over
+
+
+class ArrayLib:
+    """The operations the race check needs from one array library, on the device under test."""
+
+    name = ""
+    bridge = ""
+
+    def new_stream(self) -> Any:
+        """A new non-default stream (None where the library has no streams)."""
+        raise NotImplementedError
+
+    def on_stream(self, stream: Any) -> contextlib.AbstractContextManager:
+        """Make ``stream`` the library's current stream inside the block."""
+        raise NotImplementedError
+
+    def busy(self) -> None:
+        """Queue long work on the current stream (a large matrix product)."""
+        raise NotImplementedError
+
+    def total(self, array: Any) -> Any:
+        """The int64 sum of ``array``, computed on the current stream and left on the device."""
+        raise NotImplementedError
+
+    def synchronize(self, stream: Any = None) -> None:
+        """Wait for ``stream`` (or the current stream) to finish."""
+        raise NotImplementedError
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def from_dlpack(self, array: Any) -> Any:
+        """``array`` (another library's) viewed through DLPack, ordered after its producer stream."""
+        raise NotImplementedError
+
+
+class TorchLib(ArrayLib):
+    name = bridge = "torch"
+
+    def __init__(self, device: str) -> None:
+        import torch
+        self.torch = torch
+        self.cuda = device != "cpu"
+        self.device = torch.device(device)
+        size = 4096 if self.cuda else 64
+        self._matrix = torch.rand(size, size, device=self.device) if self.cuda else None
+
+    def new_stream(self) -> Any:
+        return self.torch.cuda.Stream(device=self.device) if self.cuda else None
+
+    def on_stream(self, stream: Any) -> contextlib.AbstractContextManager:
+        return self.torch.cuda.stream(stream) if self.cuda else contextlib.nullcontext()
+
+    def busy(self) -> None:
+        if self.cuda:
+            for _ in range(8):       # about 10 ms of queued work on an H200 (fp32)
+                self._matrix @ self._matrix
+
+    def total(self, array: Any) -> Any:
+        return array.sum(dtype=self.torch.int64)
+
+    def synchronize(self, stream: Any = None) -> None:
+        if self.cuda:
+            (stream or self.torch.cuda.current_stream(self.device)).synchronize()
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return array.cpu().numpy()
+
+    def from_dlpack(self, array: Any) -> Any:
+        return self.torch.from_dlpack(array)
+
+
+class CupyLib(ArrayLib):
+    name = bridge = "cupy"
+
+    def __init__(self, device: str) -> None:
+        import cupy
+        self.cupy = cupy
+        index = int(device.partition(":")[2] or 0)
+        self.device = cupy.cuda.Device(index)
+        with self.device:
+            self._matrix = cupy.random.rand(4096, 4096, dtype=cupy.float32)
+
+    def new_stream(self) -> Any:
+        with self.device:
+            return self.cupy.cuda.Stream(non_blocking=True)
+
+    def on_stream(self, stream: Any) -> contextlib.AbstractContextManager:
+        return stream
+
+    def busy(self) -> None:
+        for _ in range(8):
+            self._matrix @ self._matrix
+
+    def total(self, array: Any) -> Any:
+        return array.sum(dtype=self.cupy.int64)
+
+    def synchronize(self, stream: Any = None) -> None:
+        (stream or self.cupy.cuda.get_current_stream()).synchronize()
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return self.cupy.asnumpy(array)
+
+    def from_dlpack(self, array: Any) -> Any:
+        return self.cupy.from_dlpack(array)
+
+
+class NumpyLib(ArrayLib):
+    """cupy's stand-in in the dry run: same calls, no streams."""
+    name = bridge = "numpy"
+
+    def new_stream(self) -> Any:
+        return None
+
+    def on_stream(self, stream: Any) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()
+
+    def busy(self) -> None:
+        pass
+
+    def total(self, array: Any) -> Any:
+        return array.sum(dtype=np.int64)
+
+    def synchronize(self, stream: Any = None) -> None:
+        pass
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        return np.asarray(array)
+
+    def from_dlpack(self, array: Any) -> Any:
+        return np.from_dlpack(array)
+
+
+def load_lib(name: str, settings: Settings) -> ArrayLib:
+    """The array library ``name`` ("torch" or "cupy") for the device under test; ImportError when
+    it is not installed. In the dry run cupy is replaced by numpy."""
+    if name == "torch":
+        return TorchLib(settings.device)
+    if settings.dry_run:
+        return NumpyLib()
+    return CupyLib(settings.device)
+
+
+def output_lib(settings: Settings) -> ArrayLib:
+    """The library the frame check and the benchmark decode into: torch when installed (cupy on a
+    GPU machine without torch), numpy in a dry run without torch."""
+    for name in ("torch", "cupy"):
+        if importlib.util.find_spec(name) is not None:
+            return load_lib(name, settings)
+    if settings.dry_run:
+        return NumpyLib()
+    raise RuntimeError("neither torch nor cupy is installed: CUDA frames need one of them")
+
+
+def backend_context(settings: Settings) -> contextlib.AbstractContextManager:
+    """``set_cuda_backend(settings.cuda_backend)`` for CUDA decoders (a no-op in the dry run, or
+    where this torchcodec has no backend choice)."""
+    setter = getattr(torchcodec.decoders, "set_cuda_backend", None)
+    if settings.dry_run or setter is None:
+        return contextlib.nullcontext()
+    return setter(settings.cuda_backend)
+
+
+def open_decoder(path: pathlib.Path, device: str, settings: Settings, **options: Any) -> VideoDecoder:
+    with backend_context(settings):
+        return VideoDecoder(path, device=device, dimension_order="NHWC", **options)
+
+
+def fallback_reason(decoder: VideoDecoder) -> str:
+    """Why a CUDA decoder decoded on the CPU ("" when it did not)."""
+    fallback = getattr(decoder, "cpu_fallback", False)
+    return str(fallback) if fallback else ""
+
+
+# --------------------------------------------------------------------------------------------
+# 1. frames: device vs CPU over the corpus
+
+
+def has_video_stream(path: pathlib.Path) -> bool:
+    """False only for a file that opens and has no video stream: one that does not open is kept,
+    for its row to report why."""
+    try:
+        VideoDecoder(path, seek_mode="approximate")
+    except ValueError as error:
+        return "no video stream" not in str(error)
+    except Exception:   # noqa: BLE001
+        return True
+    return True
+
+
+def video_files(settings: Settings) -> list[str]:
+    """The corpus files with a video stream (audio-only files are left out)."""
+    return [name for name in settings.files if has_video_stream(settings.media / name)]
+
+
+def frame_differences(actual: np.ndarray, expected: np.ndarray) -> dict[str, Any]:
+    """Max and mean absolute difference and the fraction of values that differ, in the frames'
+    own units (0..255 for uint8, 0..1 for float32)."""
+    if actual.shape != expected.shape:
+        raise ValueError(f"shape {actual.shape} differs from the CPU's {expected.shape}")
+    if actual.dtype != expected.dtype:
+        raise ValueError(f"dtype {actual.dtype} differs from the CPU's {expected.dtype}")
+    wide = np.float64 if expected.dtype.kind == "f" else np.int32
+    diff = np.abs(actual.astype(wide) - expected.astype(wide))
+    return {"max_abs_diff": float(diff.max()) if diff.size else 0.0,
+            "mean_abs_diff": float(diff.mean()) if diff.size else 0.0,
+            "fraction_differing": float(np.count_nonzero(diff)) / diff.size if diff.size else 0.0}
+
+
+def compare_file(name: str, lib: ArrayLib, settings: Settings) -> Row:
+    path = settings.media / name
+    try:
+        with torchcodec.bridge(lib.bridge):
+            device_decoder = open_decoder(path, settings.device, settings)
+            count = min(len(device_decoder), settings.max_frames)
+            actual = lib.to_numpy(device_decoder.get_frames_in_range(0, count).data)
+        with torchcodec.bridge("numpy"):
+            expected = VideoDecoder(path, dimension_order="NHWC").get_frames_in_range(0, count).data
+        numbers = {"frames": count, **frame_differences(actual, expected),
+                   "cpu_fallback": fallback_reason(device_decoder)}
+    except Exception as error:   # noqa: BLE001  (one file failing must not stop the others)
+        return Row("frames", name, error_text(error), "ERROR", {"error": error_text(error)})
+    result = (f"{count} frames: max {numbers['max_abs_diff']:g}, mean {numbers['mean_abs_diff']:.4f}, "
+              f"{100 * numbers['fraction_differing']:.2f}% differ")
+    if numbers["cpu_fallback"]:
+        result += f"; CPU fallback: {numbers['cpu_fallback']}"
+    status = "ok" if numbers["max_abs_diff"] <= settings.tolerance else "FAIL"
+    return Row("frames", name, result, status, numbers)
+
+
+def check_frames(settings: Settings) -> list[Row]:
+    try:
+        lib = output_lib(settings)
+    except Exception as error:   # noqa: BLE001
+        return [Row("frames", "corpus", error_text(error), "ERROR")]
+    return [compare_file(name, lib, settings) if not settings.out_of_time() else out_of_time_row("frames", name)
+            for name in video_files(settings)]
+
+
+# --------------------------------------------------------------------------------------------
+# 2. race: outputs on non-default streams, read without synchronisation
+
+
+def round_indices(round_number: int, num_frames: int, count: int) -> list[int]:
+    """Different frames each round (so a read of a reused, not yet written buffer shows)."""
+    rng = random.Random(round_number)
+    return sorted(rng.sample(range(num_frames), min(count, num_frames)))
+
+
+@dataclasses.dataclass
+class RaceTally:
+    rounds: int = 0
+    bad_sums: int = 0
+    bad_pixels: int = 0
+
+    def row(self, subject: str) -> Row:
+        numbers = dataclasses.asdict(self)
+        bad = self.bad_sums + self.bad_pixels
+        result = (f"{self.rounds} rounds: {self.bad_sums} wrong sums on the stream, "
+                  f"{self.bad_pixels} wrong host copies")
+        return Row("race", subject, result, "FAIL" if bad or not self.rounds else "ok", numbers)
+
+
+class CpuReference:
+    """The CPU decoder's frames of one file, and their sums, per set of indices."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        with torchcodec.bridge("numpy"):
+            decoder = VideoDecoder(path, dimension_order="NHWC")
+            self.frames = decoder.get_frames_in_range(0, len(decoder)).data
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def batch(self, indices: Sequence[int]) -> np.ndarray:
+        return self.frames[list(indices)]
+
+
+OWN_STREAM = "decode + read on one non-default stream"
+
+
+def race_on_own_stream(lib: ArrayLib, path: pathlib.Path, reference: CpuReference,
+                       settings: Settings) -> Row:
+    """Decode with ``lib``'s bridge on a non-default stream and read on it at once.
+
+    Sums stay on the device until every round is queued (a later round's decode must not overwrite
+    a buffer an earlier round's sum still reads); the host copies happen after ``synchronize()``."""
+    tally = RaceTally()
+    stream = lib.new_stream()
+    pending = []
+    with torchcodec.bridge(lib.bridge), lib.on_stream(stream):
+        decoder = open_decoder(path, settings.device, settings)
+        for round_number in range(settings.race_rounds):
+            indices = round_indices(round_number, len(reference), 8)
+            if round_number % 2 == 0:
+                lib.busy()
+            frames = decoder.get_frames_at(indices).data
+            pending.append((indices, lib.total(frames), frames if round_number % 4 == 3 else None))
+            del frames
+    lib.synchronize(stream)
+    for indices, total, frames in pending:
+        expected = reference.batch(indices)
+        tally.rounds += 1
+        tally.bad_sums += int(lib.to_numpy(total)) != int(expected.sum(dtype=np.int64))
+        if frames is not None:
+            tally.bad_pixels += not np.array_equal(lib.to_numpy(frames), expected)
+    return tally.row(f"{lib.name}: {OWN_STREAM}")
+
+
+def race_through_dlpack(producer: ArrayLib, consumer: ArrayLib, path: pathlib.Path,
+                        reference: CpuReference, settings: Settings) -> Row:
+    """Decode with ``producer``'s bridge on its non-default stream, import the frames into
+    ``consumer`` through DLPack while that stream is current (DLPack orders the consumer's current
+    stream after it), then read them on another stream of the consumer's."""
+    tally = RaceTally()
+    producer_stream, consumer_stream = producer.new_stream(), consumer.new_stream()
+    with torchcodec.bridge(producer.bridge):
+        decoder = open_decoder(path, settings.device, settings)
+    for round_number in range(settings.race_rounds):
+        indices = round_indices(1000 + round_number, len(reference), 8)
+        with torchcodec.bridge(producer.bridge), producer.on_stream(producer_stream):
+            if round_number % 2 == 0:
+                producer.busy()
+            frames = decoder.get_frames_at(indices).data
+            with consumer.on_stream(consumer_stream):
+                imported = consumer.from_dlpack(frames)
+                total = consumer.total(imported)
+        consumer.synchronize(consumer_stream)
+        expected = reference.batch(indices)
+        tally.rounds += 1
+        tally.bad_sums += int(consumer.to_numpy(total)) != int(expected.sum(dtype=np.int64))
+        tally.bad_pixels += not np.array_equal(consumer.to_numpy(imported), expected)
+        producer.synchronize(producer_stream)
+    return tally.row(f"DLPack {producer.name} -> {consumer.name}, read on another stream")
+
+
+def check_races(settings: Settings) -> list[Row]:
+    path = settings.media / settings.race_clip
+    try:
+        reference = CpuReference(path)
+    except Exception as error:   # noqa: BLE001
+        return [Row("race", settings.race_clip, error_text(error), "ERROR")]
+    libs: dict[str, ArrayLib] = {}
+    jobs: list[tuple[str, Callable[[], Row] | str]] = []     # (subject, job or why skipped)
+    for name in ("torch", "cupy"):
+        try:
+            lib = libs[name] = load_lib(name, settings)
+        except ImportError as error:
+            jobs.append((f"{name}: {OWN_STREAM}", f"{name} is not installed ({error})"))
+            continue
+        jobs.append((f"{lib.name}: {OWN_STREAM}", lambda lib=lib: race_on_own_stream(lib, path, reference, settings)))
+    if len(libs) == 2:
+        torch_lib, other = libs["torch"], libs["cupy"]
+        jobs += [(f"DLPack torch -> {other.name}",
+                  lambda: race_through_dlpack(torch_lib, other, path, reference, settings)),
+                 (f"DLPack {other.name} -> torch",
+                  lambda: race_through_dlpack(other, torch_lib, path, reference, settings))]
+    else:
+        jobs.append(("DLPack hand-offs", "needs both torch and cupy"))
+    rows = []
+    for subject, job in jobs:
+        if isinstance(job, str):
+            rows.append(Row("race", subject, job, "skipped"))
+            continue
+        if settings.out_of_time():
+            rows.append(out_of_time_row("race", subject))
+            continue
+        try:
+            rows.append(job())
+        except Exception as error:   # noqa: BLE001
+            rows.append(Row("race", subject, error_text(error), "ERROR", {"error": error_text(error)}))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# 3. bench: device vs CPU decoder on 1080p clips
+
+
+@dataclasses.dataclass(frozen=True)
+class Contender:
+    label: str
+    device: str
+    threads: int                # num_ffmpeg_threads
+
+
+def contenders(settings: Settings) -> list[Contender]:
+    under_test = "cpu(dry run)" if settings.dry_run else f"nvdec({settings.cuda_backend})"
+    return [Contender(under_test, settings.device, 0 if settings.dry_run else 1),
+            Contender("cpu t0", "cpu", 0), Contender("cpu t1", "cpu", 1)]
+
+
+def decode_sequentially(decoder: VideoDecoder, count: int, lib: ArrayLib) -> None:
+    for start in range(0, count, BATCH):
+        decoder.get_frames_in_range(start, min(start + BATCH, count))
+    lib.synchronize()
+
+
+def sequential_fps(path: pathlib.Path, who: Contender, lib: ArrayLib, settings: Settings) -> float:
+    """Frames per second decoding from the start in batches (the decoder opened beforehand)."""
+    with torchcodec.bridge(lib.bridge):
+        decoder = open_decoder(path, who.device, settings, num_ffmpeg_threads=who.threads)
+        count = min(len(decoder), settings.bench_frames)
+        start = time.perf_counter()
+        decode_sequentially(decoder, count, lib)
+        return count / (time.perf_counter() - start)
+
+
+def random_frames_seconds(path: pathlib.Path, who: Contender, lib: ArrayLib, settings: Settings) -> float:
+    """Median time to open a decoder and get 10 frames at random sorted indices (new draws each
+    repetition, the same draws for every contender)."""
+    times = []
+    with torchcodec.bridge(lib.bridge):
+        for repeat in range(settings.repeats):
+            start = time.perf_counter()
+            decoder = open_decoder(path, who.device, settings, num_ffmpeg_threads=who.threads)
+            indices = round_indices(repeat, len(decoder), RANDOM_FRAMES)
+            decoder.get_frames_at(indices)
+            lib.synchronize()
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def parallel_fps(path: pathlib.Path, who: Contender, lib: ArrayLib, settings: Settings,
+                 num_threads: int) -> float:
+    """Total frames per second of ``num_threads`` decoders, one per thread and stream, each decoding
+    the same frames from the start (decoders opened before the clock starts)."""
+    def open_one() -> VideoDecoder:
+        return open_decoder(path, who.device, settings, num_ffmpeg_threads=who.threads)
+
+    with torchcodec.bridge(lib.bridge):
+        decoders = [open_one() for _ in range(num_threads)]
+    count = min(len(decoders[0]), settings.bench_frames)
+    ready = threading.Barrier(num_threads + 1)
+    errors: list[BaseException] = []
+
+    def work(decoder: VideoDecoder) -> None:
+        stream = lib.new_stream()    # each thread its own stream, as a data loader's workers would
+        ready.wait()
+        try:
+            # the bridge is per thread (a ContextVar)
+            with torchcodec.bridge(lib.bridge), lib.on_stream(stream):
+                decode_sequentially(decoder, count, lib)
+        except BaseException as error:   # noqa: BLE001  (re-raised in the calling thread)
+            errors.append(error)
+
+    workers = [threading.Thread(target=work, args=(d,)) for d in decoders]
+    for worker in workers:
+        worker.start()
+    ready.wait()
+    start = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return num_threads * count / elapsed
+
+
+def bench_measure(subject: str, measure: Callable[[Contender], float], settings: Settings,
+                  unit: str, higher_is_better: bool) -> Row:
+    """One benchmark row: every contender measured, then the device under test's ratio to each CPU
+    setting (> 1 means the device is faster)."""
+    values: dict[str, Any] = {}
+    errors = []
+    if settings.out_of_time():
+        return out_of_time_row("bench", subject)
+    for who in contenders(settings):
+        try:
+            values[who.label] = measure(who)
+        except Exception as error:   # noqa: BLE001
+            errors.append(f"{who.label}: {error_text(error)}")
+    under_test = contenders(settings)[0].label
+    ratios = {}
+    for label in ("cpu t0", "cpu t1"):
+        if under_test in values and label in values and values[label] and values[under_test]:
+            ratio = values[under_test] / values[label]
+            ratios[f"speed-up vs {label}"] = ratio if higher_is_better else 1 / ratio
+    fmt = (lambda v: f"{v:.0f} {unit}") if unit == "fps" else (lambda v: f"{1000 * v:.1f} ms")
+    parts = [f"{label} {fmt(value)}" for label, value in values.items()]
+    parts += [f"{name} {ratio:.2f}x" for name, ratio in ratios.items()]
+    result = ", ".join(parts + errors)
+    status = "ERROR" if errors else "info"
+    return Row("bench", subject, result, status, {"unit": unit, **values, **ratios, "errors": errors})
+
+
+def check_bench(settings: Settings) -> list[Row]:
+    try:
+        lib = output_lib(settings)
+    except Exception as error:   # noqa: BLE001
+        return [Row("bench", "setup", error_text(error), "ERROR")]
+    rows = []
+    for clip in settings.bench_clips:
+        path = settings.media / clip
+        short = pathlib.Path(clip).stem.removeprefix("bench_")
+        rows.append(bench_measure(
+            f"{short}: sequential ({settings.bench_frames} frames max)",
+            lambda who, path=path: sequential_fps(path, who, lib, settings), settings, "fps", True))
+        rows.append(bench_measure(
+            f"{short}: open + {RANDOM_FRAMES} random frames",
+            lambda who, path=path: random_frames_seconds(path, who, lib, settings), settings, "s", False))
+        for num_threads in settings.thread_counts:
+            rows.append(bench_measure(
+                f"{short}: {num_threads} decoder(s) in {num_threads} thread(s)",
+                lambda who, path=path, n=num_threads: parallel_fps(path, who, lib, settings, n),
+                settings, "fps", True))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Environment, table, main
+
+
+def versions() -> dict[str, str]:
+    found = {"python": sys.version.split()[0], "torchcodec": torchcodec.__version__,
+             "ffmpeg": torchcodec.ffmpeg_version(), "numpy": np.__version__,
+             "cuda_available": str(torchcodec.cuda_available())}
+    for name in ("torch", "cupy"):
+        if importlib.util.find_spec(name) is not None:
+            try:
+                found[name] = importlib.import_module(name).__version__
+            except Exception as error:   # noqa: BLE001
+                found[name] = f"broken ({error_text(error)})"
+        else:
+            found[name] = "not installed"
+    return found
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(rows: Sequence[Row]) -> str:
+    lines = ["| check | subject | result | status |", "| --- | --- | --- | --- |"]
+    lines += [f"| {r.check} | {cell(r.subject)} | {cell(r.result)} | {r.status} |" for r in rows]
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> tuple[Settings, pathlib.Path | None, list[str]]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu for a dry run (default cuda)")
+    parser.add_argument("--quick", action="store_true", help="fewer frames, repetitions and threads")
+    parser.add_argument("--out", type=pathlib.Path, help="also write gpu_check.md and gpu_check.json here")
+    parser.add_argument("--media", type=pathlib.Path, default=make_media.MEDIA_DIR,
+                        help=f"the corpus folder (default {make_media.MEDIA_DIR})")
+    parser.add_argument("--files", help="comma-separated corpus files to compare (default: the whole corpus)")
+    parser.add_argument("--bench-clips", default=",".join(BENCH_CLIPS), help="comma-separated clips to benchmark")
+    parser.add_argument("--race-clip", default=RACE_CLIP)
+    parser.add_argument("--tolerance", type=int, default=None,
+                        help="largest frame difference that passes (default 0 on cpu, 2 on cuda)")
+    parser.add_argument("--cuda-backend", default="nvdec", choices=("nvdec", "ffmpeg"))
+    parser.add_argument("--only", default="frames,race,bench", help="comma-separated checks to run")
+    parser.add_argument("--deadline", type=float, default=None,
+                        help="seconds after which rows not yet started are skipped (the table is still printed)")
+    args = parser.parse_args(argv)
+    if args.device != "cpu" and not args.device.startswith("cuda"):
+        parser.error(f"--device must be cuda, cuda:N or cpu, not {args.device!r}")
+    files = args.files.split(",") if args.files else make_media.default_names()
+    tolerance = args.tolerance if args.tolerance is not None else (0 if args.device == "cpu" else 2)
+    settings = Settings(args.device, args.quick, args.media, tuple(files),
+                        tuple(c for c in args.bench_clips.split(",") if c), args.race_clip,
+                        tolerance, args.cuda_backend,
+                        time.monotonic() + (args.deadline if args.deadline is not None else float("inf")))
+    return settings, args.out, args.only.split(",")
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (``timeout`` ran out): stop the checks but still print the table."""
+
+
+def terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+CHECKS: dict[str, Callable[[Settings], list[Row]]] = {
+    "frames": check_frames, "race": check_races, "bench": check_bench}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    settings, out, only = parse_args(argv)
+    unknown = set(only) - set(CHECKS)
+    if unknown:
+        print(f"unknown checks {sorted(unknown)}; choose from {sorted(CHECKS)}", file=sys.stderr)
+        return 2
+    env = versions()
+    print("gpu_check: device " + settings.device + ("" if not settings.dry_run else " (dry run)") + "; "
+          + ", ".join(f"{k} {v}" for k, v in env.items()), flush=True)
+    rows: list[Row] = []
+    timings = {}
+    signal.signal(signal.SIGTERM, terminated)
+    for name in only:
+        start = time.perf_counter()
+        try:
+            new = CHECKS[name](settings)
+        except Terminated:
+            rows.append(Row(name, "(rest)", "terminated (SIGTERM, e.g. timeout): rows left out", "ERROR"))
+            break
+        finally:
+            timings[name] = time.perf_counter() - start
+        for row in new:
+            print(f"  {row.check:6} {row.status:7} {row.subject}: {row.result}", flush=True)
+        rows += new
+    table = markdown_table(rows)
+    failed = [r for r in rows if r.failed]
+    verdict = f"{len(failed)} of {len(rows)} rows failed" if failed else f"all {len(rows)} rows passed"
+    print(f"\n## gpu_check summary (device {settings.device}{', quick' if settings.quick else ''}): {verdict}\n")
+    print(table, flush=True)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "gpu_check.md").write_text(f"device {settings.device}: {verdict}\n\n{table}\n")
+        report = {"device": settings.device, "quick": settings.quick, "versions": env,
+                  "seconds": timings, "failed": len(failed),
+                  "rows": [dataclasses.asdict(r) for r in rows]}
+        (out / "gpu_check.json").write_text(json.dumps(report, indent=1) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
