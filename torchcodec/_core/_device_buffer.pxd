@@ -69,6 +69,7 @@ cdef class DeviceBuffer:
     cdef DeviceMemory memory
     cdef tuple _shape
     cdef tuple _strides
+    cdef Py_ssize_t _offset             # elements from the allocation's start to element 0
     cdef str _dtype
     cdef readonly Py_ssize_t itemsize
     # record_ready: the producer finished writing on ``stream``: record the ready event there.

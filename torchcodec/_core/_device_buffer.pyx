@@ -16,6 +16,7 @@ ready event is recorded there, and every consumer is ordered after it:
 The memory is freed when the buffer, its views (``permuted``) and every exported capsule are gone:
 ``cuMemFreeAsync`` on the allocation stream after the ready event, or ``cuMemFree``.
 """
+import numbers
 import operator
 
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New
@@ -219,7 +220,7 @@ cdef int fill_tensor(DLTensor *tensor, DeviceBuffer buffer, int64_t *sizes) exce
     tensor.dtype.lanes = 1
     tensor.shape = sizes
     tensor.strides = sizes + ndim
-    tensor.byte_offset = 0
+    tensor.byte_offset = buffer._offset * buffer.itemsize   # data stays the allocation's (aligned) start
     for i in range(ndim):
         sizes[i] = buffer._shape[i]
         sizes[ndim + i] = buffer._strides[i]
@@ -275,9 +276,11 @@ def _consumer_stream(stream) -> int:
     return _stream_handle(stream, "__dlpack__(stream=...)")
 
 
-cdef DeviceBuffer make_view(DeviceMemory memory, tuple shape, tuple strides, str dtype, Py_ssize_t itemsize):
+cdef DeviceBuffer make_view(DeviceMemory memory, tuple shape, tuple strides, str dtype, Py_ssize_t itemsize,
+                            Py_ssize_t offset=0):
     cdef DeviceBuffer buffer = DeviceBuffer.__new__(DeviceBuffer)
     buffer.memory = memory
+    buffer._offset = offset
     buffer._shape = shape
     buffer._strides = strides
     buffer._dtype = dtype
@@ -378,7 +381,27 @@ cdef class DeviceBuffer:
             raise ValueError(f"axes {axes} is not a permutation of the {len(self._shape)} dimensions "
                              f"of a buffer of shape {self._shape}")
         return make_view(self.memory, tuple(self._shape[a] for a in axes),
-                         tuple(self._strides[a] for a in axes), self._dtype, self.itemsize)
+                         tuple(self._strides[a] for a in axes), self._dtype, self.itemsize, self._offset)
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d DeviceBuffer")
+        return self._shape[0]
+
+    def __getitem__(self, index) -> DeviceBuffer:
+        """``buffer[i]``: a view of element ``i`` of the first dimension (negative counts from the end),
+        as a frame of a batch. Only integer indices: copy to a library array for anything else."""
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+            raise TypeError(f"DeviceBuffer indices must be integers, not {type(index).__name__}; hand the "
+                            f"buffer to torch or cupy (DLPack) for slicing")
+        if not self._shape:
+            raise IndexError("a 0-d DeviceBuffer cannot be indexed")
+        n = self._shape[0]
+        i = int(index) + n if index < 0 else int(index)
+        if not 0 <= i < n:
+            raise IndexError(f"index {index} is out of range for a first dimension of {n}")
+        return make_view(self.memory, self._shape[1:], self._strides[1:], self._dtype, self.itemsize,
+                         self._offset + i * self._strides[0])
 
     # ---- properties -------------------------------------------------------------------------
 
@@ -416,7 +439,7 @@ cdef class DeviceBuffer:
     @property
     def ptr(self) -> int:
         """The device address of element 0 (0 for an empty buffer)."""
-        return self.memory.ptr
+        return self.memory.ptr + self._offset * self.itemsize if self.memory.ptr else 0
 
     @property
     def device(self) -> int:
@@ -476,7 +499,7 @@ cdef class DeviceBuffer:
         with nogil:
             self.wait_ready_host()
         return {"version": 3, "shape": self._shape, "typestr": typestr, "descr": [("", typestr)],
-                "data": (self.memory.ptr, False),
+                "data": (self.ptr, False),
                 "strides": None if self.is_c_contiguous else self.strides, "stream": None}
 
 

@@ -1,0 +1,227 @@
+"""VideoDecoder(device="cuda") end to end without a GPU: the public API over the stub libcuda.so.1
+(tests/cuda_stubs/libcuda_stub.c, whose "device" memory is host memory, with the real kernels/*.cu
+run on the CPU by kernel_emulation.cpp) and the stub libnvcuvid.so.1 (libnvcuvid_stub.c: a parser
+that displays pictures in timestamp order, surfaces whose luma is 16 + timestamp % 219 and chroma 128).
+
+What this proves: the engine drives NVDEC through the public methods (the right picture for every
+request, in the caller's order, with the CPU decoder's timestamps), the CPU fallback and the FFmpeg
+backend give the CPU decoder's pixels through the kernels, outputs are torchcodec's device buffers
+when neither torch nor cupy is the bridge, and nothing leaks. tests/test_cuda_decoding.py does the
+same on a real GPU.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+import colour_probe
+from torchcodec._core import _build_config
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
+from stub_build import CC, CXX, build_stub, run_python  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def stubs(tmp_path_factory, media):
+    if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS):
+        pytest.skip("this build has no CUDA driver loader or no kernels (-Dcuda=disabled, no ffnvcodec, no nvcc)")
+    if CC is None or CXX is None or shutil.which("pkg-config") is None:
+        pytest.skip("no C/C++ compiler to build the stub libraries")
+    directory = build_stub(tmp_path_factory.mktemp("cuda_decoding"), "libcuda.so.1",
+                           ("libcuda_stub.c", "kernel_emulation.cpp"), "cuda_load_functions")
+    return build_stub(directory, "libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
+
+
+PRELUDE = """
+import ctypes, gc, json, pickle
+import numpy as np
+import torchcodec
+from torchcodec.decoders import VideoDecoder, set_cuda_backend
+torchcodec.set_bridge("numpy")
+cuda = ctypes.CDLL("libcuda.so.1")
+nvcuvid = ctypes.CDLL("libnvcuvid.so.1")
+
+def host(array):
+    # a DeviceBuffer (or a view of one) read through its CUDA array interface: host memory in the stub
+    interface = array.__cuda_array_interface__
+    itemsize = np.dtype(interface["typestr"]).itemsize
+    shape, strides = interface["shape"], interface["strides"]
+    if strides is None:
+        strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * itemsize for k in range(len(shape)))
+    span = sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
+    raw = np.frombuffer((ctypes.c_ubyte * span).from_address(interface["data"][0]), np.uint8)
+    return np.lib.stride_tricks.as_strided(raw.view(interface["typestr"]), shape, strides).copy()
+
+def counters():
+    out = {name: ctypes.c_int.in_dll(cuda, "stub_" + name).value
+           for name in ("pushes", "pops", "stack_depth", "events_created", "events_destroyed")}
+    out["live_bytes"] = ctypes.c_longlong.in_dll(cuda, "stub_live_bytes").value
+    for name in ("maps", "unmaps", "decoders_created", "decoders_destroyed", "map_failures"):
+        out[name] = ctypes.c_int.in_dll(nvcuvid, "stub_nvdec_" + name).value
+    return out
+
+def finish(out):
+    gc.collect()
+    torchcodec.decoders.set_nvdec_cache_capacity(0)
+    gc.collect()
+    out["counters"] = counters()
+    print(json.dumps(out))
+"""
+
+
+def run(stubs, code: str, **env: str) -> dict:
+    return run_python(PRELUDE + code, stubs, **env)
+
+
+def assert_balanced(counters: dict) -> None:
+    assert counters["pushes"] == counters["pops"] > 0 and counters["stack_depth"] == 0
+    assert counters["maps"] == counters["unmaps"] and counters["map_failures"] == 0
+    assert counters["decoders_created"] == counters["decoders_destroyed"]
+    assert counters["live_bytes"] == 0, "device memory left allocated"
+
+
+@pytest.fixture(scope="module")
+def grey(tmp_path_factory):
+    """The RGB value of a stub surface (luma 16 + pts % 219, chroma 128), by colour.h on the CPU
+    (tests/colour_probe.py) for the corpus's unspecified matrix (BT.601) and limited range."""
+    formula = colour_probe.build(tmp_path_factory.mktemp("colour_probe"))
+
+    def value(pts: int) -> int:
+        y = np.full((2, 2), 16 + pts % 219, np.uint8)
+        chroma = np.full((2, 2), 128, np.uint8)
+        rgb = formula.rgb8(2, False, y, chroma, chroma)
+        assert (rgb == rgb[0, 0, 0]).all()
+        return int(rgb[0, 0, 0])
+    return value
+
+
+NVDEC_METHODS = """
+path = {path!r}
+cpu = VideoDecoder(path)
+decoder = VideoDecoder(path, device="cuda")
+out = {{"device": decoder.device, "fallback": bool(decoder.cpu_fallback), "status": str(decoder.cpu_fallback)}}
+batch = decoder.get_frames_at([50, 3, 50, 0, 89])
+out["type"] = type(batch.data).__name__
+out["shape"] = list(batch.data.shape)
+frames = host(batch.data)
+out["channels_equal"] = bool((frames == frames[:, :1]).all())
+out["values"] = [sorted(set(frames[k].ravel().tolist())) for k in range(len(frames))]
+out["pts"] = [float(t) for t in batch.pts_seconds]
+out["cpu_pts"] = [float(t) for t in cpu.get_frames_at([50, 3, 50, 0, 89]).pts_seconds]
+tb = {tb}
+out["ticks"] = [round(t / tb) for t in out["pts"]]
+played = decoder.get_frames_played_at([1.5, 0.2])
+out["played"] = [float(t) for t in played.pts_seconds]
+out["cpu_played"] = [float(t) for t in cpu.get_frames_played_at([1.5, 0.2]).pts_seconds]
+out["played_values"] = [sorted(set(f.ravel().tolist())) for f in host(played.data)]
+out["single"] = sorted(set(host(decoder.get_frame_at(-1).data).ravel().tolist()))
+out["last_tick"] = round(decoder.get_frame_at(-1).pts_seconds / tb)
+out["iterated"] = [sorted(set(host(frame).ravel().tolist())) for _, frame in zip(range(3), decoder)]
+out["first_ticks"] = [round(t / tb) for t in cpu.get_frames_in_range(0, 3).pts_seconds]
+del decoder, batch, played
+finish(out)
+"""
+
+
+def test_nvdec_gives_the_requested_pictures_in_the_callers_order(stubs, media, grey):
+    path = media["h264_bframes.mp4"]
+    out = run(stubs, NVDEC_METHODS.format(path=os.fspath(path), tb=1 / 15360))
+    assert out["device"] == "cuda:0" and out["fallback"] is False
+    assert out["status"] == "[NVDEC] Fallback status: No fallback required"
+    assert out["type"] == "DeviceBuffer" and out["shape"] == [5, 3, 240, 320]
+    assert out["channels_equal"]
+    assert out["pts"] == out["cpu_pts"] and out["played"] == out["cpu_played"]
+    assert out["values"] == [[grey(t)] for t in out["ticks"]]
+    assert out["values"][0] == out["values"][2] and len({v[0] for v in out["values"]}) == 4
+    assert out["played_values"] == [[grey(round(t * 15360))] for t in out["played"]]
+    assert out["single"] == [grey(out["last_tick"])]
+    assert out["iterated"] == [[grey(t)] for t in out["first_ticks"]]
+    assert_balanced(out["counters"])
+
+
+FALLBACK = """
+path = {path!r}
+with set_cuda_backend({backend!r}):
+    decoder = VideoDecoder(path, device="cuda", dimension_order="NHWC")
+out = {{"known_before": decoder.cpu_fallback.status_known}}
+frames = host(decoder.get_frames_at([0, 30, 59, 30]).data)
+out["fallback"] = bool(decoder.cpu_fallback)
+out["status"] = str(decoder.cpu_fallback)
+expected = VideoDecoder(path, dimension_order="NHWC").get_frames_at([0, 30, 59, 30]).data
+out["max_diff"] = int(np.abs(frames.astype(int) - expected).max())
+out["shape"] = list(frames.shape)
+del decoder
+finish(out)
+"""
+
+
+def test_a_stream_nvdec_refuses_is_decoded_on_the_cpu_and_converted_by_the_kernels(stubs, media):
+    out = run(stubs, FALLBACK.format(path=os.fspath(media["h264_bt709.mp4"]), backend="nvdec"),
+              STUB_NVDEC_UNSUPPORTED="h264")
+    assert out["known_before"] is True and out["fallback"] is True
+    assert "Falling back to the CPU decoder: NVDEC on Stub GPU 0 cannot decode h264 4:2:0 8-bit" in out["status"]
+    assert out["shape"] == [4, 240, 320, 3]
+    assert out["max_diff"] == 0, "8-bit 4:2:0: the kernels give swscale's bytes"
+    assert_balanced(out["counters"])
+
+
+def test_the_ffmpeg_backend_reports_its_fallback_after_the_first_frame(stubs, media):
+    """The stub's NVDEC cannot start FFmpeg's hwaccel (the stub parses nothing), so FFmpeg decodes on the
+    CPU: the status is unknown until the first frame, then says so; pixels are the CPU decoder's."""
+    out = run(stubs, FALLBACK.format(path=os.fspath(media["h264_bframes.mp4"]), backend="ffmpeg"))
+    assert out["known_before"] is False
+    assert out["fallback"] is True and "FFmpeg decoded it on the CPU" in out["status"]
+    assert out["max_diff"] == 0
+
+
+OUT_AND_PICKLE = """
+from torchcodec._core import _cuda_driver, _device_buffer
+path = {path!r}
+decoder = VideoDecoder(path, device="cuda", dimension_order="NHWC")
+context = _cuda_driver.load_driver().context(0)
+target = _device_buffer.DeviceBuffer.empty(context, (2, 240, 320, 3), "uint8", 1)
+result = decoder.get_frames_at([10, 20], out=target)
+out = {{"same": result.data is target, "values": [sorted(set(f.ravel().tolist())) for f in host(target)]}}
+out["ticks"] = [round(t * 15360) for t in result.pts_seconds]
+try:
+    decoder.get_frames_at([10], out=target)
+except ValueError as error:
+    out["wrong_shape"] = str(error)
+copy = pickle.loads(pickle.dumps(decoder))
+out["copy_device"] = copy.device
+out["copy_values"] = [sorted(set(f.ravel().tolist())) for f in host(copy.get_frames_at([10, 20]).data)]
+del decoder, copy, result, target
+finish(out)
+"""
+
+
+def test_out_takes_a_device_buffer_and_a_pickled_decoder_stays_on_its_device(stubs, media, grey):
+    out = run(stubs, OUT_AND_PICKLE.format(path=os.fspath(media["h264_bframes.mp4"])))
+    assert out["same"] is True
+    assert out["values"] == [[grey(t)] for t in out["ticks"]]
+    assert "out= has shape (2, 240, 320, 3); this request needs (1, 240, 320, 3)" in out["wrong_shape"]
+    assert out["copy_device"] == "cuda:0" and out["copy_values"] == out["values"]
+    assert_balanced(out["counters"])
+
+
+ROTATED = """
+decoder = VideoDecoder({path!r}, device="cuda")
+batch = decoder.get_frames_at([0, 1])
+out = {{"shape": list(batch.data.shape), "cpu_shape": list(VideoDecoder({path!r}).get_frames_at([0, 1]).data.shape)}}
+out["values"] = [sorted(set(f.ravel().tolist())) for f in host(batch.data)]
+out["ticks"] = [round(t * 12800) for t in batch.pts_seconds]
+del decoder, batch
+finish(out)
+"""
+
+
+def test_rotation_gives_the_cpu_decoders_shape(stubs, media, grey):
+    out = run(stubs, ROTATED.format(path=os.fspath(media["h264_rotate90.mp4"])))
+    assert out["shape"] == out["cpu_shape"] == [2, 3, 320, 240]
+    assert out["values"] == [[grey(t)] for t in out["ticks"]]
+    assert_balanced(out["counters"])
