@@ -290,6 +290,35 @@ def test_dlpack_capsules_describe_the_buffer_in_both_versions(stubs):
                 assert entry["version"] == [1, 0] and entry["flags"] == 0, "version 1.0, writable, not a copy"
 
 
+def test_indexing_gives_a_frame_view_found_through_dlpack_and_the_array_interface(stubs):
+    out = run(stubs, """
+        buffer = DeviceBuffer.empty(context, (3, 2, 5, 3), "uint8", 1)
+        expected = numpy.arange(90, dtype=numpy.uint8).reshape(3, 2, 5, 3)
+        ctypes.memmove(buffer.ptr, expected.ctypes.data, expected.nbytes)
+        nchw = buffer.permuted((0, 3, 1, 2))
+        frame = nchw[-1]
+        capsule = frame.__dlpack__(max_version=(1, 0))
+        t = managed(capsule).dl_tensor
+        seen = host_view(t.data + t.byte_offset, tuple(t.shape[:3]), tuple(t.strides[:3]), numpy.uint8)
+        interface = frame.__cuda_array_interface__
+        errors = []
+        for index in (3, -4, 1.0, slice(0, 1)):
+            try:
+                nchw[index]
+            except (IndexError, TypeError) as error:
+                errors.append(type(error).__name__)
+        print(json.dumps({"shape": frame.shape, "len": len(nchw), "offset": t.byte_offset,
+                          "data_is_allocation": t.data == buffer.ptr,
+                          "dlpack": bool((seen == expected[2].transpose(2, 0, 1)).all()),
+                          "cai_data": interface["data"][0] - buffer.ptr, "ptr": frame.ptr - buffer.ptr,
+                          "cai_strides": interface["strides"], "errors": errors}))
+    """)
+    assert out["shape"] == [3, 2, 5] and out["len"] == 3
+    assert out["offset"] == 60 and out["data_is_allocation"], "data stays aligned; the frame is at byte_offset"
+    assert out["dlpack"] and out["cai_data"] == out["ptr"] == 60 and out["cai_strides"] == [1, 15, 3]
+    assert out["errors"] == ["IndexError", "IndexError", "TypeError", "TypeError"]
+
+
 def test_dlpack_tensor_fields_locate_the_bytes_written_at_ptr(stubs):
     out = run(stubs, """
         buffer = DeviceBuffer.empty(context, (2, 3, 4, 3), "float32", 1)
