@@ -1,4 +1,4 @@
-/* torchcodec: launch interface of the CUDA kernels in kernels/*.cu (see docs/cuda_kernels.md).
+/* torchcodec: launch interface of the CUDA kernels in the .cu files of kernels/ (see docs/cuda_kernels.md).
  *
  * Each kernel takes one of these structs by value as its only parameter (cuLaunchKernel with
  * kernelParams = { &params }). They hold fixed-width fields only, laid out identically by a C
