@@ -24,7 +24,7 @@ import pytest
 from torchcodec._core import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, CXX, REPO, STUBS, build_stub, run_python  # noqa: E402
+from stub_build import CC, CXX, REPO, STUBS, build_emulating_libcuda, run_python  # noqa: E402
 
 MEDIA = REPO / "media-cache"
 
@@ -51,8 +51,7 @@ def stub(tmp_path_factory, media):
         pytest.skip("this build has no CUDA driver loader or no kernels (-Dcuda=disabled, no ffnvcodec, no nvcc)")
     if CC is None or CXX is None or shutil.which("pkg-config") is None:
         pytest.skip("no C/C++ compiler or pkg-config to build the stub library and the test helper")
-    directory = build_stub(tmp_path_factory.mktemp("cuda_convert"), "libcuda.so.1",
-                           ("libcuda_stub.c", "kernel_emulation.cpp"), "cuda_load_functions")
+    directory = build_emulating_libcuda(tmp_path_factory.mktemp("cuda_convert"))
     build_device_frames(directory)
     return directory
 

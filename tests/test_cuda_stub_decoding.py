@@ -23,7 +23,7 @@ import colour_probe
 from torchcodec._core import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, CXX, build_stub, run_python  # noqa: E402
+from stub_build import CC, CXX, build_emulating_libcuda, build_stub, run_python  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +32,7 @@ def stubs(tmp_path_factory, media):
         pytest.skip("this build has no CUDA driver loader or no kernels (-Dcuda=disabled, no ffnvcodec, no nvcc)")
     if CC is None or CXX is None or shutil.which("pkg-config") is None:
         pytest.skip("no C/C++ compiler to build the stub libraries")
-    directory = build_stub(tmp_path_factory.mktemp("cuda_decoding"), "libcuda.so.1",
-                           ("libcuda_stub.c", "kernel_emulation.cpp"), "cuda_load_functions")
+    directory = build_emulating_libcuda(tmp_path_factory.mktemp("cuda_decoding"))
     return build_stub(directory, "libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
 
 

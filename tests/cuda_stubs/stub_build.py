@@ -66,6 +66,11 @@ def build_stub(directory: pathlib.Path, soname: str, sources: str | tuple[str, .
     return directory
 
 
+def build_emulating_libcuda(directory: pathlib.Path) -> pathlib.Path:
+    """The stub libcuda.so.1 with kernel_emulation.cpp linked in (launches run kernels/*.cu on the CPU)."""
+    return build_stub(directory, "libcuda.so.1", ("libcuda_stub.c", "kernel_emulation.cpp"), "cuda_load_functions")
+
+
 def run_python(code: str, libdir: pathlib.Path, **env: str) -> dict:
     """Run ``code`` with libdir first on the library path; it prints one JSON object, returned here."""
     environ = dict(os.environ, **env)
