@@ -7,7 +7,6 @@ import threading
 
 import pytest
 
-import torchcodec
 from torchcodec.decoders import (CpuFallbackStatus, VideoDecoder, get_nvdec_cache_capacity, set_cuda_backend,
                                  set_nvdec_cache_capacity)
 from torchcodec.decoders import _cuda
