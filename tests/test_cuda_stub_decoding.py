@@ -224,3 +224,23 @@ def test_rotation_gives_the_cpu_decoders_shape(stubs, media, grey):
     assert out["shape"] == out["cpu_shape"] == [2, 3, 320, 240]
     assert out["values"] == [[grey(t)] for t in out["ticks"]]
     assert_balanced(out["counters"])
+
+
+SAMPLER = """
+from torchcodec.samplers import clips_at_regular_indices
+decoder = VideoDecoder({path!r}, device="cuda")
+clips = clips_at_regular_indices(decoder, num_clips=3, num_frames_per_clip=2, num_indices_between_frames=5)
+data = host(clips.data)
+out = {{"type": type(clips.data).__name__, "shape": list(data.shape),
+        "values": [[sorted(set(frame.ravel().tolist())) for frame in clip] for clip in data],
+        "ticks": [[round(t * 15360) for t in clip] for clip in np.asarray(clips.pts_seconds).tolist()]}}
+del decoder, clips
+finish(out)
+"""
+
+
+def test_samplers_take_a_cuda_decoder_and_give_clips_of_device_frames(stubs, media, grey):
+    out = run(stubs, SAMPLER.format(path=os.fspath(media["h264_bframes.mp4"])))
+    assert out["type"] == "DeviceBuffer" and out["shape"] == [3, 2, 3, 240, 320]
+    assert out["values"] == [[[grey(t)] for t in clip] for clip in out["ticks"]]
+    assert_balanced(out["counters"])

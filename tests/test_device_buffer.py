@@ -319,6 +319,28 @@ def test_indexing_gives_a_frame_view_found_through_dlpack_and_the_array_interfac
     assert out["errors"] == ["IndexError", "IndexError", "TypeError", "TypeError"]
 
 
+def test_reshape_views_contiguous_buffers_freely_and_others_along_the_first_dimension(stubs):
+    out = run(stubs, """
+        buffer = DeviceBuffer.empty(context, (6, 2, 5, 3), "uint8", 1)
+        nchw = buffer.permuted((0, 3, 1, 2))
+        clips = nchw.reshape((2, 3, 3, 2, 5))
+        flat = buffer.reshape((60, 3))
+        errors = []
+        for view, shape in ((nchw, (6, 3, 10)), (buffer, (7, 2, 5, 3)), (buffer, (-6, -2, 5, 3))):
+            try:
+                view.reshape(shape)
+            except ValueError as error:
+                errors.append(str(error))
+        print(json.dumps({"clips": [clips.shape, clips.strides], "flat": [flat.shape, flat.strides],
+                          "second": clips[1].ptr - buffer.ptr, "errors": errors}))
+    """)
+    assert out["clips"] == [[2, 3, 3, 2, 5], [90, 30, 1, 15, 3]]
+    assert out["flat"] == [[60, 3], [3, 1]]
+    assert out["second"] == 90
+    assert "only be reshaped along its first dimension" in out["errors"][0]
+    assert "(180 elements) to (7, 2, 5, 3)" in out["errors"][1] and "negative" in out["errors"][2]
+
+
 def test_dlpack_tensor_fields_locate_the_bytes_written_at_ptr(stubs):
     out = run(stubs, """
         buffer = DeviceBuffer.empty(context, (2, 3, 4, 3), "float32", 1)

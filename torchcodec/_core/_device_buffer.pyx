@@ -383,6 +383,33 @@ cdef class DeviceBuffer:
         return make_view(self.memory, tuple(self._shape[a] for a in axes),
                          tuple(self._strides[a] for a in axes), self._dtype, self.itemsize, self._offset)
 
+    def reshape(self, shape) -> DeviceBuffer:
+        """A view with another shape: any shape of the same size when the buffer is C-contiguous; else
+        only the first dimension split or merged (a batch of frames viewed as clips of frames, as the
+        samplers do), whatever the layout of the others. ValueError otherwise: copy through a library."""
+        dims = tuple(operator.index(extent) for extent in shape)
+        count = 1
+        for extent in dims:
+            if extent < 0:
+                raise ValueError(f"cannot reshape to {dims}: negative extent")
+            count *= extent
+        if count != self.size:
+            raise ValueError(f"cannot reshape a buffer of shape {self._shape} ({self.size} elements) to {dims}")
+        if self.is_c_contiguous:
+            return make_view(self.memory, dims, _c_strides(dims), self._dtype, self.itemsize, self._offset)
+        rest = self._shape[1:]
+        lead = len(dims) - len(rest)
+        if lead >= 1 and dims[lead:] == rest:
+            strides = [0] * lead
+            step = self._strides[0]
+            for k in range(lead - 1, -1, -1):
+                strides[k] = step
+                step *= dims[k]
+            return make_view(self.memory, dims, tuple(strides) + self._strides[1:], self._dtype, self.itemsize,
+                             self._offset)
+        raise ValueError(f"a non-contiguous buffer of shape {self._shape} can only be reshaped along its first "
+                         f"dimension, not to {dims}: hand it to torch or cupy (DLPack) to copy it")
+
     def __len__(self) -> int:
         if not self._shape:
             raise TypeError("len() of a 0-d DeviceBuffer")
