@@ -244,3 +244,33 @@ def test_samplers_take_a_cuda_decoder_and_give_clips_of_device_frames(stubs, med
     assert out["type"] == "DeviceBuffer" and out["shape"] == [3, 2, 3, 240, 320]
     assert out["values"] == [[[grey(t)] for t in clip] for clip in out["ticks"]]
     assert_balanced(out["counters"])
+
+
+FORK = """
+import os
+decoder = VideoDecoder({path!r}, device="cuda")
+decoder.get_frame_at(0)
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    try:
+        decoder.get_frame_at(1)
+        message = "decoded"
+    except RuntimeError as error:
+        message = str(error)
+    os.write(write, message.encode())
+    os._exit(0)
+os.close(write)
+os.waitpid(pid, 0)
+out = {{"child": os.read(read, 4096).decode(), "parent": sorted(set(host(decoder.get_frame_at(1).data).ravel().tolist()))}}
+del decoder
+finish(out)
+"""
+
+
+def test_a_forked_child_is_told_to_use_spawn_and_the_parent_goes_on(stubs, media, grey):
+    out = run(stubs, FORK.format(path=os.fspath(media["h264_bframes.mp4"])))
+    assert "CUDA was initialised in the parent of this forked process" in out["child"]
+    assert "'spawn'" in out["child"]
+    assert len(out["parent"]) == 1
+    assert_balanced(out["counters"])

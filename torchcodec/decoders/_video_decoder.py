@@ -318,12 +318,15 @@ class VideoDecoder(Reopenable):
         return FrameBatch(result, _bridge.float64_array(pts, name), _bridge.float64_array(durations, name))
 
     def _run_engine(self, targets: array.array, match: Match, tolerance: int, address: int, frame_stride: int,
-                    row_stride: int, pts: array.array, durations: array.array) -> None:
-        """The one call into the engine: decode ``targets`` into memory at ``address`` (NHWC rows)."""
+                    row_stride: int, pts: array.array, durations: array.array, stream: Optional[int] = None) -> None:
+        """The one call into the engine: decode ``targets`` into memory at ``address`` (NHWC rows);
+        CUDA decoders write on ``stream`` (set under the same lock: threads may share a decoder)."""
         if not len(targets):
             return
         self._check_fork()
         with self._lock:
+            if stream is not None:
+                self._cuda.converter.set_stream(stream)
             self._engine.decode_at(targets, int(match), address, frame_stride, row_stride, self._height,
                                    self._width, self._output_dtype == "float32", pts, durations, tolerance)
 
@@ -354,10 +357,8 @@ class VideoDecoder(Reopenable):
             target = _cuda_output.wrap_out(out, shape, self._output_dtype, self._device_index, self._dimension_order)
         output = target if target is not None and target.packed else _cuda_output.allocate(
             shape, self._output_dtype, name, self._device_index)
-        with self._lock:
-            self._cuda.converter.set_stream(output.stream)
         self._run_engine(targets, match, tolerance, output.address, output.strides[0], output.strides[1],
-                         pts, durations)
+                         pts, durations, output.stream)
         data = output.finish()
         if output is target:
             return data
