@@ -152,16 +152,46 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def is_packed_rgb(strides: tuple[int, ...], itemsize: int) -> bool:
+    """Whether (N, H, W, C) byte strides are rows of packed RGB pixels with positive frame and row
+    steps: the layout the engine writes (CPU and CUDA)."""
+    return (len(strides) == 4 and strides[3] == itemsize and strides[2] == 3 * itemsize and strides[1] > 0
+            and strides[0] > 0)
+
+
+def is_device_buffer(data: Any) -> bool:
+    """Whether ``data`` is torchcodec's own CUDA array (torchcodec._core._device_buffer.DeviceBuffer)."""
+    return type(data).__module__ == "torchcodec._core._device_buffer"
+
+
 def nchw(data: Any) -> Any:
-    """A (..., H, W, C) array viewed as (..., C, H, W), without copying."""
-    axes = tuple(range(data.ndim - 3)) + (data.ndim - 1, data.ndim - 3, data.ndim - 2)
-    return data.permute(*axes) if type(data).__module__.startswith("torch") else data.transpose(axes)
+    """A (..., H, W, C) array (numpy, torch, cupy, jax or a DeviceBuffer) viewed as (..., C, H, W),
+    without copying."""
+    ndim = len(data.shape)
+    axes = tuple(range(ndim - 3)) + (ndim - 1, ndim - 3, ndim - 2)
+    module = type(data).__module__.split(".")[0]
+    if module == "torch":
+        return data.permute(*axes)
+    if module in ("jax", "jaxlib"):
+        return _module("jax.numpy").transpose(data, axes)
+    if is_device_buffer(data):
+        return data.permuted(axes)
+    return data.transpose(axes)                    # numpy, cupy
 
 
 def copy_into(out: Any, source: Any) -> None:
-    """out[...] = source, in out's library."""
-    if type(out).__module__.startswith("torch"):
-        out.copy_(source if type(source).__module__.startswith("torch") else _module("torch").from_numpy(source))
+    """out[...] = source, in out's library: for an ``out=`` whose layout the engine cannot write.
+    ``source`` is an array of the same device (CPU: numpy or torch; CUDA: torch, cupy or DLPack)."""
+    module = type(out).__module__.split(".")[0]
+    if module == "torch":
+        torch = _module("torch")
+        if not type(source).__module__.startswith("torch"):
+            source = (torch.from_numpy(source) if type(source).__module__.startswith("numpy")
+                      else torch.from_dlpack(source))
+        out.copy_(source)
+    elif is_device_buffer(out) or (module not in ("numpy", "cupy") and hasattr(out, "__cuda_array_interface__")):
+        raise ValueError(f"out= ({type(out).__name__}) must hold packed RGB pixels (channels innermost, "
+                         f"pixels 3 elements apart): torchcodec cannot copy into this layout")
     else:
         out[...] = source
 

@@ -25,10 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from torchcodec import _bridge
+from torchcodec._bridge import nchw  # noqa: F401  (CUDA arrays are viewed as NCHW like CPU ones)
 
-#: The stream torchcodec writes its own buffers on when no library says which (CU_STREAM_LEGACY):
-#: it is ordered with every blocking stream, so an unknown consumer is safe.
-LEGACY_STREAM = 1
 ITEMSIZES = {"uint8": 1, "float32": 4, "float64": 8}
 _TYPESTRS = {"|u1": "uint8", "<f4": "float32", "<f8": "float64"}
 
@@ -52,7 +50,7 @@ class CudaOutput:
         self.address = int(address)
         self.strides = tuple(int(stride) for stride in strides)
         self.stream = int(stream)
-        self.packed = _is_packed(self.strides, itemsize)
+        self.packed = _bridge.is_packed_rgb(self.strides, itemsize)
         self._finish = finish
 
     def finish(self) -> Any:
@@ -62,12 +60,6 @@ class CudaOutput:
     def __repr__(self) -> str:
         return (f"CudaOutput({type(self.data).__name__}, address={self.address:#x}, strides={self.strides}, "
                 f"stream={self.stream:#x}, packed={self.packed})")
-
-
-def _is_packed(strides: tuple[int, ...], itemsize: int) -> bool:
-    """Whether (N, H, W, C) byte strides are packed RGB pixels with positive frame and row steps."""
-    return (len(strides) == 4 and strides[3] == itemsize and strides[2] == 3 * itemsize and strides[1] > 0
-            and strides[0] > 0)
 
 
 def _import(name: str, why: str) -> Any:
@@ -80,10 +72,6 @@ def _import(name: str, why: str) -> Any:
 def _check_dtype(dtype: str) -> None:
     if dtype not in ITEMSIZES:
         raise ValueError(f"CUDA outputs are {', '.join(ITEMSIZES)}, not {dtype!r}")
-
-
-def _is_device_buffer(data: Any) -> bool:
-    return type(data).__module__ == "torchcodec._core._device_buffer"
 
 
 # ---- allocation per bridge ----------------------------------------------------------------------
@@ -158,8 +146,11 @@ def _buffer_module() -> Any:
 
 
 def _allocate_buffer(shape: tuple[int, ...], dtype: str, device_index: int) -> CudaOutput:
-    buffer = _buffer_module().DeviceBuffer.empty(_context(device_index), shape, dtype, LEGACY_STREAM)
-    return _buffer_output(buffer, LEGACY_STREAM)
+    # No library says which stream: the legacy default stream is ordered with every blocking stream,
+    # so an unknown consumer is safe.
+    buffers = _buffer_module()
+    buffer = buffers.DeviceBuffer.empty(_context(device_index), shape, dtype, buffers.STREAM_LEGACY)
+    return _buffer_output(buffer, buffers.STREAM_LEGACY)
 
 
 def _buffer_output(buffer: Any, stream: int, hand_over: Callable[[Any], Any] | None = None) -> CudaOutput:
@@ -179,35 +170,9 @@ def _allocate_for_jax(shape: tuple[int, ...], dtype: str, device_index: int) -> 
                            "backend (install jax[cuda12]); or decode with torchcodec.bridge('cupy') or "
                            "bridge('numpy')") from None
     dlpack = importlib.import_module("jax.dlpack")
-    buffer = _buffer_module().DeviceBuffer.empty(_context(device_index), shape, dtype, LEGACY_STREAM)
-    return _buffer_output(buffer, LEGACY_STREAM, dlpack.from_dlpack)
-
-
-def nchw(data: Any) -> Any:
-    """A (..., H, W, C) array (torch, cupy, jax or a DeviceBuffer) viewed as (..., C, H, W)."""
-    ndim = len(data.shape)
-    axes = tuple(range(ndim - 3)) + (ndim - 1, ndim - 3, ndim - 2)
-    module = type(data).__module__.split(".")[0]
-    if module == "torch":
-        return data.permute(*axes)
-    if module in ("jax", "jaxlib"):
-        return importlib.import_module("jax.numpy").transpose(data, axes)
-    if _is_device_buffer(data):
-        return data.permuted(axes)
-    return data.transpose(axes)                    # cupy
-
-
-def copy_into(out: Any, data: Any) -> None:
-    """out[...] = data on the GPU, for an ``out=`` whose layout the engine cannot write (torch, cupy)."""
-    module = type(out).__module__.split(".")[0]
-    if module == "torch":
-        out.copy_(data if type(data).__module__.startswith("torch") else
-                  importlib.import_module("torch").from_dlpack(data))
-    elif module == "cupy":
-        out[...] = data
-    else:
-        raise ValueError(f"out= ({type(out).__name__}) must hold packed RGB pixels (channels innermost, "
-                         f"pixels 3 elements apart): torchcodec cannot copy into this layout")
+    buffers = _buffer_module()
+    buffer = buffers.DeviceBuffer.empty(_context(device_index), shape, dtype, buffers.STREAM_LEGACY)
+    return _buffer_output(buffer, buffers.STREAM_LEGACY, dlpack.from_dlpack)
 
 
 # ---- out= ---------------------------------------------------------------------------------------
@@ -251,7 +216,7 @@ def wrap_out(out: Any, shape: tuple[int, ...], dtype: str, device_index: int,
     if dimension_order == "NCHW":                 # as (n, h, w, c)
         strides = output.strides
         output.strides = (strides[0], strides[2], strides[3], strides[1])
-        output.packed = _is_packed(output.strides, ITEMSIZES[dtype])
+        output.packed = _bridge.is_packed_rgb(output.strides, ITEMSIZES[dtype])
     return output
 
 
@@ -266,7 +231,7 @@ def _out_kind(out: Any) -> str:
                         "device='cpu' to write into it)")
     if module in ("torch", "cupy"):
         return module
-    if _is_device_buffer(out):
+    if _bridge.is_device_buffer(out):
         return "buffer"
     if hasattr(out, "__cuda_array_interface__"):
         return "interface"
@@ -323,6 +288,6 @@ def _wrap_interface(out: Any, interface: dict, itemsize: int, device_index: int)
     buffers.synchronize_context(context)
 
     def finish() -> Any:
-        buffers.synchronize_stream(context, LEGACY_STREAM)
+        buffers.synchronize_stream(context, buffers.STREAM_LEGACY)
         return out
-    return CudaOutput(out, address, strides, LEGACY_STREAM, itemsize, finish)
+    return CudaOutput(out, address, strides, buffers.STREAM_LEGACY, itemsize, finish)

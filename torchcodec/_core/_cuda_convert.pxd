@@ -29,8 +29,7 @@ cdef class CudaConverter(FrameConverter):
     cdef size_t host_rgb_size
     cdef Scaler scaler                  # created on first use
 
-    cdef int check(self, cu.CUresult ret, const char *where) except -1 nogil
-    cdef int wait_event(self, cu.CUstream stream, cu.CUevent event) except -1 nogil
+    cdef int record(self, cu.CUevent event, cu.CUstream stream) except -1 nogil
     cdef int launch(self, cu.CUfunction function, unsigned grid_x, unsigned grid_y, void *params) except -1 nogil
     cdef int upload_planes(self, const AVFrame *frame, int num_planes, const int *plane_rows,
                            const size_t *plane_bytes, cu.CUdeviceptr *planes, Py_ssize_t *pitches) except -1 nogil

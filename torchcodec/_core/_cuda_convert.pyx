@@ -27,7 +27,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from torchcodec._core._converter cimport FrameConverter
-from torchcodec._core._cuda_driver cimport CudaContext, CudaDriver, CudaModule, check_cu
+from torchcodec._core._cuda_driver cimport CudaContext, CudaDriver, CudaModule, check_cu, check_cu_nogil, stream_wait_event
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._cuda cimport driver as cu
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -73,8 +73,8 @@ cdef extern from "torchcodec/kernels.h" nogil:
 # The colour kernels, in the order of CudaConverter.colour_kernels: index 2 * wide + as_float.
 COLOUR_KERNELS = (b"tc_convert_yuv8_to_rgb8", b"tc_convert_yuv8_to_rgbf",
                   b"tc_convert_yuv16_to_rgb8", b"tc_convert_yuv16_to_rgbf")
-# CU_STREAM_LEGACY: the legacy default stream, where FFmpeg's CUDA hwaccel writes its frames.
-cdef cu.CUstream LEGACY_STREAM = <cu.CUstream><size_t>1
+# The legacy default stream, where FFmpeg's CUDA hwaccel writes its frames.
+cdef cu.CUstream LEGACY_STREAM = <cu.CUstream><size_t>cu.TC_STREAM_LEGACY
 # Pitch alignment of the planes in the staging buffer (what cuMemAllocPitch would choose).
 cdef size_t STAGING_PITCH_ALIGN = 256
 
@@ -238,27 +238,17 @@ cdef class CudaConverter(FrameConverter):
         """Size of the device buffer that host frames are uploaded into (0 until one is)."""
         return self.staging_size
 
-    cdef int check(self, cu.CUresult ret, const char *where) except -1 nogil:
-        """check_cu without the GIL: taken only to raise."""
-        if ret != cu.CUDA_SUCCESS:
-            with gil:
-                check_cu(self.driver, ret, where)
-        return 0
-
-    cdef int wait_event(self, cu.CUstream stream, cu.CUevent event) except -1 nogil:
-        """Make ``stream`` wait for ``event`` on the device (on the host where the driver lacks
-        cuStreamWaitEvent)."""
-        if self.driver.cuStreamWaitEvent != NULL:
-            return self.check(self.driver.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
-        return self.check(self.driver.ptr.cuEventSynchronize(event), "cuEventSynchronize")
+    cdef int record(self, cu.CUevent event, cu.CUstream stream) except -1 nogil:
+        """cuEventRecord, checked."""
+        return check_cu_nogil(self.driver, self.driver.ptr.cuEventRecord(event, stream), "cuEventRecord")
 
     cdef int launch(self, cu.CUfunction function, unsigned grid_x, unsigned grid_y, void *params) except -1 nogil:
         """Launch ``function`` on the stream with its one by-value parameter struct ``params``."""
         cdef void *args[1]
         args[0] = params
-        return self.check(self.driver.ptr.cuLaunchKernel(function, grid_x, grid_y, 1, TC_KERNEL_BLOCK_X,
-                                                         TC_KERNEL_BLOCK_Y, 1, 0, self.stream, args, NULL),
-                          "cuLaunchKernel")
+        cdef cu.CUresult ret = self.driver.ptr.cuLaunchKernel(function, grid_x, grid_y, 1, TC_KERNEL_BLOCK_X,
+                                                              TC_KERNEL_BLOCK_Y, 1, 0, self.stream, args, NULL)
+        return check_cu_nogil(self.driver, ret, "cuLaunchKernel")
 
     cdef int upload_planes(self, const AVFrame *frame, int num_planes, const int *plane_rows,
                            const size_t *plane_bytes, cu.CUdeviceptr *planes, Py_ssize_t *pitches) except -1 nogil:
@@ -275,15 +265,16 @@ cdef class CudaConverter(FrameConverter):
         if self.staging_busy:
             # The last conversion may still read the buffer (on this stream or on an earlier one).
             if total > self.staging_size:
-                self.check(self.driver.ptr.cuEventSynchronize(self.staging_read), "cuEventSynchronize")
+                check_cu_nogil(self.driver, self.driver.ptr.cuEventSynchronize(self.staging_read),
+                               "cuEventSynchronize")
             else:
-                self.wait_event(self.stream, self.staging_read)
+                stream_wait_event(self.driver, self.stream, self.staging_read)
         if total > self.staging_size:
             if self.staging:
-                self.check(self.driver.ptr.cuMemFree(self.staging), "cuMemFree")
+                check_cu_nogil(self.driver, self.driver.ptr.cuMemFree(self.staging), "cuMemFree")
                 self.staging = 0
                 self.staging_size = 0
-            self.check(self.driver.ptr.cuMemAlloc(&self.staging, total), "cuMemAlloc")
+            check_cu_nogil(self.driver, self.driver.ptr.cuMemAlloc(&self.staging, total), "cuMemAlloc")
             self.staging_size = total
         for k in range(num_planes):
             memset(&copy, 0, sizeof(copy))
@@ -295,7 +286,8 @@ cdef class CudaConverter(FrameConverter):
             copy.dstPitch = <size_t>pitches[k]
             copy.WidthInBytes = plane_bytes[k]
             copy.Height = <size_t>plane_rows[k]
-            self.check(self.driver.ptr.cuMemcpy2DAsync(&copy, self.stream), "cuMemcpy2DAsync")
+            check_cu_nogil(self.driver, self.driver.ptr.cuMemcpy2DAsync(&copy, self.stream),
+                           "cuMemcpy2DAsync")
             planes[k] = self.staging + offsets[k]
         return 0
 
@@ -329,7 +321,8 @@ cdef class CudaConverter(FrameConverter):
         copy.Height = <size_t>height
         self.context.enter()
         try:
-            self.check(self.driver.ptr.cuMemcpy2DAsync(&copy, self.stream), "cuMemcpy2DAsync")
+            check_cu_nogil(self.driver, self.driver.ptr.cuMemcpy2DAsync(&copy, self.stream),
+                           "cuMemcpy2DAsync")
         finally:
             self.context.exit()
         return 0
@@ -410,20 +403,20 @@ cdef class CudaConverter(FrameConverter):
                     params.planes[k] = planes[k]
                     params.pitches[k] = pitches[k]
             if hwaccel and not same_stream:
-                self.check(self.driver.ptr.cuEventRecord(self.upstream_ready, LEGACY_STREAM), "cuEventRecord")
-                self.wait_event(self.stream, self.upstream_ready)
+                self.record(self.upstream_ready, LEGACY_STREAM)
+                stream_wait_event(self.driver, self.stream, self.upstream_ready)
             self.launch(self.colour_kernels[2 * layout.wide + as_float], blocks(src_w, TC_KERNEL_BLOCK_X),
                         blocks(src_h, TC_KERNEL_BLOCK_Y), &params)
             if frame.opaque != NULL and not hwaccel:
                 # NVDEC: the decoder unmaps the surface once this event has passed.
-                self.check(self.driver.ptr.cuEventRecord(<cu.CUevent>frame.opaque, self.stream), "cuEventRecord")
+                self.record(<cu.CUevent>frame.opaque, self.stream)
             if not on_device:
-                self.check(self.driver.ptr.cuEventRecord(self.staging_read, self.stream), "cuEventRecord")
+                self.record(self.staging_read, self.stream)
                 self.staging_busy = True
             if hwaccel and not same_stream:
                 # FFmpeg writes the next frames into this surface on the legacy stream.
-                self.check(self.driver.ptr.cuEventRecord(self.converted, self.stream), "cuEventRecord")
-                self.wait_event(LEGACY_STREAM, self.converted)
+                self.record(self.converted, self.stream)
+                stream_wait_event(self.driver, LEGACY_STREAM, self.converted)
         finally:
             self.context.exit()
         return 0

@@ -40,4 +40,6 @@ cdef class CuvidLibrary:
 
 
 cdef int check_cu(CudaDriver driver, cu.CUresult ret, const char *where) except -1
+cdef int check_cu_nogil(CudaDriver driver, cu.CUresult ret, const char *where) except -1 nogil
+cdef int stream_wait_event(CudaDriver driver, cu.CUstream stream, cu.CUevent event) except -1 nogil
 cpdef CudaDriver load_driver()

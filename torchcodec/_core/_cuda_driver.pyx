@@ -59,6 +59,22 @@ cdef int check_cu(CudaDriver driver, cu.CUresult ret, const char *where) except 
     raise CudaError(f"{where.decode()} failed: {name_str}: {text_str} (CUDA error {ret})", ret, name_str)
 
 
+cdef int check_cu_nogil(CudaDriver driver, cu.CUresult ret, const char *where) except -1 nogil:
+    """check_cu for code without the GIL: it is taken only to raise."""
+    if ret != cu.CUDA_SUCCESS:
+        with gil:
+            check_cu(driver, ret, where)
+    return 0
+
+
+cdef int stream_wait_event(CudaDriver driver, cu.CUstream stream, cu.CUevent event) except -1 nogil:
+    """Make ``stream`` wait for ``event`` on the device (cuStreamWaitEvent; the host waits instead,
+    cuEventSynchronize, where the driver lacks it). The event's context must be current."""
+    if driver.cuStreamWaitEvent != NULL:
+        return check_cu_nogil(driver, driver.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
+    return check_cu_nogil(driver, driver.ptr.cuEventSynchronize(event), "cuEventSynchronize")
+
+
 cdef str loader_message(cu.tc_loader_log *log):
     return log.text.decode("utf-8", "replace").strip()
 
@@ -175,22 +191,14 @@ cdef class CudaContext:
         return 0
 
     cdef int enter(self) except -1 nogil:
-        cdef cu.CUresult ret
         if self.ptr == NULL:
             with gil:
                 raise CudaError(f"the context of cuda:{self.index} was released (close() was called)")
-        ret = self.driver.ptr.cuCtxPushCurrent(self.ptr)
-        if ret != cu.CUDA_SUCCESS:
-            with gil:
-                check_cu(self.driver, ret, "cuCtxPushCurrent")
-        return 0
+        return check_cu_nogil(self.driver, self.driver.ptr.cuCtxPushCurrent(self.ptr), "cuCtxPushCurrent")
 
     cdef int exit(self) except -1 nogil:
         cdef cu.CUcontext popped = NULL
-        cdef cu.CUresult ret = self.driver.ptr.cuCtxPopCurrent(&popped)
-        if ret != cu.CUDA_SUCCESS:
-            with gil:
-                check_cu(self.driver, ret, "cuCtxPopCurrent")
+        check_cu_nogil(self.driver, self.driver.ptr.cuCtxPopCurrent(&popped), "cuCtxPopCurrent")
         if popped != self.ptr:
             with gil:
                 raise CudaError(f"cuCtxPopCurrent returned another context than the one pushed for "

@@ -20,7 +20,7 @@ from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecContext, AVPacket
 from torchcodec._ffmpeg cimport avutil as lavu
-from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVDictionary, AVFrame, AVPixelFormat
+from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVPixelFormat
 
 cdef extern from *:
     """
@@ -38,15 +38,11 @@ cdef int MAX_BAD_PACKETS = 100
 def cuda_hwaccel_unavailable_reason() -> str | None:
     """``None`` when this FFmpeg build has the CUDA hwaccel (its hwcontext lists the CUDA device
     type), else a sentence saying why it cannot be used. Whether a GPU is present is not asked here."""
-    cdef lavu.AVHWDeviceType kind = lavu.AV_HWDEVICE_TYPE_NONE
-    cdef bint listed = False
-    while True:
+    cdef lavu.AVHWDeviceType kind = lavu.av_hwdevice_iterate_types(lavu.AV_HWDEVICE_TYPE_NONE)
+    while kind != lavu.AV_HWDEVICE_TYPE_NONE:      # the device types compiled into this FFmpeg
+        if kind == lavu.AV_HWDEVICE_TYPE_CUDA:
+            return None
         kind = lavu.av_hwdevice_iterate_types(kind)
-        if kind == lavu.AV_HWDEVICE_TYPE_NONE:
-            break
-        listed = listed or kind == lavu.AV_HWDEVICE_TYPE_CUDA
-    if listed and lavu.av_hwdevice_find_type_by_name("cuda") == lavu.AV_HWDEVICE_TYPE_CUDA:
-        return None
     return (f"this FFmpeg build ({lavu.av_version_info().decode()}) has no CUDA hwaccel (its hwcontext does not "
             f"list the 'cuda' device type: FFmpeg must be configured with ffnvcodec, --enable-cuda / "
             f"--enable-nvdec); use the NVDEC backend or decode on the CPU")

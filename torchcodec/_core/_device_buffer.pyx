@@ -25,7 +25,7 @@ from libc.stdint cimport int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 
 from torchcodec._cuda cimport driver as cu
-from torchcodec._core._cuda_driver cimport CudaContext, CudaDriver, check_cu
+from torchcodec._core._cuda_driver cimport CudaContext, CudaDriver, check_cu, check_cu_nogil, stream_wait_event
 
 cdef extern from "Python.h":
     void Py_IncRef(PyObject *o)
@@ -40,10 +40,9 @@ MAX_NBYTES = 1 << 40
 MAX_NDIM = 32
 #: Stream handles the driver understands without a stream object (cuda.h: CU_STREAM_LEGACY,
 #: CU_STREAM_PER_THREAD); they are also DLPack's stream values 1 and 2 for CUDA.
-STREAM_LEGACY = 1
-STREAM_PER_THREAD = 2
+STREAM_LEGACY = cu.TC_STREAM_LEGACY
+STREAM_PER_THREAD = cu.TC_STREAM_PER_THREAD
 
-cdef unsigned int CU_EVENT_DISABLE_TIMING = 2
 cdef cu.CUresult CUDA_ERROR_OUT_OF_MEMORY = 2
 cdef cu.CUresult CUDA_ERROR_NOT_SUPPORTED = 801
 
@@ -75,7 +74,8 @@ def _stream_handle(stream, what: str) -> int:
 
 
 def _checked_shape(shape, dtype: str) -> tuple:
-    """``shape`` as a tuple of ints, after refusing bad dtypes, ranks, extents and absurd sizes."""
+    """(``shape`` as a tuple of ints, its size in bytes), after refusing bad dtypes, ranks, extents
+    and absurd sizes."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
     try:
@@ -92,7 +92,7 @@ def _checked_shape(shape, dtype: str) -> tuple:
     if nbytes > MAX_NBYTES:
         raise MemoryError(f"a {dtype} buffer of shape {dims} would take {nbytes} bytes; torchcodec refuses "
                           f"device buffers over {MAX_NBYTES} bytes")
-    return dims
+    return dims, nbytes
 
 
 def _c_strides(shape: tuple) -> tuple:
@@ -133,7 +133,7 @@ cdef class DeviceMemory:
         self.stream = stream
         context.enter()
         try:
-            check_cu(driver, driver.ptr.cuEventCreate(&self.ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+            check_cu(driver, driver.ptr.cuEventCreate(&self.ready, cu.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
             if nbytes:
                 if driver.cuMemAllocAsync != NULL and driver.cuMemFreeAsync != NULL:
                     with nogil:
@@ -308,12 +308,9 @@ cdef class DeviceBuffer:
         int; 0 or 1: the legacy default stream, 2: the per-thread default stream). The stream must
         outlive the buffer: the memory is freed on it. ValueError/TypeError for bad arguments,
         MemoryError for sizes over MAX_NBYTES or when the device is out of memory."""
-        dims = _checked_shape(shape, dtype)
+        dims, nbytes = _checked_shape(shape, dtype)
         handle = _stream_handle(stream, "stream")
         itemsize = DTYPES[dtype][1] // 8
-        nbytes = itemsize
-        for extent in dims:
-            nbytes *= extent
         memory = DeviceMemory.__new__(DeviceMemory)
         (<DeviceMemory>memory).allocate(context, nbytes, as_stream(handle))
         return make_view(memory, dims, _c_strides(dims), dtype, itemsize)
@@ -321,39 +318,27 @@ cdef class DeviceBuffer:
     # ---- synchronisation ----------------------------------------------------------------------
 
     cdef int record_ready(self, cu.CUstream stream) except -1 nogil:
-        cdef cu.CUresult ret
         self.memory.context.enter()
         try:
-            ret = self.memory.context.driver.ptr.cuEventRecord(self.memory.ready, stream)
-            if ret != cu.CUDA_SUCCESS:
-                with gil:
-                    check_cu(self.memory.context.driver, ret, "cuEventRecord")
+            check_cu_nogil(self.memory.context.driver, self.memory.context.driver.ptr.cuEventRecord(
+                self.memory.ready, stream), "cuEventRecord")
         finally:
             self.memory.context.exit()
         return 0
 
     cdef int wait_ready(self, cu.CUstream stream) except -1 nogil:
-        cdef cu.CUresult ret
-        if self.memory.context.driver.cuStreamWaitEvent == NULL:     # an old driver: the host waits instead
-            return self.wait_ready_host()
         self.memory.context.enter()
         try:
-            ret = self.memory.context.driver.cuStreamWaitEvent(stream, self.memory.ready, 0)
-            if ret != cu.CUDA_SUCCESS:
-                with gil:
-                    check_cu(self.memory.context.driver, ret, "cuStreamWaitEvent")
+            stream_wait_event(self.memory.context.driver, stream, self.memory.ready)
         finally:
             self.memory.context.exit()
         return 0
 
     cdef int wait_ready_host(self) except -1 nogil:
-        cdef cu.CUresult ret
         self.memory.context.enter()
         try:
-            ret = self.memory.context.driver.ptr.cuEventSynchronize(self.memory.ready)
-            if ret != cu.CUDA_SUCCESS:
-                with gil:
-                    check_cu(self.memory.context.driver, ret, "cuEventSynchronize")
+            check_cu_nogil(self.memory.context.driver, self.memory.context.driver.ptr.cuEventSynchronize(
+                self.memory.ready), "cuEventSynchronize")
         finally:
             self.memory.context.exit()
         return 0

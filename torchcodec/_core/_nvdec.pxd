@@ -114,6 +114,6 @@ cdef class NvdecDecoder(FrameDecoder):
     cdef int raise_pending(self) except -1 nogil
     cdef int remember(self, const AVPacket *packet) noexcept nogil
     cdef PacketInfo *recall(self, int64_t pts) noexcept nogil
-    cdef int map_picture(self, QueuedPicture *picture, AVFrame *frame) except -1 nogil
+    cdef int map_picture(self, QueuedPicture *picture, const PacketInfo *info, AVFrame *frame) except -1 nogil
     cdef int on_sequence(self, cuvid.CUVIDEOFORMAT *format) except -1
     cdef int release_retired(self) except -1

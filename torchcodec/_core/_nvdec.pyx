@@ -29,7 +29,7 @@ from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
-from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary, check_cu
+from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary, check_cu, check_cu_nogil
 from torchcodec._core._decoder cimport FrameDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._nvdec_input cimport NvdecInput
@@ -59,7 +59,6 @@ cdef int EXTRA_DECODE_SURFACES = 4
 cdef int MAX_DECODE_SURFACES = 32          # NVDEC's limit for ulNumDecodeSurfaces
 # Mapped surfaces at once: the video engine keeps two frames alive, plus one being released.
 cdef int NUM_OUTPUT_SURFACES = 3
-cdef unsigned int CU_STREAM_NON_BLOCKING = 0x1  # cuda.h's value (ffnvcodec's header lacks the name)
 # ParserState.error of a failure that is not a driver's (its error_where says what happened).
 cdef int NOT_A_CUDA_ERROR = -1
 # What DALI and TorchCodec assume when the parser reports no minimum number of decode surfaces.
@@ -180,6 +179,11 @@ cdef str refusal(CudaContext context, CuvidLibrary library, int codec, int chrom
             f"{caps.max_macroblocks}")
 
 
+class NvdecUnsupportedError(RuntimeError):
+    """NVDEC cannot decode this stream on this device (the message says why); the caller may decode it
+    on the CPU instead. Driver failures are CudaErrors, not this."""
+
+
 def nvdec_unsupported_reason(Demuxer demuxer not None, int stream_index, CudaContext context not None):
     """None when NVDEC on ``context``'s device can decode stream ``stream_index``, else a sentence
     saying why not (libnvcuvid missing, a codec or container NvdecInput cannot feed, a chroma
@@ -189,7 +193,12 @@ def nvdec_unsupported_reason(Demuxer demuxer not None, int stream_index, CudaCon
         library = load_nvcuvid()
     except CudaUnavailableError as error:
         return str(error)
-    source = NvdecInput(demuxer, stream_index)
+    return stream_refusal(NvdecInput(demuxer, stream_index), demuxer, stream_index, context, library)
+
+
+cdef str stream_refusal(NvdecInput source, Demuxer demuxer, int stream_index, CudaContext context,
+                        CuvidLibrary library):
+    """nvdec_unsupported_reason for a stream whose NvdecInput and libnvcuvid are at hand."""
     if source.nvdec_codec == "unsupported":
         return source.unsupported_reason
     cdef AVCodecParameters *par = demuxer.stream(stream_index).codecpar
@@ -301,7 +310,7 @@ cdef class CuvidDecoder:
             for i in range(num_output):
                 check_cu(self.context.driver, state.cu.cuEventCreate(&state.slots[i].event, cu.CU_EVENT_DISABLE_TIMING),
                          "cuEventCreate")
-            check_cu(self.context.driver, state.cu.cuStreamCreate(&state.stream, CU_STREAM_NON_BLOCKING),
+            check_cu(self.context.driver, state.cu.cuStreamCreate(&state.stream, cu.TC_STREAM_NON_BLOCKING),
                      "cuStreamCreate")
             with nogil:
                 ret = state.cuvid.cuvidCreateDecoder(&state.decoder, &info)
@@ -472,8 +481,8 @@ cdef int handle_display(void *user, cuvid.CUVIDPARSERDISPINFO *info) noexcept no
 cdef class NvdecDecoder(FrameDecoder):
     """NVDEC decoding of video stream ``stream_index`` of ``demuxer`` on ``context``'s device.
 
-    Raises RuntimeError with the reason when NVDEC cannot decode the stream (see
-    :func:`nvdec_unsupported_reason`). The video engine calls ``next_frame`` (frames in
+    Raises NvdecUnsupportedError (a RuntimeError) with the reason when NVDEC cannot decode the
+    stream (see :func:`nvdec_unsupported_reason`), CudaUnavailableError without libnvcuvid.so.1. The video engine calls ``next_frame`` (frames in
     presentation order, over device memory: see docs/nvdec.md, "The decoder"), ``flush`` after
     it seeked the demuxer, and reads ``output_done``.
     """
@@ -490,15 +499,15 @@ cdef class NvdecDecoder(FrameDecoder):
         self.retired = []
         self.packets_next = 0
         memset(self.packets, 0, sizeof(self.packets))
-        reason = nvdec_unsupported_reason(demuxer, stream_index, context)
-        if reason is not None:
-            raise RuntimeError(reason)
-        self.context = context
         self.library = load_nvcuvid()
+        self.input = NvdecInput(demuxer, stream_index)
+        reason = stream_refusal(self.input, demuxer, stream_index, context, self.library)
+        if reason is not None:
+            raise NvdecUnsupportedError(reason)
+        self.context = context
         self.parser_state.cuvid = self.library.ptr
         self.demuxer = demuxer
         self.stream_index = stream_index
-        self.input = NvdecInput(demuxer, stream_index)
         self.codec_name = self.input.nvdec_codec
         self.header = self.input.sequence_header()
         self.header_data = <const uint8_t *>(<const char *>self.header)
@@ -554,10 +563,7 @@ cdef class NvdecDecoder(FrameDecoder):
         ret = self.library.ptr.cuvidParseVideoData(self.parser, &packet)
         self.context.exit()
         self.raise_pending()
-        if ret != cu.CUDA_SUCCESS:
-            with gil:
-                check_cu(self.context.driver, ret, "cuvidParseVideoData")
-        return 0
+        return check_cu_nogil(self.context.driver, ret, "cuvidParseVideoData")
 
     cdef int raise_pending(self) except -1 nogil:
         """Raise what a parser callback or a flush stored (once)."""
@@ -647,7 +653,7 @@ cdef class NvdecDecoder(FrameDecoder):
                 info = self.recall(picture.info.timestamp)
                 dropped = info != NULL and info.discard     # edit-list priming, as libavcodec drops it
                 if not dropped:
-                    self.map_picture(picture, frame)        # raises with the picture still queued
+                    self.map_picture(picture, info, frame)  # raises with the picture still queued
                 self.parser_state.queue_head = (self.parser_state.queue_head + 1) % DISPLAY_QUEUE_SIZE
                 self.parser_state.queue_count -= 1
                 if dropped:
@@ -678,8 +684,9 @@ cdef class NvdecDecoder(FrameDecoder):
             finally:
                 lavc.av_packet_unref(packet)
 
-    cdef int map_picture(self, QueuedPicture *picture, AVFrame *frame) except -1 nogil:
-        """Map a displayed picture into a free output slot and describe it in ``frame``."""
+    cdef int map_picture(self, QueuedPicture *picture, const PacketInfo *info, AVFrame *frame) except -1 nogil:
+        """Map a displayed picture into a free output slot and describe it in ``frame``; ``info``: the
+        packet that carried its timestamp (NULL when unknown), for its duration."""
         cdef DecoderState *state = picture.decoder
         cdef cuvid.CUVIDPROCPARAMS proc
         cdef OutputSlot *slot = NULL
@@ -687,14 +694,11 @@ cdef class NvdecDecoder(FrameDecoder):
         cdef unsigned int pitch = 0
         cdef cu.CUresult ret
         cdef AVBufferRef *buf
-        cdef PacketInfo *info
         cdef int i, rows, width, height
         cdef const char *where = "cuvidMapVideoFrame64"
         ret = state.release_error
-        if ret != cu.CUDA_SUCCESS:
-            state.release_error = cu.CUDA_SUCCESS
-            with gil:
-                check_cu(self.context.driver, ret, state.release_where)
+        state.release_error = cu.CUDA_SUCCESS
+        check_cu_nogil(self.context.driver, ret, state.release_where)
         for i in range(state.num_output):
             if not state.slots[i].in_use:
                 slot = &state.slots[i]
@@ -719,9 +723,7 @@ cdef class NvdecDecoder(FrameDecoder):
             if ret != cu.CUDA_SUCCESS:
                 state.cuvid.cuvidUnmapVideoFrame(state.decoder, surface)
         self.context.exit()
-        if ret != cu.CUDA_SUCCESS:
-            with gil:
-                check_cu(self.context.driver, ret, where)
+        check_cu_nogil(self.context.driver, ret, where)
         slot.in_use = 1
         slot.surface = surface
         tc_nvdec_atomic_add(&state.refs, 1)
@@ -754,7 +756,6 @@ cdef class NvdecDecoder(FrameDecoder):
         frame.crop_right = state.coded_width - state.display_left - width
         frame.crop_bottom = state.coded_height - state.display_top - height
         frame.pts = picture.info.timestamp
-        info = self.recall(picture.info.timestamp)
         ffcompat.tc_frame_set_duration(frame, info.duration if info != NULL else 0)
         frame.colorspace = <lavu.AVColorSpace>self.colorspace
         frame.color_range = <lavu.AVColorRange>self.color_range
@@ -780,7 +781,6 @@ cdef class NvdecDecoder(FrameDecoder):
         if ret != cu.CUDA_SUCCESS and self.parser_state.error == cu.CUDA_SUCCESS:
             self.parser_state.error = ret
             self.parser_state.error_where = "cuvidParseVideoData (flush)"
-        self.parser_state.queue_count = 0
         self.packets_next = 0
         self.header_pending = True
         self.input_done = False

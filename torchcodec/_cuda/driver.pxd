@@ -86,3 +86,10 @@ ctypedef CUresult (*tcuMemAllocAsync)(CUdeviceptr *dptr, size_t bytesize, CUstre
 ctypedef CUresult (*tcuMemFreeAsync)(CUdeviceptr dptr, CUstream hStream) noexcept nogil
 ctypedef CUresult (*tcuDriverGetVersion)(int *version) noexcept nogil
 ctypedef CUresult (*tcuCtxSynchronize)() noexcept nogil
+
+
+# Values of cuda.h that ffnvcodec's header leaves out.
+cdef enum:
+    TC_STREAM_LEGACY = 1            # CU_STREAM_LEGACY: the legacy default stream's handle
+    TC_STREAM_PER_THREAD = 2        # CU_STREAM_PER_THREAD: the per-thread default stream's handle
+    TC_STREAM_NON_BLOCKING = 1      # CU_STREAM_NON_BLOCKING, a cuStreamCreate flag

@@ -225,10 +225,6 @@ cdef extern from "libavutil/hwcontext.h" nogil:
         AVPixelFormat sw_format
         int width
         int height
-    AVHWDeviceType av_hwdevice_find_type_by_name(const char *name)
     AVHWDeviceType av_hwdevice_iterate_types(AVHWDeviceType prev)
-    const char *av_hwdevice_get_type_name(AVHWDeviceType type)
-    int av_hwdevice_ctx_create(AVBufferRef **device_ctx, AVHWDeviceType type, const char *device,
-                               AVDictionary *opts, int flags)
     AVBufferRef *av_hwdevice_ctx_alloc(AVHWDeviceType type)
     int av_hwdevice_ctx_init(AVBufferRef *ref)

@@ -112,42 +112,39 @@ class CudaParts:
         driver_module = importlib.import_module("torchcodec._core._cuda_driver")
         convert_module = importlib.import_module("torchcodec._core._cuda_convert")
         decoder_module = importlib.import_module("torchcodec._core._decoder")
-        self.device_index = device_index
         self.context = driver_module.load_driver().context(device_index)
         self.converter = convert_module.CudaConverter(self.context)
-        self.backend = current_backend()
-        self._hwaccel_decoder = None
-        if self.backend == "ffmpeg":
+        if current_backend() == "ffmpeg":
             reason = decoder_module.cuda_hwaccel_unavailable_reason()
             if reason is not None:
                 raise RuntimeError(f"the 'ffmpeg' CUDA backend is unavailable: {reason}; use the default "
                                    f"'nvdec' backend")
             self.decoder = decoder_module.StreamDecoder(demuxer, stream_index, num_threads, device_index,
                                                         self.context.handle)
-            self._hwaccel_decoder = self.decoder
             self.status = CpuFallbackStatus(status_known=False, backend="FFmpeg CUDA")
             return
-        reason = self._nvdec_unsupported_reason(demuxer, stream_index)
-        if reason is None:
-            nvdec = importlib.import_module("torchcodec._core._nvdec")
-            self.decoder = nvdec.NvdecDecoder(demuxer, stream_index, self.context)
-        else:
+        self.decoder, reason = self._nvdec_decoder(demuxer, stream_index)
+        if self.decoder is None:
             self.decoder = decoder_module.StreamDecoder(demuxer, stream_index, num_threads)
         self.status = CpuFallbackStatus(reason=reason, backend="NVDEC")
 
-    def _nvdec_unsupported_reason(self, demuxer: Any, stream_index: int) -> Optional[str]:
+    def _nvdec_decoder(self, demuxer: Any, stream_index: int) -> tuple[Any, Optional[str]]:
+        """(an NvdecDecoder, None), or (None, why NVDEC cannot decode the stream here)."""
         try:
             nvdec = importlib.import_module("torchcodec._core._nvdec")
         except ImportError as error:       # a build without the NVDEC module: never on a CUDA build
-            return f"this build of torchcodec has no NVDEC decoder ({error})"
+            return None, f"this build of torchcodec has no NVDEC decoder ({error})"
         if nvdec.get_nvdec_cache_capacity() != _cache_capacity:
             nvdec.set_nvdec_cache_capacity(_cache_capacity)   # set before the module was loaded
-        return nvdec.nvdec_unsupported_reason(demuxer, stream_index, self.context)
+        try:
+            return nvdec.NvdecDecoder(demuxer, stream_index, self.context), None
+        except (nvdec.NvdecUnsupportedError, nvdec.CudaUnavailableError) as error:
+            return None, str(error)       # CudaUnavailableError: no libnvcuvid.so.1
 
     def fallback_status(self) -> CpuFallbackStatus:
         """The status, settled for the ffmpeg backend once its first frame told whether CUDA decoded it."""
-        if not self.status.status_known and self._hwaccel_decoder is not None:
-            used = self._hwaccel_decoder.hwaccel_used
+        if not self.status.status_known:            # the ffmpeg backend, before its first frame
+            used = self.decoder.hwaccel_used
             if used is not None:
                 self.status.status_known = True
                 self.status.reason = None if used else (

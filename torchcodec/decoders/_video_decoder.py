@@ -363,9 +363,9 @@ class VideoDecoder(Reopenable):
         if output is target:
             return data
         if self._dimension_order == "NCHW":
-            data = _cuda_output.nchw(data)
+            data = _bridge.nchw(data)
         if target is not None:                    # out= in a layout the engine cannot write: one copy
-            _cuda_output.copy_into(out, data)
+            _bridge.copy_into(out, data)
             return target.finish()
         return data
 
@@ -386,7 +386,7 @@ class VideoDecoder(Reopenable):
         strides = memory.strides
         if self._dimension_order == "NCHW":      # as (n, h, w, c)
             strides = (strides[0], strides[2], strides[3], strides[1])
-        if strides[3] == memory.itemsize and strides[2] == 3 * memory.itemsize and strides[1] > 0 and strides[0] > 0:
+        if _bridge.is_packed_rgb(strides, memory.itemsize):
             return memory, strides[0], strides[1]
         return None, 0, 0
 
