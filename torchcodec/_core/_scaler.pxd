@@ -12,8 +12,9 @@ cdef enum:
 
 cdef struct Stage:
     # One stage of a transform plan: crop the stage's input to (x, y, crop_w, crop_h), then, when
-    # ``resize`` is set, resize (bilinear, antialiased) to out_w x out_h; otherwise out = crop.
-    # Stage 0 reads the decoded (rotated) frame, each later stage the RGB output of the one before.
+    # ``resize`` is set, resize (bilinear) to out_w x out_h; otherwise out = crop. Every stage works
+    # on RGB: stage 0 on the decoded (rotated) frame's conversion, each later one on the output of
+    # the one before.
     int x
     int y
     int crop_w
@@ -23,30 +24,45 @@ cdef struct Stage:
     bint resize
 
 
+cdef struct ContextKey:
+    # What a swscale context was made for: sizes, formats, flags, and the colour matrix and range
+    # given to it (sws_setColorspaceDetails). A context is reused only for an equal key.
+    int src_w
+    int src_h
+    int src_format
+    int dst_w
+    int dst_h
+    int dst_format
+    int flags
+    int colorspace
+    int color_range
+
+
 cdef class Scaler(FrameConverter):
-    cdef SwsContext *ptr
-    cdef SwsContext *stage_ctx[MAX_STAGES]      # RGB-to-RGB resizes of the stages after the first
+    cdef SwsContext *ptr                        # decoded frames to RGB
+    cdef ContextKey key                         # what ptr was made for
+    cdef SwsContext *stage_ctx[MAX_STAGES]      # RGB-to-RGB resizes of the stages
+    cdef ContextKey stage_key[MAX_STAGES]
     cdef AVFrame *rotated           # the frame's planes turned by the display rotation
     cdef AVFrame *view              # a crop of a frame: its planes, offset (borrowed, no buffers)
     cdef uint8_t *buffers[NUM_BUFFERS]
     cdef size_t buffer_sizes[NUM_BUFFERS]
-    cdef int colorspace             # the colour details last given to ptr (-1: none yet)
-    cdef int color_range
     cdef Stage stages[MAX_STAGES]
     cdef readonly int num_stages    # 0: no transforms
+    cdef bint single_resize         # the plan is one Resize and nothing else (see set_stages)
 
     cdef uint8_t *get_buffer(self, int which, size_t size) except NULL nogil
     cdef const AVFrame *rotate_frame(self, const AVFrame *frame, int rotation) except NULL nogil
     cdef const AVFrame *crop_frame(self, const AVFrame *frame, const Stage *stage) except NULL nogil
     cdef uint8_t *padded_output(self, Py_ssize_t *stride, int width, int height, int bpp) except NULL nogil
     cdef int scale(self, const AVFrame *frame, uint8_t *dst, Py_ssize_t row_stride, int width, int height,
-                   AVPixelFormat dst_format, int flags, bint padded) except -1 nogil
+                   AVPixelFormat dst_format, bint padded) except -1 nogil
     cdef int scale_rgb(self, int k, const uint8_t *src, Py_ssize_t src_stride, uint8_t *dst,
-                       Py_ssize_t dst_stride, AVPixelFormat rgb_format, bint padded) except -1 nogil
+                       Py_ssize_t dst_stride, AVPixelFormat rgb_format, int colorspace, bint padded) except -1 nogil
     cdef int to_rgb(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                     int width, int height, AVPixelFormat rgb_format, bint padded) except -1 nogil
-    cdef bint crop_aligned(self, const AVFrame *frame, const Stage *stage, uint8_t *dst, Py_ssize_t row_stride,
-                           AVPixelFormat rgb_format) except -1 nogil
+    cdef const uint8_t *converted_crop(self, const AVFrame *frame, int rotation, const Stage *stage,
+                                       Py_ssize_t *stride, AVPixelFormat rgb_format) except NULL nogil
     cdef int run_stages(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                         AVPixelFormat rgb_format, bint padded) except -1 nogil
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,

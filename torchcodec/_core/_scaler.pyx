@@ -6,23 +6,22 @@ explicitly, and the display rotation applied the way the CLI's autorotate does i
 are turned before the conversion: ``transpose=clock`` for 90°, ``hflip,vflip`` for 180°,
 ``transpose=cclock`` for 270°). float32 output is RGB48 divided by 65535.
 
-Transforms (``torchcodec.transforms``) arrive as a plan of stages (see ``Stage`` in the .pxd),
-in the coordinates of the rotated frame. Stage 0 crops the decoded planes by offsetting their
-pointers and converts to RGB in one swscale call. With a resize, the crop is the CLI's
-``crop=w:h:x:y:exact=1`` (on subsampled chroma the offset is ``x >> log2_chroma_w``, so an odd
-offset on 4:2:0 starts the chroma half a pixel early, as in the CLI) and the conversion is
-SWS_BILINEAR straight to the output size (swscale widens its filter on downscale, which
-antialiases), as ``crop=...:exact=1,scale=W:H:flags=bilinear+full_chroma_int,format=rgb24`` does.
-A crop alone gives the pixels of the converted frame (``format=rgb24,crop=...``, what torchvision's
-crop of a decoded frame gives): a slightly larger rectangle, aligned to whole chroma samples,
-is converted (the CLI's bicubic conversion as above) and the crop is copied out of it. Later stages (a crop or a resize after a resize) work
-on the RGB image of the stage before: a crop is a pointer offset, a resize an RGB-to-RGB bilinear
-swscale call. Formats whose planes cannot be cropped by an offset (packed with subsampled chroma,
-bitstream formats) and packed frames that need rotation are converted whole to RGB first.
+Transforms (``torchcodec.transforms``) arrive as a plan of stages (see ``Stage`` in the .pxd), in
+the coordinates of the rotated frame, and are applied as TorchCodec 0.17 applies them: to the RGB
+image of the converted frame, in order (its filter graph ``format=rgb24,crop=w:h:x:y:exact=1,
+scale=W:H:flags=bilinear``). A crop is a window of that image; only the part of the frame around
+it is converted (whole chroma samples and CROP_MARGIN pixels beyond it, so that swscale's chroma
+interpolation sees the neighbours it has in the whole frame and the pixels are those of the whole
+frame's conversion). A resize is an RGB-to-RGB bilinear swscale call configured as the filter's
+``scale`` configures it (the BT.601 matrix of its internal YUV), except in the one case where
+TorchCodec resizes with its own swscale call instead of the filter graph (a single Resize of an
+unrotated frame whose width and output width are multiples of 32), where the matrix is swscale's
+default for RGB (BT.709's), as there. The two differ by 1 on natural images, and up to 14 on
+saturated colour edges.
 """
 from libc.stdint cimport uint8_t, uint16_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from torchcodec._core._converter cimport FrameConverter
 from torchcodec._core._error cimport check_av
@@ -36,11 +35,59 @@ cdef int SWS_FLAGS = sws.SWS_BICUBIC
 # Pixels converted beyond each edge of a crop (a multiple of every chroma subsampling), so that
 # swscale's chroma interpolation (4 taps of bicubic) has the neighbours it has in the whole frame.
 cdef int CROP_MARGIN = 8
-# The flags of a Resize transform (the CLI's ``scale=W:H:flags=bilinear+full_chroma_int``).
-# full_chroma_int interpolates chroma at the output's full width: without it swscale shares one
-# chroma sample between two RGB pixels, which smears colour edges (up to 194/255 off torchvision's
-# resize of the decoded frame on the test media, against 103 with it; mean 2.7 against 1.5).
-cdef int RESIZE_FLAGS = sws.SWS_BILINEAR | sws.SWS_FULL_CHR_H_INT
+# The flags of a Resize transform (TorchCodec's ``scale=W:H:flags=bilinear`` on RGB).
+cdef int RESIZE_FLAGS = sws.SWS_BILINEAR
+# The matrix of the internal YUV of an RGB-to-RGB resize: FFmpeg's scale filter gives swscale the
+# matrix of the frame's colour space, which is AVCOL_SPC_RGB for RGB frames and then falls back to
+# BT.601; TorchCodec's own swscale resize asks swscale for AVCOL_SPC_RGB's coefficients.
+cdef int FILTER_RESIZE_MATRIX = lavu.AVCOL_SPC_BT470BG
+cdef int SWSCALE_RESIZE_MATRIX = lavu.AVCOL_SPC_RGB
+
+
+cdef bint same_key(const ContextKey *a, const ContextKey *b) noexcept nogil:
+    return (a.src_w == b.src_w and a.src_h == b.src_h and a.src_format == b.src_format and a.dst_w == b.dst_w
+            and a.dst_h == b.dst_h and a.dst_format == b.dst_format and a.flags == b.flags
+            and a.colorspace == b.colorspace and a.color_range == b.color_range)
+
+
+cdef SwsContext *context_for(SwsContext **slot, ContextKey *have, const ContextKey *want) except NULL nogil:
+    """The swscale context in ``slot`` when it was made for ``want`` (``have`` says what it was made
+    for), else a new one made for ``want``, stored in ``slot`` (the old one freed).
+
+    A context's key is kept here rather than left to sws_getCachedContext, whose comparison sees
+    the format that swscale rewrote (yuvj420p becomes yuv420p inside the context), so it frees and
+    remakes the context on every call for full-range frames, and the new one can reuse the old
+    one's address: colour details remembered by address were then silently lost.
+    """
+    cdef const int *coefficients
+    cdef SwsContext *ctx
+    if slot[0] != NULL and same_key(have, want):
+        return slot[0]
+    sws.sws_freeContext(slot[0])
+    slot[0] = NULL
+    ctx = sws.sws_getContext(want.src_w, want.src_h, <AVPixelFormat>want.src_format, want.dst_w, want.dst_h,
+                             <AVPixelFormat>want.dst_format, want.flags, NULL, NULL, NULL)
+    if ctx == NULL:
+        with gil:
+            raise RuntimeError(f"swscale cannot convert {want.src_w}x{want.src_h} {pixel_format_name(want.src_format)} "
+                               f"frames to {want.dst_w}x{want.dst_h} {pixel_format_name(want.dst_format)}")
+    # As FFmpeg's scale filter does: one matrix for input and output, the input's range (full
+    # when JPEG range), output range left to swscale (which ignores it for RGB).
+    coefficients = sws.sws_getCoefficients(want.colorspace)
+    if sws.sws_setColorspaceDetails(ctx, coefficients, want.color_range == lavu.AVCOL_RANGE_JPEG,
+                                    coefficients, 0, 0, 1 << 16, 1 << 16) < 0:
+        sws.sws_freeContext(ctx)
+        with gil:
+            raise RuntimeError(f"swscale cannot use colour space {want.colorspace} for "
+                               f"{pixel_format_name(want.src_format)} frames")
+    slot[0] = ctx
+    have[0] = want[0]
+    return ctx
+
+
+cdef str pixel_format_name(int pixel_format):
+    name = lavu.av_get_pix_fmt_name(<AVPixelFormat>pixel_format)
+    return name.decode() if name != NULL else str(pixel_format)
 
 
 cdef void rotate_plane(const uint8_t *src, Py_ssize_t src_stride, uint8_t *dst, Py_ssize_t dst_stride,
@@ -117,6 +164,19 @@ cdef void copy_rows(uint8_t *dst, Py_ssize_t dst_stride, const uint8_t *src, Py_
         memcpy(dst + r * dst_stride, src + r * src_stride, row_bytes)
 
 
+cdef void clear_after(uint8_t *image, Py_ssize_t stride, int width, int height, int bpp) noexcept nogil:
+    """Zero the pixel just right of each row of an RGB image in an internal buffer (which has room).
+
+    swscale reads RGB input in pairs of pixels for its half-width chroma, so an RGB-to-RGB resize
+    of an odd width reads one pixel past the row. In FFmpeg's filter graph, and so in TorchCodec,
+    that pixel is the next one of the image a crop was cut from, or past an image's edge, the zero
+    of the frame pool's zeroed buffers; here it must be made the same.
+    """
+    cdef int r
+    for r in range(height):
+        memset(image + r * stride + <Py_ssize_t>width * bpp, 0, bpp)
+
+
 cdef bint is_chroma_plane(const AVPixFmtDescriptor *desc, int plane) noexcept nogil:
     return (plane == 1 or plane == 2) and not (desc.flags & lavu.AV_PIX_FMT_FLAG_RGB)
 
@@ -132,9 +192,8 @@ cdef class Scaler(FrameConverter):
         for i in range(NUM_BUFFERS):
             self.buffers[i] = NULL
             self.buffer_sizes[i] = 0
-        self.colorspace = -1
-        self.color_range = -1
         self.num_stages = 0
+        self.single_resize = False
         if self.view == NULL:
             raise MemoryError("av_frame_alloc failed")
 
@@ -148,10 +207,12 @@ cdef class Scaler(FrameConverter):
         for i in range(NUM_BUFFERS):
             free(self.buffers[i])
 
-    def set_stages(self, stages):
+    def set_stages(self, stages, single_resize=False):
         """Set the transform plan: a sequence of (x, y, crop_w, crop_h, out_w, out_h, resize) stages
         (see ``Stage``); empty for none. Stage k > 0 must crop within the output of stage k - 1;
         stage 0's crop is checked against each frame (after rotation) when it is converted.
+        ``single_resize``: the transforms were one Resize and nothing else (TorchCodec resizes
+        those with its own swscale call where it can; see the module's docstring).
         """
         cdef Stage plan[MAX_STAGES]
         cdef int k, prev_w = 0, prev_h = 0
@@ -172,11 +233,13 @@ cdef class Scaler(FrameConverter):
         for k in range(len(stages)):
             self.stages[k] = plan[k]
         self.num_stages = len(stages)
+        self.single_resize = bool(single_resize) and len(stages) == 1
 
     cdef uint8_t *get_buffer(self, int which, size_t size) except NULL nogil:
         """Scratch buffer ``which`` with at least ``size`` bytes. 0: RGB before an RGB rotation;
-        1: RGB48 before float conversion; 2 and 3: outputs of transform stages, in turn; 4: swscale's
-        output on its way to memory that has no room for its over-wide writes (padded_output)."""
+        1: RGB48 before float conversion; 2 and 3: outputs of transform stages, in turn, and 3 also
+        the converted region around stage 0's crop; 4: swscale's output on its way to memory that
+        has no room for its over-wide writes (padded_output)."""
         if size > self.buffer_sizes[which]:
             free(self.buffers[which])
             self.buffers[which] = <uint8_t *>malloc(size)
@@ -255,36 +318,22 @@ cdef class Scaler(FrameConverter):
         return self.get_buffer(4, padded_size(stride[0], height))
 
     cdef int scale(self, const AVFrame *frame, uint8_t *dst, Py_ssize_t row_stride, int width, int height,
-                   AVPixelFormat dst_format, int flags, bint padded) except -1 nogil:
-        """swscale ``frame`` into ``dst`` (``width`` x ``height`` packed pixels of ``dst_format``).
+                   AVPixelFormat dst_format, bint padded) except -1 nogil:
+        """Convert ``frame`` into ``dst`` (``width`` x ``height`` packed pixels of ``dst_format``), as
+        the CLI's scale filter does: bicubic, the frame's matrix and range.
 
         ``padded``: ``dst`` is an internal buffer with room for swscale's over-wide writes.
         """
         cdef int bpp = 6 if dst_format == lavu.AV_PIX_FMT_RGB48 else 3
         cdef uint8_t *final_dst = dst
         cdef Py_ssize_t final_stride = row_stride
+        cdef ContextKey want
+        want.src_w, want.src_h, want.src_format = frame.width, frame.height, frame.format
+        want.dst_w, want.dst_h, want.dst_format = width, height, dst_format
+        want.flags, want.colorspace, want.color_range = SWS_FLAGS, frame.colorspace, frame.color_range
+        cdef SwsContext *ctx = context_for(&self.ptr, &self.key, &want)
         if not padded and width % 32:
             dst = self.padded_output(&row_stride, width, height, bpp)
-        cdef sws.SwsContext *ctx = sws.sws_getCachedContext(
-            self.ptr, frame.width, frame.height, <AVPixelFormat>frame.format,
-            width, height, dst_format, flags, NULL, NULL, NULL)
-        if ctx != self.ptr:
-            self.ptr = ctx              # the old context was freed, even when this one failed
-            self.colorspace = -1
-        if ctx == NULL:
-            with gil:
-                name = lavu.av_get_pix_fmt_name(<AVPixelFormat>frame.format)
-                raise RuntimeError(f"swscale cannot convert {frame.width}x{frame.height} "
-                                   f"{name.decode() if name != NULL else frame.format} frames to "
-                                   f"{width}x{height} RGB")
-        if frame.colorspace != self.colorspace or frame.color_range != self.color_range:
-            # As the CLI's scale filter does: the frame's matrix for input and output, its range
-            # for the input (full when JPEG range), RGB output in full range.
-            coefficients = sws.sws_getCoefficients(frame.colorspace)
-            sws.sws_setColorspaceDetails(ctx, coefficients, frame.color_range == lavu.AVCOL_RANGE_JPEG,
-                                         coefficients, 0, 0, 1 << 16, 1 << 16)
-            self.colorspace = frame.colorspace
-            self.color_range = frame.color_range
         cdef uint8_t *dst_planes[4]
         cdef int dst_strides[4]
         dst_planes[0] = dst
@@ -301,8 +350,9 @@ cdef class Scaler(FrameConverter):
         return 0
 
     cdef int scale_rgb(self, int k, const uint8_t *src, Py_ssize_t src_stride, uint8_t *dst,
-                       Py_ssize_t dst_stride, AVPixelFormat rgb_format, bint padded) except -1 nogil:
-        """Resize as stage ``k`` says, from packed RGB at ``src`` to packed RGB at ``dst`` (bilinear).
+                       Py_ssize_t dst_stride, AVPixelFormat rgb_format, int colorspace, bint padded) except -1 nogil:
+        """Resize as stage ``k`` says, from packed RGB at ``src`` to packed RGB at ``dst`` (bilinear,
+        with ``colorspace``'s matrix for swscale's internal YUV).
 
         ``padded``: as for ``scale``.
         """
@@ -310,15 +360,13 @@ cdef class Scaler(FrameConverter):
         cdef int bpp = 6 if rgb_format == lavu.AV_PIX_FMT_RGB48 else 3
         cdef uint8_t *final_dst = dst
         cdef Py_ssize_t final_stride = dst_stride
+        cdef ContextKey want
+        want.src_w, want.src_h, want.src_format = stage.crop_w, stage.crop_h, rgb_format
+        want.dst_w, want.dst_h, want.dst_format = stage.out_w, stage.out_h, rgb_format
+        want.flags, want.colorspace, want.color_range = RESIZE_FLAGS, colorspace, lavu.AVCOL_RANGE_UNSPECIFIED
+        cdef SwsContext *ctx = context_for(&self.stage_ctx[k], &self.stage_key[k], &want)
         if not padded and stage.out_w % 32:
             dst = self.padded_output(&dst_stride, stage.out_w, stage.out_h, bpp)
-        self.stage_ctx[k] = sws.sws_getCachedContext(
-            self.stage_ctx[k], stage.crop_w, stage.crop_h, rgb_format,
-            stage.out_w, stage.out_h, rgb_format, RESIZE_FLAGS, NULL, NULL, NULL)
-        if self.stage_ctx[k] == NULL:
-            with gil:
-                raise RuntimeError(f"swscale cannot resize {stage.crop_w}x{stage.crop_h} RGB to "
-                                   f"{stage.out_w}x{stage.out_h}")
         cdef const uint8_t *src_planes[4]
         cdef uint8_t *dst_planes[4]
         cdef int src_strides[4]
@@ -331,8 +379,7 @@ cdef class Scaler(FrameConverter):
         dst_strides[0] = <int>dst_stride
         src_strides[1] = src_strides[2] = src_strides[3] = 0
         dst_strides[1] = dst_strides[2] = dst_strides[3] = 0
-        cdef int rows = sws.sws_scale(self.stage_ctx[k], src_planes, src_strides, 0, stage.crop_h,
-                                      dst_planes, dst_strides)
+        cdef int rows = sws.sws_scale(ctx, src_planes, src_strides, 0, stage.crop_h, dst_planes, dst_strides)
         if rows < 0:
             with gil:
                 check_av(rows, "sws_scale")
@@ -350,53 +397,63 @@ cdef class Scaler(FrameConverter):
         cdef Py_ssize_t rgb_stride
         cdef uint8_t *rgb
         if not rotation:
-            return self.scale(frame, dst, row_stride, width, height, rgb_format, SWS_FLAGS, padded)
+            return self.scale(frame, dst, row_stride, width, height, rgb_format, padded)
         if has_rotatable_planes(lavu.av_pix_fmt_desc_get(<AVPixelFormat>frame.format)):
-            return self.scale(self.rotate_frame(frame, rotation), dst, row_stride, width, height, rgb_format,
-                              SWS_FLAGS, padded)
+            return self.scale(self.rotate_frame(frame, rotation), dst, row_stride, width, height, rgb_format, padded)
         # Packed input: convert first, then turn the RGB image.
         if rotation != 180:
             rgb_w, rgb_h = height, width
         rgb_stride = padded_row(rgb_w, bpp)
         rgb = self.get_buffer(0, padded_size(rgb_stride, rgb_h))
-        self.scale(frame, rgb, rgb_stride, rgb_w, rgb_h, rgb_format, SWS_FLAGS, True)
+        self.scale(frame, rgb, rgb_stride, rgb_w, rgb_h, rgb_format, True)
         rotate_plane(rgb, rgb_stride, dst, row_stride, rgb_w, rgb_h, bpp, rotation)
         return 0
 
-    cdef bint crop_aligned(self, const AVFrame *frame, const Stage *stage, uint8_t *dst, Py_ssize_t row_stride,
-                           AVPixelFormat rgb_format) except -1 nogil:
-        """A crop (no resize) of subsampled planes: convert a rectangle around it, whose edges are
-        whole chroma samples and CROP_MARGIN pixels beyond the crop (or the frame's edges), then
-        copy the crop out of that. swscale's chroma interpolation then sees the same neighbours as
-        in the whole frame, so the pixels are those of the whole frame's conversion, as
-        torchvision's crop of a decoded frame gives (frames of odd size are converted whole).
-        False (nothing done) for formats without subsampled chroma, whose crop is exact as it is.
+    cdef const uint8_t *converted_crop(self, const AVFrame *frame, int rotation, const Stage *stage,
+                                       Py_ssize_t *stride, AVPixelFormat rgb_format) except NULL nogil:
+        """The RGB pixels of ``stage``'s crop of ``frame`` turned by ``rotation`` and converted whole:
+        a pointer to the crop's top-left pixel in scratch buffer 3, ``stride[0]`` its row stride.
+
+        Only a region around the crop is converted where the planes can be cut by offsets: a
+        rectangle whose edges are whole chroma samples and CROP_MARGIN pixels beyond the crop (or
+        the frame's edges), so that swscale's chroma interpolation sees the same neighbours as in
+        the whole frame, and a resize reading one pixel past the crop finds the frame's pixel
+        there (see clear_after); frames of odd size are converted whole (their chroma
+        planes are not exactly half as large, so swscale's chroma scale factor, and its filter
+        phases, would depend on the rectangle).
         """
         cdef const AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<AVPixelFormat>frame.format)
         cdef int bpp = 6 if rgb_format == lavu.AV_PIX_FMT_RGB48 else 3
-        cdef int mask_w = (1 << desc.log2_chroma_w) - 1, mask_h = (1 << desc.log2_chroma_h) - 1
+        cdef int rotated_w = frame.height if rotation == 90 or rotation == 270 else frame.width
+        cdef int rotated_h = frame.width if rotation == 90 or rotation == 270 else frame.height
+        cdef int mask_w, mask_h
+        cdef const AVFrame *src = frame
         cdef Stage region
-        cdef Py_ssize_t region_stride
         cdef uint8_t *rgb
-        if mask_w == 0 and mask_h == 0:
-            return False
-        if frame.width & mask_w or frame.height & mask_h:
-            # Odd sizes: the chroma planes are not exactly half as large, so swscale's chroma
-            # scale factor (and its filter phases) depends on the rectangle: convert it all.
-            region.x, region.y, region.crop_w, region.crop_h = 0, 0, frame.width, frame.height
+        if stage.x + stage.crop_w > rotated_w or stage.y + stage.crop_h > rotated_h:
+            with gil:
+                raise RuntimeError(f"cannot crop {stage.crop_w}x{stage.crop_h} at ({stage.x}, {stage.y}) from "
+                                   f"a {rotated_w}x{rotated_h} frame (did the video change size?)")
+        region.x, region.y, region.crop_w, region.crop_h = 0, 0, rotated_w, rotated_h
+        if has_croppable_planes(desc) and (rotation == 0 or has_rotatable_planes(desc)):
+            mask_w, mask_h = (1 << desc.log2_chroma_w) - 1, (1 << desc.log2_chroma_h) - 1
+            if not (rotated_w & mask_w or rotated_h & mask_h):
+                region.x = max(0, (stage.x & ~mask_w) - CROP_MARGIN)
+                region.y = max(0, (stage.y & ~mask_h) - CROP_MARGIN)
+                region.crop_w = min(((stage.x + stage.crop_w + mask_w) & ~mask_w) + CROP_MARGIN, rotated_w) - region.x
+                region.crop_h = min(((stage.y + stage.crop_h + mask_h) & ~mask_h) + CROP_MARGIN, rotated_h) - region.y
+        stride[0] = padded_row(region.crop_w, bpp)
+        rgb = self.get_buffer(3, padded_size(stride[0], region.crop_h))
+        if region.crop_w == rotated_w and region.crop_h == rotated_h:
+            self.to_rgb(frame, rotation, rgb, stride[0], rotated_w, rotated_h, rgb_format, True)
         else:
-            region.x = max(0, (stage.x & ~mask_w) - CROP_MARGIN)
-            region.y = max(0, (stage.y & ~mask_h) - CROP_MARGIN)
-            region.crop_w = min(((stage.x + stage.crop_w + mask_w) & ~mask_w) + CROP_MARGIN, frame.width) - region.x
-            region.crop_h = min(((stage.y + stage.crop_h + mask_h) & ~mask_h) + CROP_MARGIN, frame.height) - region.y
-        region.out_w, region.out_h, region.resize = region.crop_w, region.crop_h, False
-        region_stride = padded_row(region.crop_w, bpp)
-        rgb = self.get_buffer(3, padded_size(region_stride, region.crop_h))
-        self.scale(self.crop_frame(frame, &region), rgb, region_stride, region.crop_w, region.crop_h, rgb_format,
-                   SWS_FLAGS, True)
-        copy_rows(dst, row_stride, rgb + (stage.y - region.y) * region_stride + (stage.x - region.x) * bpp,
-                  region_stride, <size_t>stage.crop_w * bpp, stage.crop_h)
-        return True
+            if rotation:
+                src = self.rotate_frame(frame, rotation)
+            region.out_w, region.out_h, region.resize = region.crop_w, region.crop_h, False
+            self.scale(self.crop_frame(src, &region), rgb, stride[0], region.crop_w, region.crop_h, rgb_format, True)
+        if region.x + region.crop_w == rotated_w:
+            clear_after(rgb, stride[0], region.crop_w, region.crop_h, bpp)
+        return rgb + (stage.y - region.y) * stride[0] + (stage.x - region.x) * bpp
 
     cdef int run_stages(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                         AVPixelFormat rgb_format, bint padded) except -1 nogil:
@@ -404,52 +461,34 @@ cdef class Scaler(FrameConverter):
 
         ``padded``: as for ``scale``. The stages' own outputs go to padded internal buffers.
         """
-        cdef const AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<AVPixelFormat>frame.format)
         cdef int bpp = 6 if rgb_format == lavu.AV_PIX_FMT_RGB48 else 3
-        cdef int k, first, n = self.num_stages
-        cdef int rotated_w = frame.height if rotation == 90 or rotation == 270 else frame.width
-        cdef int rotated_h = frame.width if rotation == 90 or rotation == 270 else frame.height
+        cdef int k, n = self.num_stages
         cdef const Stage *stage = &self.stages[0]
-        cdef const AVFrame *src = frame
-        cdef const uint8_t *corner
-        cdef uint8_t *out
-        cdef Py_ssize_t out_stride, in_stride
+        cdef Py_ssize_t in_stride, out_stride = 0
+        cdef const uint8_t *corner = self.converted_crop(frame, rotation, stage, &in_stride, rgb_format)
+        cdef uint8_t *out = NULL
         cdef bint last
-        if has_croppable_planes(desc) and (rotation == 0 or has_rotatable_planes(desc)):
-            if rotation:
-                src = self.rotate_frame(frame, rotation)
-            if n == 1:
-                out, out_stride = dst, row_stride
-            else:
-                out_stride = padded_row(stage.out_w, bpp)
-                out = self.get_buffer(2, padded_size(out_stride, stage.out_h))
-            if stage.resize or not self.crop_aligned(src, stage, out, out_stride, rgb_format):
-                self.scale(self.crop_frame(src, stage), out, out_stride, stage.out_w, stage.out_h, rgb_format,
-                           RESIZE_FLAGS if stage.resize else SWS_FLAGS, padded or n > 1)
-            first = 1
-        else:
-            if stage.x + stage.crop_w > rotated_w or stage.y + stage.crop_h > rotated_h:
-                with gil:
-                    raise RuntimeError(f"cannot crop {stage.crop_w}x{stage.crop_h} at ({stage.x}, {stage.y}) from "
-                                       f"a {rotated_w}x{rotated_h} frame (did the video change size?)")
-            out_stride = padded_row(rotated_w, bpp)
-            out = self.get_buffer(3, padded_size(out_stride, rotated_h))
-            self.to_rgb(frame, rotation, out, out_stride, rotated_w, rotated_h, rgb_format, True)
-            first = 0
-        for k in range(first, n):
+        # TorchCodec resizes a lone Resize with its own swscale call (not its filter graph) when the
+        # frame is unrotated and both widths are multiples of 32.
+        cdef int matrix = (SWSCALE_RESIZE_MATRIX if self.single_resize and not rotation and frame.width % 32 == 0
+                           and stage.out_w % 32 == 0 else FILTER_RESIZE_MATRIX)
+        for k in range(n):
             stage = &self.stages[k]
-            in_stride = out_stride
-            corner = out + <Py_ssize_t>stage.y * in_stride + <Py_ssize_t>stage.x * bpp
+            if k > 0:
+                in_stride = out_stride
+                corner = out + <Py_ssize_t>stage.y * in_stride + <Py_ssize_t>stage.x * bpp
             last = k == n - 1
             if last:
                 out, out_stride = dst, row_stride
             else:
                 out_stride = padded_row(stage.out_w, bpp)
                 out = self.get_buffer(2 + k % 2, padded_size(out_stride, stage.out_h))
-            if stage.resize:
-                self.scale_rgb(k, corner, in_stride, out, out_stride, rgb_format, padded or not last)
-            else:
+            if stage.resize and (stage.out_w != stage.crop_w or stage.out_h != stage.crop_h):
+                self.scale_rgb(k, corner, in_stride, out, out_stride, rgb_format, matrix, padded or not last)
+            else:                       # a crop, or a resize to the same size (FFmpeg passes those through)
                 copy_rows(out, out_stride, corner, in_stride, <size_t>stage.crop_w * bpp, stage.crop_h)
+            if not last:
+                clear_after(out, out_stride, stage.out_w, stage.out_h, bpp)
         return 0
 
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,

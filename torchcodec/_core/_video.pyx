@@ -94,20 +94,21 @@ cdef class VideoStream:
         lavu.av_frame_free(&self.held)
         lavu.av_frame_free(&self.incoming)
 
-    def set_transforms(self, stages):
+    def set_transforms(self, stages, single_resize=False):
         """Apply a transform plan to every frame from now on (an empty sequence: none).
 
         ``stages``: up to 8 tuples ``(x, y, crop_w, crop_h, out_w, out_h, resize)``. Each crops its
-        input to the rectangle at (x, y), then, when ``resize`` is true, resizes it (bilinear,
-        antialiased) to out_w x out_h (otherwise out_w x out_h must be the crop's size). Stage 0's
-        input is the frame after rotation; each later stage's is the output of the one before.
-        Output frames are then the last stage's out_w x out_h.
+        input to the rectangle at (x, y), then, when ``resize`` is true, resizes it (bilinear) to
+        out_w x out_h (otherwise out_w x out_h must be the crop's size). Stage 0's input is the
+        frame after rotation, converted to RGB; each later stage's is the output of the one before.
+        Output frames are then the last stage's out_w x out_h. ``single_resize``: the transforms
+        were a single Resize (see ``Scaler.set_stages``).
         """
         if not isinstance(self.converter, Scaler):
             if len(stages):
                 raise ValueError(f"transforms run in the Scaler; this stream converts with {type(self.converter).__name__}")
             return
-        (<Scaler>self.converter).set_stages(stages)
+        (<Scaler>self.converter).set_stages(stages, single_resize)
 
     # ---- decoding ------------------------------------------------------------------------------
 

@@ -19,9 +19,9 @@ cdef extern from "libswscale/swscale.h" nogil:
     struct SwsFilter:
         pass
 
-    SwsContext *sws_getCachedContext(SwsContext *context, int srcW, int srcH, AVPixelFormat srcFormat,
-                                     int dstW, int dstH, AVPixelFormat dstFormat, int flags,
-                                     SwsFilter *srcFilter, SwsFilter *dstFilter, const double *param)
+    SwsContext *sws_getContext(int srcW, int srcH, AVPixelFormat srcFormat, int dstW, int dstH,
+                               AVPixelFormat dstFormat, int flags, SwsFilter *srcFilter, SwsFilter *dstFilter,
+                               const double *param)
     void sws_freeContext(SwsContext *swsContext)
     int sws_scale(SwsContext *c, const uint8_t *const srcSlice[], const int srcStride[],
                   int srcSliceY, int srcSliceH, uint8_t *const dst[], const int dstStride[])

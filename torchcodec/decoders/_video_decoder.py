@@ -19,7 +19,7 @@ from torchcodec._source import SourceLike, open_source
 from torchcodec.decoders import _cuda
 from torchcodec.decoders._common import Reopenable, choose_stream
 from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
-from torchcodec.transforms._decoder_transforms import convert_transforms, make_plan
+from torchcodec.transforms._decoder_transforms import Resize, convert_transforms, make_plan
 
 _DIMENSION_ORDERS = ("NCHW", "NHWC")
 _SEEK_MODES = ("exact", "approximate")
@@ -132,7 +132,7 @@ class VideoDecoder(Reopenable):
         if transforms is not None and not (self.metadata.height and self.metadata.width):
             raise ValueError(f"stream {self.stream_index} has no frame size in its header: transforms need one")
         applied, stages, (self._height, self._width) = make_plan(transforms, (self.metadata.height, self.metadata.width))
-        self._engine.set_transforms(stages)
+        self._engine.set_transforms(stages, single_resize=len(applied) == 1 and isinstance(applied[0], Resize))
         # Kept as applied (random crops drawn), so that a pickled or forked decoder crops the same place.
         self._reopen["transforms"] = applied or None
 

@@ -1,9 +1,10 @@
 """Transforms that the decoder applies while it converts frames to RGB.
 
-A list of transforms is applied in order to each frame after its display rotation. It is reduced,
-once, at decoder construction, to a plan of stages in the coordinates of the rotated frame (see
-``VideoStream.set_transforms``): a crop is an offset into the decoded planes and a resize is done
-by the same swscale call that converts to RGB, so neither costs a pass over a full-size RGB frame.
+A list of transforms is applied in order to each frame after its display rotation, as TorchCodec
+0.17 applies them: to the RGB image of the decoded frame (a resize is swscale's bilinear RGB-to-RGB
+resize, as FFmpeg's ``scale=W:H:flags=bilinear`` filter does it). It is reduced, once, at decoder
+construction, to a plan of stages in the coordinates of the rotated frame (see
+``VideoStream.set_transforms``); a crop converts only the part of the frame around it.
 
 torchvision v2 ``Resize``, ``CenterCrop`` and ``RandomCrop`` objects are accepted too (torchvision
 is imported only when such an object is given); options that these transforms cannot honour are
