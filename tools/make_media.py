@@ -195,6 +195,30 @@ def _rotated(degrees: int, source: str) -> Spec:
     )
 
 
+def _coloured(codec: list[str], *, matrix: str, full_range: bool, size: str = "320x240") -> list[str]:
+    """testsrc2 converted with ``matrix`` (bt709, bt2020nc, smpte170m) into the given range, the
+    frames and the stream tagged with it (newer CLIs take the encoder's tags from the frames)."""
+    range_name = "pc" if full_range else "tv"
+    primaries = {"bt709": "bt709", "bt2020nc": "bt2020", "smpte170m": "smpte170m"}[matrix]
+    trc = {"bt709": "bt709", "bt2020nc": "bt2020-10", "smpte170m": "smpte170m"}[matrix]
+    scale_matrix = {"bt709": "bt709", "bt2020nc": "bt2020", "smpte170m": "bt601"}[matrix]
+    return [*_testsrc(size=size), "-vf",
+            f"scale=out_color_matrix={scale_matrix}:out_range={'full' if full_range else 'tv'},"
+            f"setparams=range={range_name}:color_primaries={primaries}:color_trc={trc}:colorspace={matrix}",
+            "-colorspace", matrix, "-color_primaries", primaries, "-color_trc", trc, "-color_range", range_name,
+            *codec]
+
+
+def _check_colour(matrix: str, full_range: bool) -> Check:
+    def check(path: pathlib.Path) -> str | None:
+        stream = _probe(path, "-select_streams", "v:0", "-show_streams")["streams"][0]
+        found = (stream.get("color_space"), stream.get("color_range"))
+        wanted = (matrix, "pc" if full_range else "tv")
+        return None if found == wanted else f"colour space and range are {found}, wanted {wanted}"
+
+    return check
+
+
 def _spec(description: str, *args: str, **kwargs: object) -> Spec:
     return Spec(description, tuple(args), **kwargs)  # type: ignore[arg-type]
 
@@ -269,6 +293,35 @@ MEDIA: dict[str, Spec] = {
         ":color_primaries=bt709:color_trc=bt709:colorspace=bt709",
         "-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709",
         "-color_range", "tv", *_x264(),
+    ),
+    # Colour: every matrix and range the swscale conversion must be told about (full range with a
+    # matrix other than BT.601 is what a context that forgets its colour details gets wrong).
+    "h264_bt709_fullrange.mp4": _spec(
+        "H.264 BT.709 full range 4:2:0 (decoded as yuvj420p), 320x240 30 fps 2 s, B-frames",
+        *_coloured(_x264(), matrix="bt709", full_range=True), check=_check_colour("bt709", True),
+    ),
+    "h264_bt709_fullrange_yuv444.mp4": _spec(
+        "H.264 BT.709 full range 4:4:4 (decoded as yuvj444p), 320x240 30 fps 2 s, B-frames",
+        *_coloured(_x264(pix_fmt="yuv444p"), matrix="bt709", full_range=True), check=_check_colour("bt709", True),
+    ),
+    "h264_bt601_10bit_fullrange.mp4": _spec(
+        "H.264 High 10 SMPTE 170M (BT.601) full range, yuv420p10le tagged pc, 320x240 30 fps 2 s",
+        *_coloured(_x264(pix_fmt="yuv420p10le"), matrix="smpte170m", full_range=True),
+        check=_check_colour("smpte170m", True),
+    ),
+    "hevc_bt709_fullrange.mp4": _spec(
+        "HEVC BT.709 full range 8-bit: yuv420p tagged pc (HEVC has no yuvj formats), 320x240 30 fps 2 s",
+        *_coloured(_x265(), matrix="bt709", full_range=True), check=_check_colour("bt709", True),
+    ),
+    "hevc_bt2020_10bit.mp4": _spec(
+        "HEVC Main 10 BT.2020 (non-constant) limited range, yuv420p10le, 320x240 30 fps 2 s",
+        *_coloured(_x265(pix_fmt="yuv420p10le"), matrix="bt2020nc", full_range=False),
+        check=_check_colour("bt2020nc", False),
+    ),
+    "hevc_bt2020_10bit_fullrange.mp4": _spec(
+        "HEVC Main 10 BT.2020 (non-constant) full range, yuv420p10le tagged pc, 320x240 30 fps 2 s",
+        *_coloured(_x265(pix_fmt="yuv420p10le"), matrix="bt2020nc", full_range=True),
+        check=_check_colour("bt2020nc", True),
     ),
     "h264_aac.mp4": _spec(
         "H.264 video (stream 0) + AAC stereo 44.1 kHz audio (stream 1), 2 s",
