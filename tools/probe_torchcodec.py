@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Differential probe: the same public calls through TorchCodec 0.17 and through this package.
+
+Each case opens a decoder (VideoDecoder or AudioDecoder, with options and transforms) on one file
+and makes a list of calls on it, in order (so that state left by one call can change the next).
+Both sides record, per call, either the exception (type and message) or what came back: pts,
+durations, shapes and the data itself. The comparison prints every difference:
+
+    frames          same pts (to 1e-9 s) and pixels: "identical", or the max difference
+    timestamps      other pts (other frames picked)
+    error           one side raised, or raised another type
+
+    python tools/probe_torchcodec.py                          # our corpus (tools/make_media.py)
+    python tools/probe_torchcodec.py --tc-checkout DIR        # also TorchCodec's test/resources
+    python tools/probe_torchcodec.py --only resize -v         # one group of cases, every verdict
+
+TorchCodec has our import name, so its side runs in its own venv (``--tc-venv``, default the
+benchmark's, created by ``tools/bench.py`` if missing) in a subprocess started with ``--side``.
+Ours runs under the torch bridge, so that both sides return torch tensors. Exit status: 0 when
+every case agrees within the tolerance (``--max-diff``, default 0).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+TOOLS = Path(__file__).resolve().parent
+DEFAULT_TC_VENV = Path.home() / ".cache" / "torchcodec-bench" / "tc-venv"
+
+# Files of tools/make_media.py and of TorchCodec's test/resources (when a checkout is given).
+OUR_VIDEOS = ("h264_bframes.mp4", "h264_offset2.5s.mp4", "h264_offset2.5s.mkv", "h264_vfr.mkv", "vp9.webm",
+              "vp9_161x121.webm", "hevc_bframes.mp4", "av1.mp4", "mpeg2_mp2.mpg", "h264_rotate90.mp4",
+              "h264_yuv444_161x121.mp4", "h264_10bit.mp4", "h264_fullrange.mp4", "h264_editlist.mp4",
+              "mpeg4_bframes.avi", "vp8.webm", "h264_bframes.ts")
+TC_VIDEOS = ("nasa_13013.mp4", "h265_video.mp4", "av1_video.mkv", "bt709_full_range.mp4", "bt601_full_range.mp4",
+             "bt601_limited_range.mp4", "bt2020_10bit.mp4", "h264_10bits.mp4", "h265_10bits.mp4",
+             "nasa_13013_rotated.mp4", "discard_first_keyframe.mp4")
+RESIZE_SIZES = ((405, 628), (135, 340), (90, 160), (240, 320), (100, 64), (17, 33), (720, 1280))
+
+
+def video_cases(name: str) -> list[dict[str, Any]]:
+    """Every public frame method, in both seek modes, with values at and around the ends."""
+    cases = []
+    for mode in ("exact", "approximate"):
+        def case(group: str, calls: list, **options: Any) -> None:
+            cases.append(dict(group=group, file=name, kind="video", options=dict(options, seek_mode=mode), calls=calls))
+
+        case("metadata", [["metadata"], ["len"]])
+        case("index", [["get_frame_at", 0], ["get_frame_at", 3], ["get_frame_at", -1], ["getitem", 2],
+                       ["get_frames_at", [5, 1, 5, -2]], ["get_frames_in_range", 0, 30],
+                       ["get_frames_in_range", 3, 40, 7]])
+        case("time", [["get_frame_played_at", 0.0], ["get_frame_played_at", 0.5], ["get_frame_played_at", 1.04],
+                      ["get_frame_played_at", 3.0], ["get_frames_played_at", [0.1, 0.7, 1.3, 0.1]]])
+        case("range", [["get_frames_played_in_range", 0.0, 1.0], ["get_frames_played_in_range", 0.3, 1.7],
+                       ["get_frames_played_in_range", 0.5, 0.5], ["get_frames_played_in_range", 0.2, 1.2, 7.0],
+                       ["get_frames_played_in_range", 0.0, 1.0, 30.0]])
+        case("fps", [["get_all_frames", 5.0], ["get_all_frames", 12.5]])
+        case("end", [["end_played_at"], ["end_played_at_many"], ["end_range"], ["end_range_fps"]])
+        for size in RESIZE_SIZES:
+            case("resize", [["get_frames_at", [0, 5]]], transforms=[["Resize", list(size)]])
+        case("resize", [["get_frames_at", [0, 5]]], transforms=[["Resize", [100, 160]], ["CenterCrop", [64, 96]]])
+        case("resize", [["get_frames_at", [0, 5]]], transforms=[["CenterCrop", [96, 130]], ["Resize", [48, 64]]])
+        case("resize", [["get_frames_at", [0, 5]]], transforms=[["Resize", [90, 160]]], output_dtype="float32")
+        case("crop", [["get_frames_at", [0, 5]]], transforms=[["CenterCrop", [63, 97]]])
+    return cases
+
+
+def audio_cases(name: str) -> list[dict[str, Any]]:
+    cases = []
+    for options in ({}, {"sample_rate": 16000}, {"num_channels": 1}):
+        cases.append(dict(group="audio", file=name, kind="audio", options=options,
+                          calls=[["metadata"], ["get_all_samples"], ["get_samples_played_in_range", 0.5, 1.5],
+                                 ["get_samples_played_in_range", 0.0, None], ["audio_past_start"]]))
+    return cases
+
+
+# ---- one side ----------------------------------------------------------------------------------
+
+def _transforms(spec: list) -> list:
+    from torchcodec import transforms
+
+    return [getattr(transforms, name)(size) for name, size in spec]
+
+
+def _call(decoder: Any, call: list) -> Any:
+    """One call of a case; the pseudo-calls probe the ends of the stream from its metadata."""
+    name, args = call[0], call[1:]
+    m = decoder.metadata
+    if name == "metadata":
+        return {k: _plain(getattr(m, k, "<missing>")) for k in METADATA_FIELDS}
+    if name == "len":
+        return len(decoder)
+    if name == "getitem":
+        return decoder[args[0]]
+    if name == "end_played_at":
+        return decoder.get_frame_played_at(m.end_stream_seconds - 1e-6)
+    if name == "end_played_at_many":
+        return decoder.get_frames_played_at([m.end_stream_seconds - 1e-6])
+    if name == "end_range":
+        return decoder.get_frames_played_in_range(m.end_stream_seconds - 0.3, m.end_stream_seconds)
+    if name == "end_range_fps":
+        return decoder.get_frames_played_in_range(m.begin_stream_seconds, m.end_stream_seconds, fps=9)
+    if name == "audio_past_start":
+        return decoder.get_samples_played_in_range(m.begin_stream_seconds + 1e-7, m.begin_stream_seconds + 0.5)
+    return getattr(decoder, name)(*args)
+
+
+METADATA_FIELDS = ("duration_seconds_from_header", "begin_stream_seconds_from_header", "bit_rate", "codec",
+                   "stream_index", "begin_stream_seconds_from_content", "end_stream_seconds_from_content",
+                   "width", "height", "num_frames_from_header", "num_frames_from_content",
+                   "average_fps_from_header", "pixel_aspect_ratio", "rotation", "duration_seconds",
+                   "begin_stream_seconds", "end_stream_seconds", "num_frames", "average_fps",
+                   "sample_rate", "num_channels", "sample_format")
+
+
+def _plain(value: Any) -> Any:
+    """A metadata value as JSON can carry it: [type name, value] (Fractions as text)."""
+    return [type(value).__name__, value if isinstance(value, (int, float, str, type(None))) else str(value)]
+
+
+def run_side(media: list[Path], scratch: Path, todo: list[dict[str, Any]], ours: bool) -> list[list[dict[str, Any]]]:
+    """Run every case with the torchcodec importable here; frames are written under ``scratch``."""
+    import torch
+    import torchcodec
+    from torchcodec.decoders import AudioDecoder, VideoDecoder
+
+    if ours:
+        torchcodec.set_bridge("torch")
+    elif hasattr(torchcodec, "set_bridge"):
+        raise SystemExit(f"{torchcodec.__file__} is this repository's package, not TorchCodec")
+    results = []
+    for number, case in enumerate(todo):
+        path = next(str(folder / case["file"]) for folder in media if (folder / case["file"]).exists())
+        options = dict(case["options"])
+        if "transforms" in options:
+            options["transforms"] = _transforms(options["transforms"])
+        if options.get("output_dtype") == "float32":
+            options["output_dtype"] = torch.float32
+        outcome: list[dict[str, Any]] = []
+        try:
+            decoder = (VideoDecoder if case["kind"] == "video" else AudioDecoder)(path, **options)
+        except Exception as exc:
+            results.append([{"error": type(exc).__name__, "message": str(exc)[:300]}])
+            continue
+        for k, call in enumerate(case["calls"]):
+            try:
+                value = _call(decoder, call)
+            except Exception as exc:
+                outcome.append({"error": type(exc).__name__, "message": str(exc)[:300]})
+                continue
+            outcome.append(_describe(value, scratch / f"{'ours' if ours else 'tc'}-{number}-{k}.bin"))
+        results.append(outcome)
+    return results
+
+
+def _describe(value: Any, path: Path) -> dict[str, Any]:
+    import torch
+
+    if isinstance(value, (dict, int)):
+        return {"value": value}
+    data = value if isinstance(value, torch.Tensor) else value.data
+    data = data.contiguous()
+    path.write_bytes(data.numpy().tobytes())
+    described = {"shape": list(data.shape), "dtype": str(data.dtype).replace("torch.", ""), "data": str(path)}
+    if not isinstance(value, torch.Tensor):
+        described["pts"] = torch.as_tensor(value.pts_seconds, dtype=torch.float64).flatten().tolist()
+        described["duration"] = torch.as_tensor(value.duration_seconds, dtype=torch.float64).flatten().tolist()
+    return described
+
+
+# ---- comparison --------------------------------------------------------------------------------
+
+def _max_diff(a: dict[str, Any], b: dict[str, Any]) -> float:
+    import numpy as np
+
+    x = np.fromfile(a["data"], dtype=a["dtype"]).astype(np.float64)
+    y = np.fromfile(b["data"], dtype=b["dtype"]).astype(np.float64)
+    if a["dtype"] == "float32":
+        return float(np.abs(x - y).max(initial=0) * 255)
+    return float(np.abs(x - y).max(initial=0))
+
+
+def verdict(a: dict[str, Any], b: dict[str, Any], max_diff: float) -> tuple[str, str]:
+    """(kind, detail) for one call: kind "same" or a difference."""
+    if "error" in a or "error" in b:
+        if a.get("error") == b.get("error"):
+            return "same", f"both raise {a['error']}"
+        return "error", f"ours {a.get('error', 'returns')}: {a.get('message', '')} | TC {b.get('error', 'returns')}: {b.get('message', '')}"
+    if "value" in a or "value" in b:
+        if a.get("value") == b.get("value"):
+            return "same", ""
+        va, vb = a.get("value"), b.get("value")
+        if isinstance(va, dict) and isinstance(vb, dict):
+            values = [f"{k}: ours {va[k][1]!r} TC {vb[k][1]!r}" for k in va if va[k][1] != vb.get(k, [0, 0])[1]]
+            if values:
+                return "metadata", "; ".join(values)
+            return "metadata-type", "; ".join(f"{k}: ours {va[k][0]} TC {vb[k][0]}" for k in va if va[k] != vb.get(k))
+        return "value", f"ours {va} TC {vb}"
+    if a["shape"] != b["shape"]:
+        return "shape", f"ours {a['shape']} TC {b['shape']}"
+    for key in ("pts", "duration"):
+        if key in a and not all(abs(x - y) < 1e-9 for x, y in zip(a[key], b[key])):
+            return "timestamps", f"{key} ours {[round(x, 4) for x in a[key]]} TC {[round(x, 4) for x in b[key]]}"
+    diff = _max_diff(a, b)
+    if diff > max_diff:
+        return "pixels", f"max difference {diff:g}"
+    return "same", f"max difference {diff:g}" if diff else ""
+
+
+def compare(todo: list[dict[str, Any]], ours: list, theirs: list, max_diff: float, verbose: bool) -> int:
+    counts: dict[str, int] = {}
+    for case, a_calls, b_calls in zip(todo, ours, theirs):
+        label = f"{case['file']} {case['options']}"
+        for k in range(max(len(a_calls), len(b_calls))):
+            a = a_calls[k] if k < len(a_calls) else {"error": "(not reached)"}
+            b = b_calls[k] if k < len(b_calls) else {"error": "(not reached)"}
+            kind, detail = verdict(a, b, max_diff)
+            counts[kind] = counts.get(kind, 0) + 1
+            call = case["calls"][k] if k < len(case["calls"]) else ["(open)"]
+            if kind != "same" or verbose:
+                print(f"{kind.upper():10} {label} {call}: {detail}")
+    total = sum(counts.values())
+    print(f"{total} calls: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    return 0 if counts.get("same", 0) == total else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tc-venv", type=Path, default=DEFAULT_TC_VENV)
+    parser.add_argument("--tc-checkout", type=Path, help="a checkout of meta-pytorch/torchcodec: adds its test media")
+    parser.add_argument("--only", help="run only this group of cases (metadata, index, time, range, fps, end, "
+                                       "resize, crop, audio)")
+    parser.add_argument("--file", help="run only the cases of this file")
+    parser.add_argument("--max-diff", type=float, default=0.0, help="pixel difference still counted as the same")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every call, not only differences")
+    parser.add_argument("--side", choices=("torchcodec",), help=argparse.SUPPRESS)
+    parser.add_argument("--media", type=Path, action="append", help=argparse.SUPPRESS)
+    parser.add_argument("--scratch", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side == "torchcodec":          # in TorchCodec's venv: cases on stdin, results on stdout
+        json.dump(run_side(args.media, args.scratch, json.load(sys.stdin), ours=False), sys.stdout)
+        return 0
+    sys.path.insert(0, str(TOOLS))
+    import make_media
+    media = [Path(make_media.ensure_media(list(OUR_VIDEOS))[OUR_VIDEOS[0]]).parent.resolve()]
+    names = list(OUR_VIDEOS)
+    audio = ["aac_music_44100_8s.m4a", "mp3_music_22050_8s.mp3", "h264_aac.mp4"]
+    make_media.ensure_media(audio)
+    if args.tc_checkout:
+        media.append((args.tc_checkout / "test" / "resources").resolve())
+        names += list(TC_VIDEOS)
+        audio.append("nasa_13013.mp4.audio.mp3")
+    todo = [c for name in names for c in video_cases(name)] + [c for name in audio for c in audio_cases(name)]
+    todo = [c for c in todo if (args.only is None or c["group"] == args.only) and (args.file is None or c["file"] == args.file)]
+    import bench
+
+    tc_python = bench.ensure_tc_venv(args.tc_venv)
+    with tempfile.TemporaryDirectory() as scratch:
+        command = [str(tc_python), "-P", str(Path(__file__).resolve()), "--side", "torchcodec", "--scratch", scratch]
+        for folder in media:
+            command += ["--media", str(folder)]
+        tc = subprocess.run(command, input=json.dumps(todo), capture_output=True, text=True, cwd=scratch)
+        if tc.returncode:
+            print(tc.stderr, file=sys.stderr)
+            raise SystemExit("the TorchCodec side failed")
+        theirs = json.loads(tc.stdout)
+        ours = run_side(media, Path(scratch), todo, ours=True)
+        return compare(todo, ours, theirs, args.max_diff, args.verbose)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
