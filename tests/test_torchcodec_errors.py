@@ -227,6 +227,16 @@ def test_infinite_ranges_are_value_errors(decoder):
         decoder.get_frames_played_in_range(-math.inf, 1.0)
 
 
+def test_a_frame_the_header_promised_but_the_stream_lacks(media):
+    # h264_editlist.mp4: the header counts 60 frames, the edit list leaves 45 (ffprobe counts them)
+    path = media["h264_editlist.mp4"]
+    assert len(reference.ffprobe_frames(path, 0)) == 45
+    decoder = VideoDecoder(path, seek_mode="approximate")
+    assert len(decoder) == 60
+    with raises_as((IndexError, RuntimeError), "Requested next frame while there are no more frames"):
+        decoder.get_frame_at(59)
+
+
 # ---- custom frame mappings ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mappings, match", [

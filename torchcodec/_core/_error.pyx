@@ -6,9 +6,10 @@ function that failed. ``EAGAIN`` and ``EOF`` are control flow: callers test them
 ``is_again_or_eof`` before calling ``check_av``.
 
 TorchCodec raises RuntimeError for most mistakes, from its C++ core, where Python code would raise
-ValueError or TypeError. Where the two differ, this package raises a class that is both
-(``InvalidArgumentError``, ``InvalidArgumentTypeError``), so that ``except ValueError`` and
-``except RuntimeError`` (as written for TorchCodec) both catch it. They are defined here, once.
+ValueError, TypeError or IndexError. Where the two differ, this package raises a class that is both
+(``InvalidArgumentError``, ``InvalidArgumentTypeError``, ``EndOfStreamError``), so that ``except
+ValueError`` and ``except RuntimeError`` (as written for TorchCodec) both catch it. They are
+defined here, once.
 """
 from libc.errno cimport EAGAIN, EACCES, EINVAL, EISDIR, ENOENT, ENOMEM
 
@@ -34,6 +35,11 @@ class InvalidArgumentError(ValueError, RuntimeError):
 
 class InvalidArgumentTypeError(TypeError, RuntimeError):
     """An argument of the wrong type. Also a RuntimeError, which TorchCodec raises for the same mistake."""
+
+
+class EndOfStreamError(IndexError, RuntimeError):
+    """A frame the index or the header promised that the stream ended before (a truncated file, or a
+    header that counts more frames than there are). Also a RuntimeError, which TorchCodec raises."""
 
 
 class MemoryLimitError(MemoryError, RuntimeError):
