@@ -103,7 +103,7 @@ def test_get_frames_at_accepts_numpy_integers(decoder, h264_frames):
     np.testing.assert_array_equal(batch.data.transpose(0, 2, 3, 1), h264_frames[[3, 1]])
 
 
-@pytest.mark.parametrize("indices", [[0.5], ["1"], np.array([1.0])])
+@pytest.mark.parametrize("indices", [[0.5], ["1"], [1, None]])
 def test_get_frames_at_refuses_non_integers(decoder, indices):
     with pytest.raises(TypeError):
         decoder.get_frames_at(indices)

@@ -8,7 +8,9 @@ durations, shapes and the data itself. The comparison prints every difference:
 
     frames          same pts (to 1e-9 s) and pixels: "identical", or the max difference
     timestamps      other pts (other frames picked)
-    error           one side raised, or raised another type
+    error           one side raised, or raised another type (ours counts as the same when it is
+                    an instance of TorchCodec's type: our errors may be, e.g., ValueError and
+                    RuntimeError at once)
 
     python tools/probe_torchcodec.py                          # our corpus (tools/make_media.py)
     python tools/probe_torchcodec.py --tc-checkout DIR        # also TorchCodec's test/resources
@@ -67,6 +69,38 @@ def video_cases(name: str) -> list[dict[str, Any]]:
         case("resize", [["get_frames_at", [0, 5]]], transforms=[["CenterCrop", [96, 130]], ["Resize", [48, 64]]])
         case("resize", [["get_frames_at", [0, 5]]], transforms=[["Resize", [90, 160]]], output_dtype="float32")
         case("crop", [["get_frames_at", [0, 5]]], transforms=[["CenterCrop", [63, 97]]])
+    return cases
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+def error_cases(video: str, audio: str) -> list[dict[str, Any]]:
+    """Bad arguments, at opening and per call: the same exception types as TorchCodec."""
+    video_calls = [["get_frame_at", -100000], ["get_frame_at", 100000], ["get_frame_at", 1.5],
+                   ["get_frames_at", [0.3]], ["get_frames_at", [100000]], ["get_frames_at", [-100000]],
+                   ["getitem", "0"], ["get_frames_in_range", 0, 10, -1],
+                   ["get_frame_played_at", -1.0], ["get_frame_played_at", NAN], ["get_frame_played_at", "1"],
+                   ["get_frames_played_at", [-1.0]], ["get_frames_played_at", [100000.0]],
+                   ["get_frames_played_at", ["bad"]], ["get_frames_played_at", [NAN]],
+                   ["get_frames_played_in_range", 1.0, 0.0], ["get_frames_played_in_range", 0.0, NAN],
+                   ["get_frames_played_in_range", NAN, 1.0], ["get_frames_played_in_range", 0.0, 100000.0],
+                   ["get_frames_played_in_range", 0.0, 1.0, 0], ["get_frames_played_in_range", 0.0, 1.0, -10],
+                   ["get_frames_played_in_range", 0.0, 1.0, NAN], ["get_frames_played_in_range", 1.0, 1.0, 0],
+                   ["get_all_frames", 0]]
+    audio_calls = [["get_samples_played_in_range", 3.0, 2.0], ["get_samples_played_in_range", 9999.0],
+                   ["get_samples_played_in_range", 9999.0, 10000.0], ["get_samples_played_in_range", 0.0, NAN],
+                   ["get_samples_played_in_range", NAN, 1.0], ["get_samples_played_in_range", 0.0, INF],
+                   ["get_samples_played_in_range", -INF, 1.0], ["get_samples_played_in_range", "1"]]
+    cases = [dict(group="errors", file=video, kind="video", options={}, calls=video_calls),
+             dict(group="errors", file=audio, kind="audio", options={}, calls=audio_calls)]
+    for options in ({"seek_mode": "bad"}, {"dimension_order": "bad"}, {"num_ffmpeg_threads": 1.5},
+                    {"device": "bad"}, {"stream_index": 40}, {"output_dtype": "bad"},
+                    {"custom_frame_mappings": "{}"}, {"custom_frame_mappings": "not json"},
+                    {"custom_frame_mappings": "{}", "seek_mode": "approximate"}):
+        cases.append(dict(group="errors", file=video, kind="video", options=options, calls=[["len"]]))
+    for options in ({"num_channels": 0}, {"num_channels": 15}, {"sample_rate": 1.5}, {"stream_index": 40}):
+        cases.append(dict(group="errors", file=audio, kind="audio", options=options, calls=[["get_all_samples"]]))
     return cases
 
 
@@ -145,17 +179,22 @@ def run_side(media: list[Path], scratch: Path, todo: list[dict[str, Any]], ours:
         try:
             decoder = (VideoDecoder if case["kind"] == "video" else AudioDecoder)(path, **options)
         except Exception as exc:
-            results.append([{"error": type(exc).__name__, "message": str(exc)[:300]}])
+            results.append([_error(exc)])
             continue
         for k, call in enumerate(case["calls"]):
             try:
                 value = _call(decoder, call)
             except Exception as exc:
-                outcome.append({"error": type(exc).__name__, "message": str(exc)[:300]})
+                outcome.append(_error(exc))
                 continue
             outcome.append(_describe(value, scratch / f"{'ours' if ours else 'tc'}-{number}-{k}.bin"))
         results.append(outcome)
     return results
+
+
+def _error(exc: Exception) -> dict[str, Any]:
+    return {"error": type(exc).__name__, "bases": [c.__name__ for c in type(exc).__mro__],
+            "message": str(exc)[:300]}
 
 
 def _describe(value: Any, path: Path) -> dict[str, Any]:
@@ -188,8 +227,8 @@ def _max_diff(a: dict[str, Any], b: dict[str, Any]) -> float:
 def verdict(a: dict[str, Any], b: dict[str, Any], max_diff: float) -> tuple[str, str]:
     """(kind, detail) for one call: kind "same" or a difference."""
     if "error" in a or "error" in b:
-        if a.get("error") == b.get("error"):
-            return "same", f"both raise {a['error']}"
+        if "error" in a and "error" in b and b["error"] in a.get("bases", [a["error"]]):
+            return "same", f"both raise {b['error']}" + (f" (ours: {a['error']})" if a["error"] != b["error"] else "")
         return "error", f"ours {a.get('error', 'returns')}: {a.get('message', '')} | TC {b.get('error', 'returns')}: {b.get('message', '')}"
     if "value" in a or "value" in b:
         if a.get("value") == b.get("value"):
@@ -234,7 +273,7 @@ def main() -> int:
     parser.add_argument("--tc-venv", type=Path, default=DEFAULT_TC_VENV)
     parser.add_argument("--tc-checkout", type=Path, help="a checkout of meta-pytorch/torchcodec: adds its test media")
     parser.add_argument("--only", help="run only this group of cases (metadata, index, time, range, fps, end, "
-                                       "resize, crop, audio)")
+                                       "resize, crop, audio, errors)")
     parser.add_argument("--file", help="run only the cases of this file")
     parser.add_argument("--max-diff", type=float, default=0.0, help="pixel difference still counted as the same")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every call, not only differences")
@@ -256,6 +295,7 @@ def main() -> int:
         names += list(TC_VIDEOS)
         audio.append("nasa_13013.mp4.audio.mp3")
     todo = [c for name in names for c in video_cases(name)] + [c for name in audio for c in audio_cases(name)]
+    todo += error_cases(names[0], audio[0])
     todo = [c for c in todo if (args.only is None or c["group"] == args.only) and (args.file is None or c["file"] == args.file)]
     import bench
 

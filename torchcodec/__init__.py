@@ -12,6 +12,7 @@ from torchcodec._bridge import bridge, get_bridge, set_bridge
 from torchcodec._core._info import ffmpeg_versions, set_log_level
 from torchcodec._device import cuda_available
 from torchcodec._frame import AudioSamples, Frame, FrameBatch
+from torchcodec._memory import get_memory_limit, set_memory_limit
 
 from torchcodec._version import version as __version__
 
@@ -34,4 +35,5 @@ def get_include() -> str:
 __all__ = [
     "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "ffmpeg_version", "ffmpeg_versions",
     "get_bridge", "get_include", "samplers", "set_bridge", "set_log_level", "transforms",
+    "get_memory_limit", "set_memory_limit",
 ]

@@ -21,6 +21,8 @@ cdef class StreamDecoder(FrameDecoder):
     cdef readonly int stream_index
     cdef bint input_done                # the decoder was sent the end of the stream
     cdef int bad_packets                # consecutive packets or frames the decoder refused
+    cdef readonly int refused           # packets or frames the decoder refused in all (skipped as corrupt)
+    cdef readonly int last_refusal      # the AVERROR of the last refusal (0: none)
     cdef int hwaccel_state              # -1 before the first frame, then whether it was a CUDA frame
 
     cdef int send(self, const AVPacket *packet) noexcept nogil

@@ -89,6 +89,8 @@ cdef class StreamDecoder(FrameDecoder):
         self.input_done = False
         self.output_done = False
         self.bad_packets = 0
+        self.refused = 0
+        self.last_refusal = 0
         self.hwaccel_state = -1
         if num_threads < 0:
             raise ValueError(f"num_ffmpeg_threads must be >= 0, got {num_threads}")
@@ -204,6 +206,8 @@ cdef class StreamDecoder(FrameDecoder):
     cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil:
         """A decoding error: skip the bad data, unless memory ran out or too much data is bad."""
         self.bad_packets += 1
+        self.refused += 1
+        self.last_refusal = ret
         if ret == lavu.AVERROR(ENOMEM) or self.bad_packets > MAX_BAD_PACKETS:
             with gil:
                 raise RuntimeError(f"decoding failed: {where.decode()} returned {av_error_string(ret)}"

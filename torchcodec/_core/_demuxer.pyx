@@ -177,7 +177,8 @@ cdef class Demuxer:
         if ret < 0:
             with gil:
                 self.raise_source_error()
-                check_av(ret, "avformat_seek_file", self.name)
+                check_av(ret, "avformat_seek_file",
+                         f"{self.name}: its '{self.ptr.iformat.name.decode()}' format does not support seeking")
         return 0
 
     cdef int seek_to_start(self, int stream_index) except -1 nogil:

@@ -12,6 +12,7 @@ from libc.stdlib cimport free, malloc, qsort
 from torchcodec._core._converter cimport FrameConverter
 from torchcodec._core._decoder cimport FrameDecoder, StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._error import EndOfStreamError
 from torchcodec._core._frame_index cimport FrameIndex, ticks_to_seconds
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg cimport avcodec as lavc
@@ -288,8 +289,9 @@ cdef class VideoStream:
                 if self.has_held and match == PLAYED_AT and self.held_pts <= target:
                     return 0          # the last frame plays until the end of the stream
                 with gil:
-                    raise IndexError(
-                        f"no decodable frame at or after pts {target} (={ticks_to_seconds(target, self.time_base_num, self.time_base_den):.6f} s): "
+                    raise EndOfStreamError(
+                        f"Requested next frame while there are no more frames: no decodable frame at or after pts "
+                        f"{target} (={ticks_to_seconds(target, self.time_base_num, self.time_base_den):.6f} s): "
                         f"the stream ended first (truncated or corrupt file?)")
             if self.frames_since_seek == 1:
                 if self.run_from_start:

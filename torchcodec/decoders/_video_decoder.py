@@ -5,6 +5,7 @@ import array
 import json
 import math
 import numbers
+import operator
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -12,18 +13,21 @@ from typing import Any, Optional, Union
 
 from torchcodec import _bridge
 from torchcodec._core._demuxer import Demuxer
+from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._video import Match, VideoStream
 from torchcodec._frame import Frame, FrameBatch
+from torchcodec._memory import check_request
 from torchcodec._source import SourceLike, open_source
 from torchcodec.decoders import _cuda
-from torchcodec.decoders._common import Reopenable, choose_stream
+from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream
 from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
 from torchcodec.transforms._decoder_transforms import Resize, convert_transforms, make_plan
 
 _DIMENSION_ORDERS = ("NCHW", "NHWC")
 _SEEK_MODES = ("exact", "approximate")
 _DTYPES = ("uint8", "float32")
+_FFMPEG_AUTO_THREADS = 16          # the most threads FFmpeg starts for num_ffmpeg_threads=0
 
 
 class VideoDecoder(Reopenable):
@@ -31,7 +35,8 @@ class VideoDecoder(Reopenable):
 
     Args:
         source: a path (str or pathlib.Path) or URL; bytes, bytearray, memoryview or a 1-D uint8
-            array of encoded bytes (read without copying); or a binary file object with
+            array of encoded bytes (read in place, not copied as TorchCodec does: it must not change
+            while the decoder is used); or a binary file object with
             ``read(n)`` and ``seek(offset, whence)``.
         stream_index: absolute index of the video stream; None picks FFmpeg's best video stream.
         dimension_order: "NCHW" (frames are (3, H, W)) or "NHWC" ((H, W, 3)).
@@ -54,7 +59,10 @@ class VideoDecoder(Reopenable):
             object) for this stream: exact-mode accuracy without the scan.
 
     Frames are RGB. Errors: TypeError for a bad source type, ValueError for bad arguments,
-    IndexError for out-of-range frames and times (see each method).
+    IndexError for out-of-range frames and times (see each method). Where TorchCodec raises
+    RuntimeError instead (e.g. ``fps=0``, a float index in a list), the error is also a RuntimeError.
+    A request that needs more memory than ``torchcodec.get_memory_limit()`` (frames, or decoding
+    threads) raises MemoryError, also a RuntimeError, before allocating anything.
     """
 
     def __init__(
@@ -77,8 +85,10 @@ class VideoDecoder(Reopenable):
         if custom_frame_mappings is not None and seek_mode == "approximate":
             raise ValueError("custom_frame_mappings gives exact timestamps; it cannot be combined with "
                              "seek_mode='approximate' (use the default seek_mode='exact')")
-        if not isinstance(num_ffmpeg_threads, numbers.Integral) or num_ffmpeg_threads < 0:
-            raise ValueError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+        if isinstance(num_ffmpeg_threads, bool) or not isinstance(num_ffmpeg_threads, numbers.Integral):
+            raise InvalidArgumentTypeError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+        if not 0 <= num_ffmpeg_threads < 2**31:
+            raise InvalidArgumentError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
         self._device_index = _cuda.parse_device(device)
         if self._device_index is not None:
             _cuda.check_cuda_usable(device, bool(transforms))
@@ -99,6 +109,9 @@ class VideoDecoder(Reopenable):
         self._demuxer = demuxer = Demuxer(demuxer_input, name)
         self.stream_index = choose_stream(demuxer, stream_index, "video")
         header = demuxer.stream_header(self.stream_index)
+        # Decoding threads are started when the codec opens: refuse absurd counts before that.
+        check_request(f"num_ffmpeg_threads={num_ffmpeg_threads}", threads=int(num_ffmpeg_threads) or _FFMPEG_AUTO_THREADS,
+                      frame_size=(header["height"] or 0, header["width"] or 0))
 
         if custom_frame_mappings is not None:
             index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
@@ -127,10 +140,16 @@ class VideoDecoder(Reopenable):
         self._output_dtype = _resolve_dtype(output_dtype, header["bits_per_component"])
         self._num_frames = self.metadata.num_frames
         if self._num_frames is None:
-            raise ValueError(f"cannot tell the number of frames of stream {self.stream_index} from its header; "
-                             f"use seek_mode='exact'")
+            raise InvalidArgumentError(f"Cannot use approximate mode: the number of frames of stream "
+                                       f"{self.stream_index} is not in its header; use seek_mode='exact'")
+        if index is None and not _usable_rate(self.metadata.average_fps):
+            raise InvalidArgumentError(
+                f"Cannot use approximate mode since we couldn't find the average fps from the metadata: stream "
+                f"{self.stream_index} has no usable frame rate in its header (average_fps is "
+                f"{self.metadata.average_fps}); use seek_mode='exact', which reads the timestamps from the file")
         if transforms is not None and not (self.metadata.height and self.metadata.width):
-            raise ValueError(f"stream {self.stream_index} has no frame size in its header: transforms need one")
+            raise InvalidArgumentError(f"stream {self.stream_index} has no frame size in its header: "
+                                       f"transforms need one")
         applied, stages, (self._height, self._width) = make_plan(transforms, (self.metadata.height, self.metadata.width))
         self._engine.set_transforms(stages, single_resize=len(applied) == 1 and isinstance(applied[0], Resize))
         # Kept as applied (random crops drawn), so that a pickled or forked decoder crops the same place.
@@ -172,22 +191,25 @@ class VideoDecoder(Reopenable):
     # ---- by index ---------------------------------------------------------------------------
 
     def get_frame_at(self, index: int, *, out: Any = None) -> Frame:
-        """The frame at ``index`` (negative counts from the end); IndexError when out of range.
+        """The frame at ``index`` (an int; negative counts from the end); IndexError when out of range.
 
         ``out``: a writable CPU array of the frame's shape and dtype (numpy, torch, or any buffer)
         that receives the frame in place and is returned as ``Frame.data``.
         """
-        batch = self._frames_at_indices([self._normalize_index(index)], _one_frame_batch(out))
+        batch = self._frames_at_indices([self._normalize_index(_as_index(index))], _one_frame_batch(out))
         return _single_frame(batch, out)
 
     def get_frames_at(self, indices: Sequence[int], *, out: Any = None) -> FrameBatch:
         """Frames at ``indices`` (any order, duplicates and negatives allowed), in that order.
 
+        ``indices``: ints (a list, tuple or a single int), or a tensor/array of any real dtype, whose
+        values are converted as TorchCodec does (``.to(torch.int64)``: floats truncated toward zero).
+
         ``out``: a writable CPU array of shape (N, 3, H, W) or (N, H, W, 3) (per dimension_order)
         and the output dtype, filled in place and returned as ``FrameBatch.data``. The other
         batch methods accept it too.
         """
-        return self._frames_at_indices([self._normalize_index(i) for i in _as_int_list(indices)], out)
+        return self._frames_at_indices([self._normalize_index(i) for i in _as_index_list(indices)], out)
 
     def get_frames_in_range(self, start: int, stop: int, step: int = 1, *, out: Any = None) -> FrameBatch:
         """Frames ``start, start + step, ...`` before ``stop``, clamped like Python slicing."""
@@ -197,19 +219,22 @@ class VideoDecoder(Reopenable):
 
     def get_frame_played_at(self, seconds: float) -> Frame:
         """The frame on screen at ``seconds``; IndexError outside [begin_stream_seconds, end_stream_seconds)."""
-        seconds = float(seconds)
+        seconds = as_seconds("seconds", seconds)
         if not self._in_stream(seconds):
             raise IndexError(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to "
                              f"{self.metadata.begin_stream_seconds} and less than {self.metadata.end_stream_seconds}.")
         return _single_frame(self._frames_played_at([seconds]))
 
     def get_frames_played_at(self, seconds: Sequence[float], *, out: Any = None) -> FrameBatch:
-        """The frames on screen at each of ``seconds``; RuntimeError if one lies outside the stream."""
-        times = [float(t) for t in seconds]
+        """The frames on screen at each of ``seconds`` (a sequence, a single number, or a tensor/array of
+        numbers); RuntimeError if one lies outside the stream, ValueError if one is not a number."""
+        times = _as_seconds_list(seconds)
+        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
         for t in times:
-            if not self._in_stream(t):
-                raise RuntimeError(f"frame pts is {t}; must be greater than or equal to "
-                                   f"{self.metadata.begin_stream_seconds} and less than {self.metadata.end_stream_seconds}.")
+            if not t >= begin:
+                raise RuntimeError(f"frame pts is {t}; must be greater than or equal to {begin}.")
+            if end is not None and not t < end:
+                raise RuntimeError(f"frame pts is {t}; must be less than {end}.")
         return self._frames_played_at(times, out)
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
@@ -220,20 +245,23 @@ class VideoDecoder(Reopenable):
         the next frame's pts (so the frame on screen at ``start_seconds`` is included, and a frame
         whose pts is ``stop_seconds`` is not). With ``fps``: ``round((stop - start) * fps)`` frames
         sampled at ``start + k / fps``, with those times as pts and ``1 / fps`` as durations.
-        ValueError when start > stop or the interval leaves the stream.
+        ValueError when start > stop, when either is NaN or when the interval leaves the stream; fps
+        must be a positive finite number (ValueError, also a RuntimeError as in TorchCodec).
         """
-        start, stop = float(start_seconds), float(stop_seconds)
+        start, stop = as_seconds("start_seconds", start_seconds), as_seconds("stop_seconds", stop_seconds)
         begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
-        if start > stop:
-            raise ValueError(f"Invalid start seconds: {start}. It must be less than or equal to stop seconds ({stop}).")
+        if not start <= stop:
+            nan = "; NaN is not a time" if math.isnan(start) or math.isnan(stop) else ""
+            raise ValueError(f"Invalid start seconds: {start}. It must be less than or equal to stop seconds "
+                             f"({stop}){nan}.")
         if not self._in_stream(start):
             raise ValueError(f"Invalid start seconds: {start}. It must be greater than or equal to {begin} and less than {end}.")
         if end is not None and stop > end:
             raise ValueError(f"Invalid stop seconds: {stop}. It must be less than or equal to {end}.")
-        if fps is not None:
-            return self._resampled(start, stop, fps, out)
         if start == stop:
             return self._frames_at_indices([], out)
+        if fps is not None:
+            return self._resampled(start, stop, _check_fps(fps), out)
         if self._index is not None:
             first = max(self._index.index_played_at(start), 0)
             last = self._index.index_at_or_after(stop)          # exclusive
@@ -255,9 +283,12 @@ class VideoDecoder(Reopenable):
     def _normalize_index(self, index: int) -> int:
         n = len(self)
         i = index + n if index < 0 else index
-        if not 0 <= i < n:
+        if i < 0:
+            raise IndexError(f"Invalid frame index={index} for stream_index={self.stream_index}; negative indices "
+                             f"must have an absolute value less than the number of frames ({n}).")
+        if i >= n:
             raise IndexError(f"Invalid frame index={index} for stream_index={self.stream_index}; "
-                             f"must be in [-{n}, {n})")
+                             f"must be less than {n}.")
         return i
 
     def _slice_indices(self, start: Optional[int], stop: Optional[int], step: Optional[int]) -> list[int]:
@@ -294,9 +325,9 @@ class VideoDecoder(Reopenable):
         return self._decode(targets, Match.PLAYED_AT, out=out, **override)
 
     def _resampled(self, start: float, stop: float, fps: float, out: Any = None) -> FrameBatch:
-        if not fps > 0:
-            raise ValueError(f"fps must be > 0, got {fps}")
-        times = [start + k / fps for k in range(round((stop - start) * fps))]
+        count = round((stop - start) * fps)
+        self._check_request(count, f"get_frames_played_in_range({start}, {stop}, fps={fps})")
+        times = [start + k / fps for k in range(count)]
         return self._frames_played_at(times, out, frame_duration=1.0 / fps)
 
     def _decode(self, targets: array.array, match: Match, tolerance: int = 0, out: Any = None,
@@ -306,6 +337,7 @@ class VideoDecoder(Reopenable):
         ``times``/``frame_duration`` replace the frames' own pts and durations (resampling).
         """
         n = len(targets)
+        self._check_request(n, "decoding")
         name = _bridge.get_bridge()
         pts, durations = _bridge.float64_buffer(n), _bridge.float64_buffer(n)
         if self._cuda is not None:
@@ -316,6 +348,18 @@ class VideoDecoder(Reopenable):
             pts = array.array("d", times)
             durations = array.array("d", [frame_duration] * len(times))
         return FrameBatch(result, _bridge.float64_array(pts, name), _bridge.float64_array(durations, name))
+
+    def _check_request(self, count: int, what: str) -> None:
+        """Refuse a request of ``count`` frames that the memory limit cannot hold, or that a stream
+        without a frame size cannot serve, before anything is allocated."""
+        if count and not (self._height > 0 and self._width > 0):
+            raise RuntimeError(f"stream {self.stream_index} has no frame size (FFmpeg reports {self._width}x"
+                               f"{self._height}): when it opened the file, FFmpeg found no picture of this stream "
+                               f"early enough to learn its size (the stream starts late in the file, or its "
+                               f"first packets are damaged), so its frames cannot be decoded")
+        size = (self._height, self._width) if self._cuda is None else (0, 0)    # CUDA frames: device memory
+        check_request(f"{what}: {count} frames of {self._height}x{self._width} RGB {self._output_dtype}",
+                      frames=count, frame_size=size, itemsize=4 if self._output_dtype == "float32" else 1)
 
     def _run_engine(self, targets: array.array, match: Match, tolerance: int, address: int, frame_stride: int,
                     row_stride: int, pts: array.array, durations: array.array, stream: Optional[int] = None) -> None:
@@ -413,18 +457,95 @@ def _resolve_dtype(output_dtype: Any, bits_per_component: int) -> str:
     return name
 
 
-def _as_int_list(indices: Any) -> list[int]:
-    if hasattr(indices, "tolist") and not isinstance(indices, list):
-        dtype = str(getattr(indices, "dtype", ""))
-        if dtype and "int" not in dtype:
-            raise TypeError(f"frame indices must be integers, got an array of {dtype}")
-        indices = indices.tolist()
+def _as_index(index: Any) -> int:
+    """A single frame index: an int, or anything with ``__index__`` (numpy ints, 0-d int tensors)."""
+    try:
+        return operator.index(index)
+    except TypeError:
+        raise InvalidArgumentTypeError(f"Expected a value of type 'int' for the frame index but instead found "
+                                       f"type '{type(index).__name__}' ({index!r})") from None
+
+
+def _as_index_list(indices: Any) -> list[int]:
+    """Frame indices as TorchCodec takes them: a tensor or array of any real dtype, flattened, its values
+    converted like ``tensor.to(torch.int64)`` (floats truncated toward zero; NaN and infinities are no
+    index: IndexError); or ints, in a (nested) list or tuple, or alone."""
+    if hasattr(indices, "dtype") and hasattr(indices, "reshape") and hasattr(indices, "tolist"):
+        dtype = str(indices.dtype).replace("torch.", "")
+        if not dtype.startswith(("int", "uint", "float", "bool", "bfloat", "half", "double", "long", "short")):
+            raise InvalidArgumentTypeError(f"frame indices must be integers: expected scalar type Long but found "
+                                           f"{dtype} (an array of {dtype})")
+        result = []
+        for value in indices.reshape(-1).tolist():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise IndexError(f"Invalid frame index={value}: an index must be a finite number")
+            result.append(int(value))
+        return result
+    if isinstance(indices, numbers.Integral) and not isinstance(indices, bool):
+        return [int(indices)]
     result = []
-    for i in indices:
-        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-            raise TypeError(f"frame indices must be integers, got {type(i).__name__} ({i!r})")
-        result.append(int(i))
+    _flatten_ints(indices, result)
     return result
+
+
+def _flatten_ints(values: Any, result: list[int]) -> None:
+    try:
+        items = iter(values)
+    except TypeError:
+        raise InvalidArgumentTypeError(f"frame indices must be a sequence of ints or a tensor/array, "
+                                       f"got {type(values).__name__}") from None
+    for value in items:
+        if isinstance(value, (list, tuple)):
+            _flatten_ints(value, result)
+        elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            result.append(int(value))
+        else:
+            found = {bool: "Bool", float: "Float"}.get(type(value), type(value).__name__)
+            raise InvalidArgumentTypeError(
+                f"frame indices must be integers: expected scalar type Long but found {found} ({value!r} at "
+                f"position {len(result)}); pass ints, or a tensor/array (whose values are truncated toward zero)")
+
+
+def _as_seconds_list(seconds: Any) -> list[float]:
+    """Times as TorchCodec takes them (``torch.tensor(seconds, dtype=torch.float64)``): a tensor or
+    array, flattened; numbers in a (nested) list or tuple, or alone. Anything else: ValueError."""
+    if hasattr(seconds, "dtype") and hasattr(seconds, "reshape") and hasattr(seconds, "tolist"):
+        seconds = seconds.reshape(-1).tolist()
+    if isinstance(seconds, numbers.Real):
+        return [float(seconds)]
+    result: list[float] = []
+
+    def flatten(values: Any) -> None:
+        for value in values:
+            if isinstance(value, (list, tuple)):
+                flatten(value)
+            elif isinstance(value, numbers.Real):
+                result.append(float(value))
+            else:
+                raise ValueError(f"Couldn't convert timestamps input to a tensor: {value!r} "
+                                 f"({type(value).__name__}) is not a number of seconds")
+
+    if isinstance(seconds, (str, bytes)) or not hasattr(seconds, "__iter__"):
+        raise ValueError(f"Couldn't convert timestamps input to a tensor: {type(seconds).__name__} is not a "
+                         f"sequence of seconds")
+    flatten(seconds)
+    return result
+
+
+def _check_fps(fps: Any) -> float:
+    """``fps`` as a float: a positive, finite number (the errors are ValueErrors and RuntimeErrors)."""
+    if isinstance(fps, bool) or not isinstance(fps, numbers.Real):
+        raise InvalidArgumentTypeError(f"fps must be a number, got {type(fps).__name__} ({fps!r})")
+    fps = float(fps)
+    if not fps > 0:
+        raise InvalidArgumentError(f"fps must be positive, got {fps}")
+    if not math.isfinite(fps):
+        raise InvalidArgumentError(f"fps must be finite, got {fps}")
+    return fps
+
+
+def _usable_rate(rate: Optional[float]) -> bool:
+    return rate is not None and math.isfinite(rate) and rate > 0
 
 
 def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> FrameIndex:
@@ -437,11 +558,18 @@ def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> Fr
         raise TypeError(f"custom_frame_mappings must be a JSON str, bytes or a file object, "
                         f"not {type(mappings).__name__}")
     try:
-        frames = json.loads(mappings)["frames"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"custom_frame_mappings is not ffprobe -show_frames JSON output: {e}") from None
+        data = json.loads(mappings)
+    except ValueError as e:
+        raise ValueError(f"Invalid custom frame mappings: {e}. It should be the JSON output of ffprobe "
+                         f"-show_frames -of json, as a str, bytes or a file object.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("frames"), list):
+        raise ValueError("Invalid custom frame mappings. The input is empty or missing the required 'frames' key.")
+    frames = data["frames"]
     pts, durations, keys = [], [], []
-    for frame in frames:
+    for number, frame in enumerate(frames):
+        if not isinstance(frame, dict):
+            raise ValueError(f"Invalid custom frame mappings. Each entry of 'frames' must be a JSON object, "
+                             f"got {frame!r}")
         if frame.get("stream_index", stream_index) != stream_index or frame.get("media_type", "video") != "video":
             continue
         try:
@@ -449,8 +577,12 @@ def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> Fr
             durations.append(int(frame["duration"] if "duration" in frame else frame["pkt_duration"]))
             keys.append(bool(int(frame["key_frame"])))
         except KeyError as e:
-            raise ValueError(f"custom_frame_mappings: a frame lacks {e} (needs pts or pkt_pts, "
-                             f"duration or pkt_duration, and key_frame)") from None
+            raise ValueError(f"Invalid custom frame mappings. The 'pts'/'pkt_pts', 'duration'/'pkt_duration', and "
+                             f"'key_frame' keys are required in the frame metadata (frame {number} lacks "
+                             f"{e}).") from None
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"Invalid custom frame mappings. Frame {number} has a value that is not an "
+                             f"integer: {e}") from None
     if not pts:
-        raise ValueError(f"custom_frame_mappings has no frame of video stream {stream_index}")
+        raise ValueError(f"Invalid custom frame mappings: no frame of video stream {stream_index}")
     return FrameIndex.from_lists(time_base, pts, durations, keys)
