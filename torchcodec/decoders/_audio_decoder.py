@@ -163,11 +163,11 @@ class AudioDecoder(SampleRanges):
 
     def _expected_remaining(self, first: int) -> int:
         """Samples from position ``first`` to the end by the header, with some slack (>= 1)."""
-        duration = self.metadata.duration_seconds_from_header
+        duration = self.metadata.duration_seconds          # the stream's, else the container's
         slack = self._sample_rate // 10 + 4096
         if duration is None or not math.isfinite(duration) or duration <= 0:
             return 10 * self._sample_rate
-        begin = self.metadata.begin_stream_seconds_from_header or 0.0
+        begin = self.metadata.begin_stream_seconds or 0.0
         end = math.ceil((begin + duration - self._begin) * self._sample_rate)
         return max(1, end - first + slack)
 
