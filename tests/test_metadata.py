@@ -261,3 +261,10 @@ def test_repr_of_a_decoder_lists_every_field_once(h264):
 
 def test_simple_video_decoder_is_video_decoder():
     assert SimpleVideoDecoder is VideoDecoder
+
+
+def test_ffmpeg_major_version_is_the_loaded_ffmpegs():
+    assert type(torchcodec.ffmpeg_major_version) is int
+    major = reference.ffmpeg_major_version()        # the CLI of the same build (0 for a git build)
+    if major:
+        assert torchcodec.ffmpeg_major_version == major

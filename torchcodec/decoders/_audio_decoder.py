@@ -11,6 +11,7 @@ from torchcodec import _bridge
 from torchcodec._core._audio import AudioStream, compact_rows
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._frame import AudioSamples
+from torchcodec._logging import forwards_ffmpeg_log
 from torchcodec._source import SourceLike, open_source
 from torchcodec.decoders._common import Reopenable, choose_stream
 from torchcodec.decoders._metadata import AudioStreamMetadata, audio_metadata
@@ -73,6 +74,7 @@ class SampleRanges(Reopenable):
         position = math.floor((seconds - self._begin) * self._sample_rate + 0.5)
         return max(-(2**40), min(position, 2**40))      # ~265 days at 48 kHz; keeps C arithmetic in range
 
+    @forwards_ffmpeg_log
     def _read(self, first: int, last: Optional[int]) -> Any:
         """Samples [first, last) (None: to the end) in one array of the bridge's library.
 
@@ -131,6 +133,7 @@ class AudioDecoder(SampleRanges):
     cannot be decoded.
     """
 
+    @forwards_ffmpeg_log
     def __init__(
         self,
         source: SourceLike,

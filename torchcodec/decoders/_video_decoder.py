@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
 from torchcodec import _bridge
+from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._video import Match, VideoStream
@@ -57,6 +58,7 @@ class VideoDecoder(Reopenable):
     IndexError for out-of-range frames and times (see each method).
     """
 
+    @forwards_ffmpeg_log
     def __init__(
         self,
         source: SourceLike,
@@ -135,6 +137,7 @@ class VideoDecoder(Reopenable):
         self._engine.set_transforms(stages, single_resize=len(applied) == 1 and isinstance(applied[0], Resize))
         # Kept as applied (random crops drawn), so that a pickled or forked decoder crops the same place.
         self._reopen["transforms"] = applied or None
+        _LOGGER.debug("VideoDecoder created:\n%s", self.metadata)
 
     def _engines(self) -> tuple:
         return (self._engine, self._demuxer)
@@ -317,6 +320,7 @@ class VideoDecoder(Reopenable):
             durations = array.array("d", [frame_duration] * len(times))
         return FrameBatch(result, _bridge.float64_array(pts, name), _bridge.float64_array(durations, name))
 
+    @forwards_ffmpeg_log
     def _run_engine(self, targets: array.array, match: Match, tolerance: int, address: int, frame_stride: int,
                     row_stride: int, pts: array.array, durations: array.array, stream: Optional[int] = None) -> None:
         """The one call into the engine: decode ``targets`` into memory at ``address`` (NHWC rows);
