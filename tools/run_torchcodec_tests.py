@@ -52,7 +52,8 @@ def main() -> int:
         raise SystemExit(f"{checkout} has no test/conftest.py: not a checkout of meta-pytorch/torchcodec")
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "outcomes.json"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(TOOLS), os.environ.get("PYTHONPATH")])),
+        path = [str(TOOLS), str(TOOLS / "_torchcodec_test_site"), os.environ.get("PYTHONPATH")]   # see its sitecustomize
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)),
                    TORCHCODEC_TEST_SHIM_REPORT=str(report), TORCHCODEC_TEST_SHIM_TESTS=str(checkout / "test"))
         extra = [a for a in args.pytest_args if a != "--"]
         command = [str(args.python), "-m", "pytest", "-p", "_torchcodec_test_shim", "-q", "-rN", "--tb=line",
