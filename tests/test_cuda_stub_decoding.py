@@ -169,6 +169,27 @@ def test_a_stream_nvdec_refuses_is_decoded_on_the_cpu_and_converted_by_the_kerne
     assert_balanced(out["counters"])
 
 
+def test_the_fallback_is_logged_at_info(stubs, media):
+    # As TorchCodec's "ALL": the fallback and its reason are told through the "torchcodec" logger.
+    out = run(stubs, f"""
+import logging
+messages = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        messages.append((record.levelname, record.getMessage()))
+logging.getLogger().addHandler(Keep())
+torchcodec.set_log_level("INFO")
+decoder = VideoDecoder({os.fspath(media["h264_bt709.mp4"])!r}, device="cuda")
+out = {{"messages": [m for m in messages if "NVDEC" in m[1]]}}
+del decoder
+finish(out)
+""", STUB_NVDEC_UNSUPPORTED="h264")
+    [(level, message)] = out["messages"]
+    assert level == "INFO"
+    assert message.startswith("Video stream not supported by NVDEC; falling back to CPU decoding: "
+                              "NVDEC on Stub GPU 0 cannot decode h264 4:2:0 8-bit")
+
+
 def test_the_ffmpeg_backend_reports_its_fallback_after_the_first_frame(stubs, media):
     """The stub's NVDEC cannot start FFmpeg's hwaccel (the stub parses nothing), so FFmpeg decodes on the
     CPU: the status is unknown until the first frame, then says so; pixels are the CPU decoder's."""

@@ -175,6 +175,15 @@ def _check_start_time(lo: float, hi: float) -> Check:
     return check
 
 
+def _check_sample_aspect_ratio(expected: str) -> Check:
+    def check(path: pathlib.Path) -> str | None:
+        stream = _probe(path, "-show_streams", "-select_streams", "v:0")["streams"][0]
+        found = stream.get("sample_aspect_ratio")
+        return None if found == expected else f"sample_aspect_ratio is {found}, wanted {expected}"
+
+    return check
+
+
 # --------------------------------------------------------------------------------------------
 # The corpus
 
@@ -228,6 +237,12 @@ MEDIA: dict[str, Spec] = {
     "h264_25fps_2s.mp4": _spec(
         "H.264 320x240 yuv420p, constant 25 fps, exactly 2 s (50 frames), no B-frames, GOP 25",
         *_testsrc(rate=25, duration=2), *_x264(gop=25, bframes=0),
+    ),
+    "h264_sar4_3.mp4": _spec(
+        "H.264 with a 4:3 sample aspect ratio (anamorphic: 240x240 coded, 320x240 shown), "
+        "30 fps 1 s",
+        *_testsrc(size="240x240", duration=1), "-vf", "setsar=4/3", *_x264(),
+        check=_check_sample_aspect_ratio("4:3"),
     ),
     "h264_bframes.mp4": _spec(
         "H.264 320x240 yuv420p 30 fps, 3 s (90 frames), GOP 30 (3 GOPs), 3 B-frames (pts != dts)",

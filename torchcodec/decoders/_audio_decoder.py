@@ -13,6 +13,7 @@ from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._frame import AudioSamples
 from torchcodec._memory import check_request
+from torchcodec._logging import forwards_ffmpeg_log
 from torchcodec._source import SourceLike, open_source
 from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream
 from torchcodec.decoders._metadata import AudioStreamMetadata, audio_metadata
@@ -91,6 +92,7 @@ class SampleRanges(Reopenable):
         position = math.floor((seconds - self._begin) * self._sample_rate + 0.5)
         return max(-(2**40), min(position, 2**40))      # ~265 days at 48 kHz; keeps C arithmetic in range
 
+    @forwards_ffmpeg_log
     def _read(self, first: int, last: Optional[int]) -> Any:
         """Samples [first, last) (None: to the end) in one array of the bridge's library.
 
@@ -159,6 +161,7 @@ class AudioDecoder(SampleRanges):
     ``torchcodec.get_memory_limit()``, before allocating it.
     """
 
+    @forwards_ffmpeg_log
     def __init__(
         self,
         source: SourceLike,
@@ -191,11 +194,11 @@ class AudioDecoder(SampleRanges):
 
     def _expected_remaining(self, first: int) -> int:
         """Samples from position ``first`` to the end by the header, with some slack (>= 1)."""
-        duration = self.metadata.duration_seconds_from_header
+        duration = self.metadata.duration_seconds          # the stream's, else the container's
         slack = self._sample_rate // 10 + 4096
         if duration is None or not math.isfinite(duration) or duration <= 0:
             return min(10 * self._sample_rate, _UNKNOWN_LENGTH_GUESS)
-        begin = self.metadata.begin_stream_seconds_from_header or 0.0
+        begin = self.metadata.begin_stream_seconds or 0.0
         end = math.ceil((begin + duration - self._begin) * self._sample_rate)
         return max(1, end - first + slack)
 

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from torchcodec import _device
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
+from torchcodec._logging import _LOGGER
 
 BACKENDS = ("nvdec", "ffmpeg")
 _backend: contextvars.ContextVar[str] = contextvars.ContextVar("torchcodec_cuda_backend", default="nvdec")
@@ -128,6 +129,7 @@ class CudaParts:
             return
         self.decoder, reason = self._nvdec_decoder(demuxer, stream_index)
         if self.decoder is None:
+            _LOGGER.info("Video stream not supported by NVDEC; falling back to CPU decoding: %s", reason)
             self.decoder = decoder_module.StreamDecoder(demuxer, stream_index, num_threads)
         self.status = CpuFallbackStatus(reason=reason, backend="NVDEC")
 

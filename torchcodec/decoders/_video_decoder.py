@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
 from torchcodec import _bridge
+from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._core._frame_index import FrameIndex
@@ -65,6 +66,7 @@ class VideoDecoder(Reopenable):
     threads) raises MemoryError, also a RuntimeError, before allocating anything.
     """
 
+    @forwards_ffmpeg_log
     def __init__(
         self,
         source: SourceLike,
@@ -154,6 +156,7 @@ class VideoDecoder(Reopenable):
         self._engine.set_transforms(stages, single_resize=len(applied) == 1 and isinstance(applied[0], Resize))
         # Kept as applied (random crops drawn), so that a pickled or forked decoder crops the same place.
         self._reopen["transforms"] = applied or None
+        _LOGGER.debug("VideoDecoder created:\n%s", self.metadata)
 
     def _engines(self) -> tuple:
         return (self._engine, self._demuxer)
@@ -361,6 +364,7 @@ class VideoDecoder(Reopenable):
         check_request(f"{what}: {count} frames of {self._height}x{self._width} RGB {self._output_dtype}",
                       frames=count, frame_size=size, itemsize=4 if self._output_dtype == "float32" else 1)
 
+    @forwards_ffmpeg_log
     def _run_engine(self, targets: array.array, match: Match, tolerance: int, address: int, frame_stride: int,
                     row_stride: int, pts: array.array, durations: array.array, stream: Optional[int] = None) -> None:
         """The one call into the engine: decode ``targets`` into memory at ``address`` (NHWC rows);
