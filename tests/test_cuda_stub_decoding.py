@@ -357,3 +357,30 @@ def test_a_frame_converted_again_on_another_stream_is_unmapped_after_both_reads(
     assert out["covers_both"]
     assert out["values"][0] == out["values"][1] == [grey(40 * 512)]
     assert_balanced(out["counters"])
+
+
+CODED_SIZE = """
+decoder = VideoDecoder({path!r}, device="cuda", dimension_order="NHWC")
+batch = decoder.get_frames_at([0, 7, 20])
+frames = host(batch.data)
+out = {{"shape": list(frames.shape), "values": [sorted(set(f.ravel().tolist())) for f in frames],
+        "ticks": [round(t / {tb}) for t in batch.pts_seconds]}}
+del decoder, batch
+finish(out)
+"""
+
+
+@pytest.mark.parametrize("name, coded, tb", [("h264_1080p.mp4", "1920x1088", 1 / 15360),
+                                             ("h264_350x198.mp4", "352x208", 1 / 15360)])
+def test_frames_of_a_larger_coded_size_are_cropped_and_read_their_chroma_after_the_coded_rows(
+        stubs, media, grey, name, coded, tb):
+    """NVDEC surfaces hold the coded picture (1920x1088 for 1080p H.264): the chroma plane starts
+    after the coded luma rows, not the displayed ones. Reading it from the displayed height would
+    take luma samples for chroma, and the grey would turn to a colour."""
+    from torchcodec.decoders import VideoDecoder as CpuDecoder
+    width, height = (CpuDecoder(media[name]).metadata.width, CpuDecoder(media[name]).metadata.height)
+    out = run(stubs, CODED_SIZE.format(path=os.fspath(media[name]), tb=tb), STUB_NVDEC_CODED=coded,
+              STUB_NVDEC_DISPLAY=f"0,0,{width},{height}")
+    assert out["shape"] == [3, height, width, 3]
+    assert out["values"] == [[grey(t)] for t in out["ticks"]]
+    assert_balanced(out["counters"])

@@ -683,20 +683,25 @@ finish(out)
 """
 
 
-@pytest.mark.parametrize("name, env, shift, chroma_shape", [
-    ("h264_bframes.mp4", {"STUB_NVDEC_CODED": "336x256", "STUB_NVDEC_DISPLAY": "8,8,328,248"}, 0, [120, 160]),
-    ("hevc_10bit.mp4", {"STUB_NVDEC_DEPTH": "10"}, 8, [120, 160]),
-    ("h264_yuv444.mp4", {"STUB_NVDEC_CHROMA": "3"}, 0, [240, 320]),
+@pytest.mark.parametrize("name, env, shift, luma_shape, chroma_shape", [
+    ("h264_bframes.mp4", {"STUB_NVDEC_CODED": "336x256", "STUB_NVDEC_DISPLAY": "8,8,328,248"}, 0, [240, 320],
+     [120, 160]),
+    ("h264_1080p.mp4", {"STUB_NVDEC_CODED": "1920x1088", "STUB_NVDEC_DISPLAY": "0,0,1920,1080"}, 0,
+     [1080, 1920], [540, 960]),
+    ("h264_350x198.mp4", {"STUB_NVDEC_CODED": "352x208", "STUB_NVDEC_DISPLAY": "0,0,350,198"}, 0,
+     [198, 350], [99, 175]),
+    ("hevc_10bit.mp4", {"STUB_NVDEC_DEPTH": "10"}, 8, [240, 320], [120, 160]),
+    ("h264_yuv444.mp4", {"STUB_NVDEC_CHROMA": "3"}, 0, [240, 320], [240, 320]),
 ])
 def test_the_gpu_tests_read_a_frames_display_area_back_through_the_driver(stubs, media, name, env, shift,
-                                                                          chroma_shape):
+                                                                          luma_shape, chroma_shape):
     """tests/nvdec_frames.py, which the GPU tests compare frames with, run against the stub: every
     sample of the display area read back, and nothing of the crop's margin."""
     code = READ_BACK.format(tests=os.fspath(pathlib.Path(__file__).parent), path=os.fspath(media[name]),
                             stream_index=0)
     out = run(stubs, code, **env)
     for pts, (luma, cb, cr) in out["frames"]:
-        assert luma == [[240, 320], [(16 + pts % 219) << shift]]
+        assert luma == [luma_shape, [(16 + pts % 219) << shift]]
         assert cb == cr == [chroma_shape, [128 << shift]]
     assert_balanced(out["counters"], frames=4)
 
@@ -705,11 +710,16 @@ def test_the_gpu_tests_read_a_frames_display_area_back_through_the_driver(stubs,
 
 @pytest.fixture(scope="module")
 def gpu():
-    """(device 0's CudaContext, DeviceMemory), or a skip without a usable NVIDIA GPU."""
+    """(device 0's CudaContext, DeviceMemory), or a skip without a usable NVIDIA GPU. A GPU without
+    libnvcuvid.so.1 fails: NVDEC comes with the driver, and its absence must not pass as skips."""
     import torchcodec
     if not _build_config.CUDA_DRIVER or not torchcodec.cuda_available():
         pytest.skip("no usable NVIDIA GPU")
     from torchcodec._core import _cuda_driver
+    try:
+        _cuda_driver.load_nvcuvid()
+    except _cuda_driver.CudaUnavailableError as error:
+        pytest.fail(f"a GPU without NVDEC: {error}")
     memory = DeviceMemory()
     yield _cuda_driver.load_driver().context(0), memory
     memory.close()
@@ -745,12 +755,14 @@ def assert_same_samples(frames: list[dict], expected: list[list[np.ndarray]], de
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("name", ["h264_bframes.mp4", "h264_bframes.ts", "h264_vfr.mkv", "h264_editlist.mp4",
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "h264_1080p.mp4", "hevc_1080p.mp4", "h264_350x198.mp4",
+                                  "h264_interlaced.mp4", "h264_bframes.ts", "h264_vfr.mkv", "h264_editlist.mp4",
                                   "h264_10bit.mp4", "h264_yuv444.mp4", "h264_yuv444_161x121.mp4",
                                   "hevc_bframes.mp4", "hevc_10bit.mp4", "vp9.webm", "vp9_161x121.webm",
                                   "vp8.webm", "av1.mp4"])
 def test_on_the_gpu_nvdec_frames_equal_the_cpu_decoders(gpu, media, name):
-    """Bit-exact codecs: the same pts in the same order, the same samples in every plane."""
+    """Bit-exact codecs: the same pts in the same order, the same samples in every plane (1080p: the
+    display area of a 1088-row surface; interlaced H.264: woven fields, as libavcodec gives them)."""
     context, memory = gpu
     path = media[name]
     stream_index = reference.best_stream(path)
@@ -776,8 +788,11 @@ def test_on_the_gpu_mpeg4_in_avi_decodes_every_frame_close_to_the_cpu(gpu, media
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("name", ["h264_bframes.mp4", "hevc_bframes.mp4", "vp9.webm", "av1.mp4"])
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "h264_1080p.mp4", "hevc_bframes.mp4", "hevc_1080p.mp4",
+                                  "vp9.webm", "av1.mp4"])
 def test_on_the_gpu_a_flush_after_a_seek_gives_the_cpu_frames_from_the_key_frame_on(gpu, media, name):
+    """hevc_bframes.mp4's second key frame is a CRA followed by a RASL picture: after the seek the
+    parser must skip it, as libavcodec does (the pts list and the planes say so)."""
     context, memory = gpu
     path = media[name]
     stream_index = reference.best_stream(path)
