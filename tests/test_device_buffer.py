@@ -9,16 +9,23 @@ GPU tests (``cuda`` marker) hand the buffer to torch and cupy on a real device.
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
 import sys
 import textwrap
 
 import pytest
 
+import torchcodec
 from torchcodec._core import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
 from stub_build import CC, build_stub, run_python  # noqa: E402
+
+# The folder torchcodec is imported from: kept on the path of the subprocesses that clear PYTHONPATH
+# (to hide the test's own stand-in modules), for a torchcodec found through PYTHONPATH (a
+# pip --target build, as tools/gpu_check.sh makes).
+TORCHCODEC_PARENT = str(pathlib.Path(torchcodec.__file__).resolve().parent.parent)
 
 
 @pytest.fixture(scope="module")
@@ -541,7 +548,7 @@ def test_without_torch_or_cupy_the_numpy_bridge_gets_the_own_buffer_on_the_legac
             del output, finished
         result["imported"] = [name for name in ("torch", "cupy", "jax") if name in sys.modules]
         print(json.dumps(result))
-    """, PYTHONPATH="")
+    """, PYTHONPATH=TORCHCODEC_PARENT)
     assert "numpy" in out
     for bridge in ("numpy", "auto"):
         if bridge not in out:
@@ -605,7 +612,7 @@ def test_the_numpy_bridge_prefers_cupy_and_writes_on_its_current_stream(stubs, t
                                                              (2, 4, 5, 3), "float32", 0))
         entry["allocs"] = counter("stub_allocs") + counter("stub_async_allocs")
         print(json.dumps(entry))
-    """, PYTHONPATH=str(tmp_path))
+    """, PYTHONPATH=os.pathsep.join([str(tmp_path), TORCHCODEC_PARENT]))
     assert out["type"] == "ndarray" and out["stream"] == 0x5151 and out["packed"] and out["finished_same"]
     assert out["strides"] == [240, 60, 12, 4]
     assert out["calls"] == [["enter", 0], ["empty", [2, 4, 5, 3], "float32"], ["stream"], ["exit", 0]]
@@ -630,7 +637,7 @@ def test_missing_libraries_give_clear_errors(stubs):
         except ValueError as error:
             errors["dtype"] = str(error)
         print(json.dumps(errors))
-    """, PYTHONPATH="")
+    """, PYTHONPATH=TORCHCODEC_PARENT)
     for bridge in ("cupy", "torch", "jax"):
         if bridge in out:
             assert out[bridge][0] == "ImportError" and f"pip install {bridge}" in out[bridge][1]

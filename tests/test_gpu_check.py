@@ -245,6 +245,44 @@ def test_the_probe_asks_every_codec_and_fails_without_h264(media, tmp_path, stub
                                             "4:4:4 10-bit": True}
 
 
+def test_a_pytest_report_becomes_rows_with_each_failure(tmp_path):
+    report = tmp_path / "report.xml"
+    report.write_text("""<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="1"
+ failures="1" skipped="1" tests="5" time="12.5"><testcase classname="tests.test_nvdec" name="test_a" time="1"/>
+<testcase classname="tests.test_nvdec" name="test_b" time="1"><failure message="assert 1 == 2&#10;more">tb</failure>
+</testcase><testcase classname="tests.test_cuda_kernels" name="test_c" time="1"><error message="fixture broke">tb
+</error></testcase><testcase classname="tests.test_cuda_kernels" name="test_d" time="1"><skipped message="no GPU"/>
+</testcase><testcase classname="tests.test_cuda_kernels" name="test_e" time="1"/></testsuite></testsuites>""")
+    proc = subprocess.run([sys.executable, "-P", str(GPU_CHECK), "--junit", str(report), "--out", str(tmp_path),
+                           "--step", "nvdec"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = [json.loads(line) for line in (tmp_path / "gpu_check.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["subject"], r["status"]) for r in rows] == [
+        ("nvdec", "test_cuda_kernels, test_nvdec", "FAIL"), ("nvdec", "test_nvdec::test_b", "FAIL"),
+        ("nvdec", "test_cuda_kernels::test_c", "ERROR")]
+    assert rows[0]["result"] == "2 passed, 1 failed, 1 errors, 1 skipped in 12s"
+    assert rows[1]["result"] == "assert 1 == 2"
+
+
+def test_gpu_check_sh_out_of_budget_still_writes_every_steps_row(tmp_path):
+    """The shell script's table: with a budget too small for anything, each step still has its row
+    (not run: out of time, a FAIL but for the optional benchmark), the table ends with the count of
+    failed rows, and the exit status is 1."""
+    assert subprocess.run(["bash", "-n", str(GPU_CHECK_SH)]).returncode == 0
+    environ = dict(os.environ, OUT=str(tmp_path), PYTHON=sys.executable, GPU_CHECK_BUDGET="3")
+    proc = subprocess.run(["bash", str(GPU_CHECK_SH), "--quick", "--dry-run"], capture_output=True, text=True,
+                          timeout=120, env=environ)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    table = (tmp_path / "gpu_check.md").read_text().splitlines()
+    assert table[0] == "| step | check | subject | result | status |"
+    steps = [line.split(" | ")[2] for line in table[2:] if line.startswith("| ") and " | step | " in line]
+    assert steps == ["setup", "probe", "nvdec", "frames", "outputs", "corpus", "bench"] or \
+        steps == ["setup", "probe", "build", "nvdec", "frames", "outputs", "corpus", "bench"]
+    not_run = [line for line in table[2:] if " | step | " in line and "not run: out of time" in line]
+    assert not_run and all(line.endswith("| FAIL |") for line in not_run if not line.startswith("| bench |"))
+    assert table[-1].startswith(f"{sum(line.endswith('| FAIL |') for line in table)} rows FAILED or ERRORED")
+
+
 def load_gpu_check():
     spec = importlib.util.spec_from_file_location("gpu_check", GPU_CHECK)
     module = importlib.util.module_from_spec(spec)

@@ -335,8 +335,8 @@ print(json.dumps({{"reason": reason({path!r}, 0)}}))
     missing = run_python(PRELUDE.replace('nvcuvid = ctypes.CDLL("libnvcuvid.so.1")', "nvcuvid = None")
                          .replace("nvcuvid.stub_nvcuvid_log.restype = ctypes.c_char_p", "") + code,
                          stubs["no_nvcuvid"])
-    if "libnvcuvid.so.1 could not be opened" not in missing["reason"]:
-        pytest.skip("this machine has a real libnvcuvid.so.1")
+    if missing["reason"] is None or "libnvcuvid.so.1 could not be opened" not in missing["reason"]:
+        pytest.skip("a libnvcuvid.so.1 is on this machine's library path")
 
 
 def test_a_driver_without_cuvidGetDecoderCaps_is_refused_with_the_reason(stubs, media):

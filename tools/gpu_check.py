@@ -896,6 +896,36 @@ def markdown_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def junit_rows(path: pathlib.Path) -> Iterator[Row]:
+    """A pytest JUnit XML report as rows: one with the counts, one per failed or erroring test with
+    the first line of its message (the full traceback is in the step's streamed output)."""
+    import xml.etree.ElementTree as ElementTree
+    try:
+        root = ElementTree.parse(path).getroot()
+    except (OSError, ElementTree.ParseError) as error:
+        yield Row("pytest", path.name, f"no report: {error}", "ERROR")
+        return
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    seconds = 0.0
+    for suite in root.iter("testsuite"):
+        for key in counts:
+            counts[key] += int(suite.get(key, 0))
+        seconds += float(suite.get("time", 0))
+    passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
+    bad = counts["failures"] + counts["errors"]
+    files = sorted({case.get("classname", "").split(".")[-1] for case in root.iter("testcase")} - {""})
+    yield Row("pytest", ", ".join(files) or path.name,
+              f"{passed} passed, {counts['failures']} failed, {counts['errors']} errors, {counts['skipped']} skipped "
+              f"in {seconds:.0f}s", "FAIL" if bad else ("ok" if passed else "skipped"), {**counts, "seconds": seconds})
+    for case in root.iter("testcase"):
+        for kind in ("failure", "error"):
+            found = case.find(kind)
+            if found is not None:
+                message = (found.get("message") or found.text or "").strip().splitlines()
+                yield Row("pytest", f"{case.get('classname', '').split('.')[-1]}::{case.get('name')}",
+                          message[0][:300] if message else kind, "FAIL" if kind == "failure" else "ERROR")
+
+
 TABLE_HEADER = "| step | check | subject | result | status |\n| --- | --- | --- | --- | --- |\n"
 
 
@@ -929,6 +959,7 @@ class Outputs:
     step: str
     summary: pathlib.Path | None
     only: list[str]
+    junit: pathlib.Path | None
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Outputs]:
@@ -956,6 +987,8 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Outputs]:
     parser.add_argument("--only", default="probe,frames,race,interop,bench", help="comma-separated checks to run")
     parser.add_argument("--deadline", type=float, default=None,
                         help="seconds after which rows not yet started are skipped (the table is still printed)")
+    parser.add_argument("--junit", type=pathlib.Path,
+                        help="instead of checking: put this pytest JUnit XML report into the table")
     args = parser.parse_args(argv)
     if args.device != "cpu" and not args.device.startswith("cuda"):
         parser.error(f"--device must be cuda, cuda:N or cpu, not {args.device!r}")
@@ -966,7 +999,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Outputs]:
                         tuple(c for c in clips.split(",") if c), args.race_clip, args.cuda_backend, args.bridge,
                         time.monotonic() + (args.deadline if args.deadline is not None else float("inf")))
     summary = args.summary or (args.out / f"{args.step}.json" if args.out is not None else None)
-    return settings, Outputs(args.out, args.step, summary, args.only.split(","))
+    return settings, Outputs(args.out, args.step, summary, args.only.split(","), args.junit)
 
 
 class Terminated(BaseException):
@@ -984,11 +1017,13 @@ CHECKS: dict[str, Callable[[Settings], Iterator[Row]]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings, outputs = parse_args(argv)
-    unknown = set(outputs.only) - set(CHECKS)
+    if outputs.junit is not None:
+        outputs.only = ["junit"]
+    unknown = set(outputs.only) - set(CHECKS) - {"junit"}
     if unknown:
         print(f"unknown checks {sorted(unknown)}; choose from {sorted(CHECKS)}", file=sys.stderr)
         return 2
-    env = versions() if set(outputs.only) - {"probe"} else {"python": sys.version.split()[0]}
+    env = versions() if set(outputs.only) - {"probe", "junit"} else {"python": sys.version.split()[0]}
     print("gpu_check: device " + settings.device + ("" if not settings.dry_run else " (dry run)") + "; "
           + ", ".join(f"{k} {v}" for k, v in env.items()), flush=True)
     log = RowLog(outputs.out, outputs.step)
@@ -997,7 +1032,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in outputs.only:
         start = time.perf_counter()
         try:
-            for row in CHECKS[name](settings):
+            for row in (CHECKS[name](settings) if name != "junit" else junit_rows(outputs.junit)):
                 log.add(row)
         except Terminated:
             log.add(Row(name, "(rest)", "terminated (SIGTERM, e.g. timeout): rows left out", "ERROR"))
