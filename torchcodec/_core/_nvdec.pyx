@@ -39,8 +39,7 @@ from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
-from torchcodec._core._cuda_driver cimport (CudaContext, CuvidLibrary, FrameSync, check_cu, check_cu_nogil,
-                                            stream_wait_event)
+from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary, FrameSync, check_cu, check_cu_nogil
 from torchcodec._core._decoder cimport FrameDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._nvdec_input cimport NvdecInput
@@ -367,7 +366,7 @@ cdef cu.CUresult free_slot(DecoderState *state, OutputSlot **found, unsigned lon
         slot = &state.slots[i]
         if tc_nvdec_load(&slot.status) == SLOT_RELEASED:
             ret = state.cu.cuEventQuery(slot.sync.done)
-            if ret == cu.TC_CUDA_ERROR_NOT_READY:
+            if ret == <cu.CUresult>cu.TC_CUDA_ERROR_NOT_READY:
                 if oldest == NULL or slot.released_at < oldest.released_at:
                     oldest = slot
                 continue
