@@ -577,14 +577,14 @@ def test_interpolated_timestamps_come_back_in_the_streams_time_base(stubs, media
     """ulClockRate is the stream's time base (1/12800 -> 12800 Hz): a parser that interpolates the
     timestamps of packets without one (the stub, told to ignore the packets' timestamps) returns
     them in the stream's units, here the CPU decoder's pts (25 fps: 512 ticks per frame)."""
-    from torchcodec._core import _nvdec
     path = media["h264_25fps_2s.mp4"]
-    out = run(stubs, PIPELINE.format(path=os.fspath(path), count=-1, peek=None), STUB_NVDEC_UNTIMED="1",
-              STUB_NVDEC_FPS="25")
+    code = PIPELINE.format(path=os.fspath(path), count=-1, peek=None).replace("del decoder, frames", """
+out["clocks"] = [_nvdec.parser_clock_rate(*tb) for tb in ((1, 12800), (1, 90000), (2, 90000), (1001, 30000), (0, 1))]
+del decoder, frames""")
+    out = run(stubs, code, STUB_NVDEC_UNTIMED="1", STUB_NVDEC_FPS="25")
     assert "clock=12800)" in next(line for line in out["log"].splitlines() if line.startswith("parser("))
     assert out["pts"] == [f["pts"] for f in reference.ffprobe_frames(path, 0)] == [512 * k for k in range(50)]
-    assert [_nvdec.parser_clock_rate(*tb) for tb in ((1, 12800), (1, 90000), (2, 90000), (1001, 30000), (0, 1))] \
-        == [12800, 90000, 45000, 0, 0]
+    assert out["clocks"] == [12800, 90000, 45000, 0, 0], "den / num where integral, else the parser's default"
     assert_balanced(out["counters"], frames=50)
 
 
