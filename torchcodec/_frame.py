@@ -7,11 +7,20 @@ from typing import Any
 
 
 def _shape(name: str, value: Any) -> tuple[int, ...]:
-    """The shape of an array field; TypeError for a value that has none (a list, say)."""
+    """The shape of an array field: an array or tensor, or any memory a caller gave as ``out=`` (an
+    object with a CUDA or NumPy array interface, or the buffer protocol); TypeError for a value
+    that has none (a list, say)."""
     shape = getattr(value, "shape", None)
-    if shape is None:
-        raise TypeError(f"{name} must be an array or tensor, got {type(value).__name__}")
-    return tuple(shape)
+    if shape is not None:
+        return tuple(shape)
+    for interface in ("__cuda_array_interface__", "__array_interface__"):
+        described = getattr(value, interface, None)
+        if isinstance(described, dict) and "shape" in described:
+            return tuple(described["shape"])
+    try:
+        return tuple(memoryview(value).shape or ())
+    except TypeError:
+        raise TypeError(f"{name} must be an array or tensor, got {type(value).__name__}") from None
 
 
 def _describe(name: str, obj: Any) -> str:
