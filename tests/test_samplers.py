@@ -326,9 +326,9 @@ def count_engine_requests(decoder: VideoDecoder) -> list[int]:
     calls: list[int] = []
     original = decoder._decode
 
-    def spy(targets, *args, **kwargs):
-        calls.append(len(targets))
-        return original(targets, *args, **kwargs)
+    def spy(n, *args, **kwargs):
+        calls.append(n)
+        return original(n, *args, **kwargs)
 
     decoder._decode = spy
     return calls

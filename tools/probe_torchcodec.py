@@ -19,6 +19,7 @@ durations, shapes and the data itself. The comparison prints every difference:
     python tools/probe_torchcodec.py                          # our corpus (tools/make_media.py)
     python tools/probe_torchcodec.py --tc-checkout DIR        # also TorchCodec's test/resources
     python tools/probe_torchcodec.py --only resize -v         # one group of cases, every verdict
+    python tools/probe_torchcodec.py --all-media              # every video file of both corpora
 
 TorchCodec has our import name, so its side runs in its own venv (``--tc-venv``, default the
 benchmark's, created by ``tools/bench.py`` if missing) in a subprocess started with ``--side``.
@@ -67,6 +68,17 @@ def video_cases(name: str) -> list[dict[str, Any]]:
                        ["get_frames_played_in_range", 0.0, 1.0, 30.0]])
         case("fps", [["get_all_frames", 5.0], ["get_all_frames", 12.5]])
         case("end", [["end_played_at"], ["end_played_at_many"], ["end_range"], ["end_range_fps"]])
+        # Times at and next to frame boundaries (k / average_fps after the start), ranges whose frame
+        # count (stop - start) * fps ends in .5, in both directions of rounding.
+        case("bounds", [["frame_time", method, k, eps] for method in ("one", "many", "range")
+                        for k in (1, 7, 16) for eps in (-1e-6, 0.0, 1e-6)]
+             + [["range_rel", 0.0, 0.5, 5.0], ["range_rel", 0.25, 0.75, 9.0], ["range_rel", 0.1, 0.3, 12.5],
+                ["range_rel", 0.0, 0.1, 25.0], ["range_rel", 0.5, 0.7, 7.5]])
+        # State carried from one call to the next: index requests that follow each other decode on.
+        case("sequence", [["get_frame_at", 3], ["get_frame_at", 4], ["getitem", 5], ["get_frames_in_range", 6, 9],
+                          ["get_frame_at", 9], ["iter", 4], ["get_frames_at", [2, 3, 4]], ["get_frame_at", 5],
+                          ["get_all_frames", 5.0], ["get_all_frames", 5.0], ["range_rel", 0.0, 0.5],
+                          ["get_frame_at", 1], ["played_at_rel", 0.5], ["get_frame_at", 2]])
         for size in RESIZE_SIZES:
             case("resize", [["get_frames_at", [0, 5]]], transforms=[["Resize", list(size)]])
         case("resize", [["get_frames_at", [0, 5]]], transforms=[["Resize", [100, 160]], ["CenterCrop", [64, 96]]])
@@ -177,6 +189,24 @@ def _call(decoder: Any, call: list) -> Any:
         return decoder.get_frames_played_in_range(m.end_stream_seconds - 0.3, m.end_stream_seconds)
     if name == "end_range_fps":
         return decoder.get_frames_played_in_range(m.begin_stream_seconds, m.end_stream_seconds, fps=9)
+    if name == "frame_time":           # a time k frames (at average_fps) after the start, moved by eps
+        method, k, eps = args
+        t = m.begin_stream_seconds + k / m.average_fps + eps
+        if method == "one":
+            return decoder.get_frame_played_at(t)
+        if method == "many":
+            return decoder.get_frames_played_at([t, t + 0.25])
+        return decoder.get_frames_played_in_range(t, min(t + 0.2, m.end_stream_seconds))
+    if name == "range_rel":            # a range (with fps when given) relative to the start
+        return decoder.get_frames_played_in_range(m.begin_stream_seconds + args[0], m.begin_stream_seconds + args[1],
+                                                  *args[2:])
+    if name == "played_at_rel":
+        return decoder.get_frame_played_at(m.begin_stream_seconds + args[0])
+    if name == "iter":                 # the first frames by iteration (the sequence protocol)
+        import itertools
+
+        import torch
+        return torch.stack(list(itertools.islice(iter(decoder), args[0])))
     if name == "audio_past_start":
         return decoder.get_samples_played_in_range(m.begin_stream_seconds + 1e-7, m.begin_stream_seconds + 0.5)
     return getattr(decoder, name)(*args)
@@ -308,12 +338,27 @@ def compare(todo: list[dict[str, Any]], ours: list, theirs: list, max_diff: floa
     return 0 if counts.get("same", 0) == total else 1
 
 
+def _video_files(folder: Path) -> list[str]:
+    """Names of the files in ``folder`` that ffprobe finds a video stream in (images left out)."""
+    names = []
+    for path in sorted(folder.iterdir()):
+        if path.suffix not in (".mp4", ".mkv", ".webm", ".avi", ".mpg", ".ts", ".mov"):
+            continue
+        probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "stream=index",
+                                "-of", "csv=p=0", str(path)], capture_output=True, text=True)
+        if probe.returncode == 0 and probe.stdout.strip():
+            names.append(path.name)
+    return names
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tc-venv", type=Path, default=DEFAULT_TC_VENV)
     parser.add_argument("--tc-checkout", type=Path, help="a checkout of meta-pytorch/torchcodec: adds its test media")
     parser.add_argument("--only", help="run only this group of cases (metadata, index, time, range, fps, end, "
-                                       "resize, crop, audio, errors)")
+                                       "bounds, sequence, resize, crop, audio, errors)")
+    parser.add_argument("--all-media", action="store_true",
+                        help="every video file of our corpus and of TorchCodec's test/resources, not only a selection")
     parser.add_argument("--file", help="run only the cases of this file")
     parser.add_argument("--max-diff", type=float, default=0.0, help="pixel difference still counted as the same")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every call, not only differences")
@@ -338,6 +383,8 @@ def main() -> int:
         names += list(TC_VIDEOS)
         audio.append("nasa_13013.mp4.audio.mp3")
         described += sorted(p for p in resources.iterdir() if p.suffix in MEDIA_SUFFIXES)
+    if args.all_media:
+        names += [name for folder in media for name in _video_files(folder) if name not in names]
     todo = [c for name in names for c in video_cases(name)] + [c for name in audio for c in audio_cases(name)]
     todo += error_cases(names[0], audio[0])
     if args.only in (None, "metadata"):

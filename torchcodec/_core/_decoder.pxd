@@ -11,9 +11,12 @@ cdef class FrameDecoder:
     #   came, 0 at the end of the stream. Reads packets from ``demuxer`` (``packet`` is scratch).
     # flush: forget buffered packets and frames after the demuxer seeked; the stream goes on.
     # output_done: the last frame was returned (true until flush()).
+    # frames_in_flight: how many frames the decoder holds back before it outputs one (reordering,
+    #   frame threads): decoding on through that many frames costs no more than a seek's flush.
     cdef bint output_done
     cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil
     cdef void flush(self) noexcept nogil
+    cdef int frames_in_flight(self) noexcept nogil
 
 
 cdef class StreamDecoder(FrameDecoder):

@@ -70,6 +70,9 @@ cdef class FrameDecoder:
     cdef void flush(self) noexcept nogil:
         pass
 
+    cdef int frames_in_flight(self) noexcept nogil:
+        return 0
+
 
 cdef class StreamDecoder(FrameDecoder):
     """A libavcodec decoder for stream ``stream_index`` of ``demuxer``.
@@ -163,6 +166,14 @@ cdef class StreamDecoder(FrameDecoder):
         lavc.avcodec_flush_buffers(self.ptr)
         self.input_done = False
         self.output_done = False
+
+    cdef int frames_in_flight(self) noexcept nogil:
+        """The reorder delay (``has_b_frames``, as far as the decoder knows it yet), plus the frames
+        that other threads decode ahead with frame threading on the CPU."""
+        cdef int in_flight = max(self.ptr.has_b_frames, 0)
+        if self.ptr.hw_device_ctx == NULL and (self.ptr.active_thread_type & lavc.FF_THREAD_FRAME):
+            in_flight += max(self.ptr.thread_count, 1) - 1
+        return in_flight
 
     cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil:
         """Decode the next frame of the stream into ``frame``: 1 when one came, 0 at the end.

@@ -16,7 +16,7 @@ from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._core._frame_index import FrameIndex
-from torchcodec._core._video import Match, VideoStream
+from torchcodec._core._video import Match, Request, VideoStream
 from torchcodec._frame import Frame, FrameBatch
 from torchcodec._memory import check_request
 from torchcodec._source import SourceLike, open_source
@@ -49,7 +49,10 @@ class VideoDecoder(Reopenable):
             stream. A stream NVDEC cannot decode is decoded on the CPU and converted on the GPU
             (see ``cpu_fallback``). RuntimeError saying why when CUDA cannot be used here.
         seek_mode: "exact" scans the file at construction (exact frame count and timestamps, correct
-            on variable frame rate) or "approximate" trusts the header (frame i is at begin + i / fps).
+            on variable frame rate) or "approximate" trusts the header: frame i is the first frame
+            at or after begin + i / fps after a demuxer seek there (the next decoded frame when i
+            follows the previous request's index), as TorchCodec 0.17 picks it; frames after a
+            late seek or past the real end differ from exact mode's, or raise RuntimeError.
         transforms: a sequence of ``torchcodec.transforms`` (Resize, CenterCrop, RandomCrop) or
             torchvision v2 Resize/CenterCrop/RandomCrop objects, applied in order to every frame
             after rotation, while decoding. Output frames have the size of the last transform;
@@ -139,6 +142,9 @@ class VideoDecoder(Reopenable):
             content = (None, None, 0)
         self.metadata: VideoStreamMetadata = video_metadata(header, content)
         self._time_base = float(header["time_base"])
+        # Approximate mode's grid, as the header gives it: frame i is expected at begin + i / fps.
+        begin = header["begin_stream_seconds_from_header"]
+        self._grid = (begin if begin is not None else 0.0, header["average_fps_from_header"])
         self._output_dtype = _resolve_dtype(output_dtype, header["bits_per_component"])
         self._num_frames = self.metadata.num_frames
         if self._num_frames is None:
@@ -212,7 +218,8 @@ class VideoDecoder(Reopenable):
         and the output dtype, filled in place and returned as ``FrameBatch.data``. The other
         batch methods accept it too.
         """
-        return self._frames_at_indices([self._normalize_index(i) for i in _as_index_list(indices)], out)
+        given = _as_index_list(indices)
+        return self._frames_at_indices([self._normalize_index(i) for i in given], out, given)
 
     def get_frames_in_range(self, start: int, stop: int, step: int = 1, *, out: Any = None) -> FrameBatch:
         """Frames ``start, start + step, ...`` before ``stop``, clamped like Python slicing."""
@@ -226,7 +233,13 @@ class VideoDecoder(Reopenable):
         if not self._in_stream(seconds):
             raise IndexError(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to "
                              f"{self.metadata.begin_stream_seconds} and less than {self.metadata.end_stream_seconds}.")
-        return _single_frame(self._frames_played_at([seconds]))
+        if self._index is None:
+            requests = array.array("q", [Request.BY_TIME])
+            return _single_frame(self._decode_requests(requests, array.array("d", [seconds]), [0]))
+        shown = self._index.index_shown_at(seconds)
+        if shown < 0:
+            raise IndexError("Requested next frame while there are no more frames left to decode.")
+        return _single_frame(self._frames_at_indices([shown]))
 
     def get_frames_played_at(self, seconds: Sequence[float], *, out: Any = None) -> FrameBatch:
         """The frames on screen at each of ``seconds`` (a sequence, a single number, or a tensor/array of
@@ -238,7 +251,7 @@ class VideoDecoder(Reopenable):
                 raise RuntimeError(f"frame pts is {t}; must be greater than or equal to {begin}.")
             if end is not None and not t < end:
                 raise RuntimeError(f"frame pts is {t}; must be less than {end}.")
-        return self._frames_played_at(times, out)
+        return self._frames_at_indices([self._index_played_at(t) for t in times], out)
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
                                    fps: Optional[float] = None, *, out: Any = None) -> FrameBatch:
@@ -247,9 +260,10 @@ class VideoDecoder(Reopenable):
         Without ``fps``: every frame shown in the interval, where frame i is shown from its pts until
         the next frame's pts (so the frame on screen at ``start_seconds`` is included, and a frame
         whose pts is ``stop_seconds`` is not). With ``fps``: ``round((stop - start) * fps)`` frames
-        sampled at ``start + k / fps``, with those times as pts and ``1 / fps`` as durations.
-        ValueError when start > stop, when either is NaN or when the interval leaves the stream; fps
-        must be a positive finite number (ValueError, also a RuntimeError as in TorchCodec).
+        (rounded half away from zero) sampled at ``start + k * (1 / fps)``, each the frame shown at
+        that time, with those times as pts and ``1 / fps`` as durations. ValueError when start > stop,
+        when either is NaN or when the interval leaves the stream; fps must be a positive finite
+        number (ValueError, also a RuntimeError as in TorchCodec).
         """
         start, stop = as_seconds("start_seconds", start_seconds), as_seconds("stop_seconds", stop_seconds)
         begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
@@ -265,14 +279,7 @@ class VideoDecoder(Reopenable):
             return self._frames_at_indices([], out)
         if fps is not None:
             return self._resampled(start, stop, _check_fps(fps), out)
-        if self._index is not None:
-            first = max(self._index.index_played_at(start), 0)
-            last = self._index.index_at_or_after(stop)          # exclusive
-        else:
-            rate = self.metadata.average_fps
-            first = math.floor((start - begin) * rate + 1e-9)
-            last = math.ceil((stop - begin) * rate - 1e-9)
-        return self._frames_at_indices(list(range(first, min(last, len(self)))), out)
+        return self._frames_at_indices(list(range(self._index_played_at(start), self._index_after(stop))), out)
 
     def get_all_frames(self, fps: Optional[float] = None, *, out: Any = None) -> FrameBatch:
         """Every frame; with ``fps``, the stream resampled at that rate (see get_frames_played_in_range)."""
@@ -303,50 +310,84 @@ class VideoDecoder(Reopenable):
         end = self.metadata.end_stream_seconds
         return self.metadata.begin_stream_seconds <= seconds and (end is None or seconds < end)
 
-    def _frames_at_indices(self, indices: list[int], out: Any = None, **override: Any) -> FrameBatch:
-        """Decode frames by (normalised) index; the one path to the engine for index requests."""
+    def _index_played_at(self, seconds: float) -> int:
+        """Index of the frame shown at ``seconds`` (exact: the last one whose pts is not later,
+        as long as the next frame's pts is later; approximate: on the header's frame-rate grid)."""
+        if self._index is not None:
+            return max(self._index.index_played_at(seconds), 0)
+        begin, fps = self._grid_or_raise()
+        return math.floor((seconds - begin) * fps)
+
+    def _index_after(self, seconds: float) -> int:
+        """Index of the first frame whose pts is at or after ``seconds`` (approximate: on the grid)."""
+        if self._index is not None:
+            return self._index.index_at_or_after(seconds)
+        begin, fps = self._grid_or_raise()
+        return math.ceil((seconds - begin) * fps)
+
+    def _grid_or_raise(self) -> tuple[float, float]:
+        begin, fps = self._grid
+        if not fps:
+            raise RuntimeError("Cannot use approximate mode since we couldn't find the average fps from the "
+                               "metadata (the stream's header has no frame rate): use seek_mode='exact'")
+        return begin, fps
+
+    def _frames_at_indices(self, indices: list[int], out: Any = None, given: Optional[list[int]] = None,
+                           **override: Any) -> FrameBatch:
+        """Decode frames by (normalised) index; the one path to the engine for index requests.
+
+        Approximate mode decodes them as TorchCodec does (see VideoStream.decode_requests): in the
+        order of the indices as ``given`` (negative ones not normalised yet), a repeated index once;
+        an index past the end raises IndexError when its turn comes.
+        """
         if self._index is not None:
             index = self._index
             targets = array.array("q", [index.pts(i) for i in indices])
-            return self._decode(targets, Match.AT_OR_AFTER, out=out, **override)
-        begin, rate, tb = self.metadata.begin_stream_seconds, self.metadata.average_fps, self._time_base
-        # Frame i is expected at begin + i / fps; the first frame from half a frame earlier on
-        # is taken, so that rounding of the frame rate or the timestamps cannot skip a frame.
-        targets = array.array("q", [round((begin + i / rate) / tb) for i in indices])
-        return self._decode(targets, Match.AT_OR_AFTER, math.floor(0.5 / rate / tb), out=out, **override)
+            return self._decode(len(targets), lambda engine, *memory: engine.decode_at(targets, int(Match.AT_OR_AFTER),
+                                                                                       *memory), out, **override)
+        keys = given if given is not None else indices
+        order = sorted(range(len(indices)), key=keys.__getitem__)
+        requests = array.array("q")
+        for turn, k in enumerate(order):
+            if not 0 <= indices[k] < len(self):
+                # TorchCodec raises when it comes to this index, after decoding the ones before.
+                if requests:
+                    self._decode_requests(requests, array.array("d", bytes(8 * turn)), list(range(turn)))
+                self._normalize_index(indices[k])
+            requests.append(Request.REPEAT if turn and keys[k] == keys[order[turn - 1]] else indices[k])
+        return self._decode_requests(requests, array.array("d", bytes(8 * len(requests))), order, out, **override)
 
-    def _frames_played_at(self, times: list[float], out: Any = None,
-                          frame_duration: Optional[float] = None) -> FrameBatch:
-        """Frames on screen at ``times``; with ``frame_duration`` (resampling), those times and that
-        duration replace the frames' own pts and durations."""
-        override = {"times": times, "frame_duration": frame_duration} if frame_duration is not None else {}
-        if self._index is not None:
-            indices = [max(self._index.index_played_at(t), 0) for t in times]
-            return self._frames_at_indices(indices, out, **override)
-        tb = self._time_base
-        targets = array.array("q", [math.floor(t / tb + 1e-6) for t in times])
-        return self._decode(targets, Match.PLAYED_AT, out=out, **override)
+    def _decode_requests(self, requests: array.array, seconds: array.array, positions: list[int], out: Any = None,
+                         **override: Any) -> FrameBatch:
+        """Approximate mode: decode ``requests`` (BY_TIME ones at ``seconds``) in order (see
+        VideoStream.decode_requests); the frame of request k goes to slot ``positions[k]``."""
+        slots = array.array("q", positions)
+        return self._decode(len(requests), lambda engine, *memory: engine.decode_requests(requests, seconds, slots,
+                                                                                          *memory), out, **override)
 
     def _resampled(self, start: float, stop: float, fps: float, out: Any = None) -> FrameBatch:
-        count = round((stop - start) * fps)
+        """``get_frames_played_in_range(start, stop, fps)``: the frames shown at start + k * (1 / fps)."""
+        count = _round_half_away_from_zero((stop - start) * fps)
         self._check_request(count, f"get_frames_played_in_range({start}, {stop}, fps={fps})")
-        times = [start + k / fps for k in range(count)]
-        return self._frames_played_at(times, out, frame_duration=1.0 / fps)
+        frame_duration = 1.0 / fps
+        times = [start + k * frame_duration for k in range(count)]
+        return self._frames_at_indices([self._index_played_at(t) for t in times], out,
+                                       times=times, frame_duration=frame_duration)
 
-    def _decode(self, targets: array.array, match: Match, tolerance: int = 0, out: Any = None,
-                times: Optional[list[float]] = None, frame_duration: Optional[float] = None) -> FrameBatch:
-        """Decode ``targets`` into a new array of the bridge's library, or into ``out``.
+    def _decode(self, n: int, run: Any, out: Any = None, times: Optional[list[float]] = None,
+                frame_duration: Optional[float] = None) -> FrameBatch:
+        """Decode ``n`` frames by ``run(engine, address, frame_stride, row_stride, height, width,
+        as_float, pts, durations)`` into a new array of the bridge's library, or into ``out``.
 
         ``times``/``frame_duration`` replace the frames' own pts and durations (resampling).
         """
-        n = len(targets)
         self._check_request(n, "decoding")
         name = _bridge.get_bridge()
         pts, durations = _bridge.float64_buffer(n), _bridge.float64_buffer(n)
         if self._cuda is not None:
-            result = self._decode_cuda(targets, match, tolerance, out, name, pts, durations)
+            result = self._decode_cuda(n, run, out, name, pts, durations)
         else:
-            result = self._decode_cpu(targets, match, tolerance, out, name, pts, durations)
+            result = self._decode_cpu(n, run, out, name, pts, durations)
         if times is not None:
             pts = array.array("d", times)
             durations = array.array("d", [frame_duration] * len(times))
@@ -365,22 +406,22 @@ class VideoDecoder(Reopenable):
                       frames=count, frame_size=size, itemsize=4 if self._output_dtype == "float32" else 1)
 
     @forwards_ffmpeg_log
-    def _run_engine(self, targets: array.array, match: Match, tolerance: int, address: int, frame_stride: int,
-                    row_stride: int, pts: array.array, durations: array.array, stream: Optional[int] = None) -> None:
-        """The one call into the engine: decode ``targets`` into memory at ``address`` (NHWC rows);
-        CUDA decoders write on ``stream`` (set under the same lock: threads may share a decoder)."""
-        if not len(targets):
+    def _run_engine(self, n: int, run: Any, address: int, frame_stride: int, row_stride: int, pts: array.array,
+                    durations: array.array, stream: Optional[int] = None) -> None:
+        """The one call into the engine: ``run`` decodes ``n`` frames into memory at ``address``
+        (NHWC rows); CUDA decoders write on ``stream`` (set under the same lock: threads may share a
+        decoder)."""
+        if not n:
             return
         self._check_fork()
         with self._lock:
             if stream is not None:
                 self._cuda.converter.set_stream(stream)
-            self._engine.decode_at(targets, int(match), address, frame_stride, row_stride, self._height,
-                                   self._width, self._output_dtype == "float32", pts, durations, tolerance)
+            run(self._engine, address, frame_stride, row_stride, self._height, self._width,
+                self._output_dtype == "float32", pts, durations)
 
-    def _decode_cpu(self, targets: array.array, match: Match, tolerance: int, out: Any, name: str,
-                    pts: array.array, durations: array.array) -> Any:
-        n, height, width = len(targets), self._height, self._width
+    def _decode_cpu(self, n: int, run: Any, out: Any, name: str, pts: array.array, durations: array.array) -> Any:
+        height, width = self._height, self._width
         data = memory = None
         if out is not None:
             memory, frame_stride, row_stride = self._check_out(out, n)
@@ -390,23 +431,21 @@ class VideoDecoder(Reopenable):
             frame_stride, row_stride = memory.strides[0], memory.strides[1]
             if self._dimension_order == "NCHW":
                 data = _bridge.nchw(data)
-        self._run_engine(targets, match, tolerance, memory.address, frame_stride, row_stride, pts, durations)
+        self._run_engine(n, run, memory.address, frame_stride, row_stride, pts, durations)
         if out is not None and data is not None:
             _bridge.copy_into(out, data)          # the one copy, for out= of another layout
         return _bridge.finish(out if out is not None else data, name)
 
-    def _decode_cuda(self, targets: array.array, match: Match, tolerance: int, out: Any, name: str,
-                     pts: array.array, durations: array.array) -> Any:
+    def _decode_cuda(self, n: int, run: Any, out: Any, name: str, pts: array.array, durations: array.array) -> Any:
         """Decode into CUDA memory allocated by the bridge's library (or ``out``), on its current stream."""
         from torchcodec import _cuda_output
-        shape = (len(targets), self._height, self._width, 3)
+        shape = (n, self._height, self._width, 3)
         target = None
         if out is not None:
             target = _cuda_output.wrap_out(out, shape, self._output_dtype, self._device_index, self._dimension_order)
         output = target if target is not None and target.packed else _cuda_output.allocate(
             shape, self._output_dtype, name, self._device_index)
-        self._run_engine(targets, match, tolerance, output.address, output.strides[0], output.strides[1],
-                         pts, durations, output.stream)
+        self._run_engine(n, run, output.address, output.strides[0], output.strides[1], pts, durations, output.stream)
         data = output.finish()
         if output is target:
             return data
@@ -459,6 +498,12 @@ def _resolve_dtype(output_dtype: Any, bits_per_component: int) -> str:
     if name not in _DTYPES:
         raise ValueError(f"Invalid output_dtype ({output_dtype}). Supported values are uint8, float32, and 'auto'.")
     return name
+
+
+def _round_half_away_from_zero(x: float) -> int:
+    """C's round(): 2.5 -> 3 (Python's round gives 2), as TorchCodec counts resampled frames."""
+    whole = math.floor(abs(x))
+    return int(math.copysign(whole + (abs(x) - whole >= 0.5), x))
 
 
 def _as_index(index: Any) -> int:
