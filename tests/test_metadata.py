@@ -194,6 +194,20 @@ def test_samplers_read_the_assigned_values(h264):
     assert len(clips_at_random_timestamps(decoder, num_clips=2, num_frames_per_clip=2, generator=0)) == 2
 
 
+def test_the_decoder_keeps_the_bounds_it_was_opened_with(h264):
+    """As TorchCodec: the decoder takes begin, end and the frame count once; assigning metadata
+    fields afterwards changes what samplers read, not what the decoder serves."""
+    decoder = VideoDecoder(h264)
+    decoder.metadata.end_stream_seconds = None
+    decoder.metadata.begin_stream_seconds = 1.0
+    decoder.metadata.num_frames = 3
+    assert len(decoder) == 90
+    assert decoder.get_frame_played_at(0.5).pts_seconds == pytest.approx(0.5)
+    with pytest.raises(IndexError):
+        decoder.get_frame_played_at(3.0)
+    assert len(decoder.get_all_frames(fps=2)) == 6
+
+
 # ---- repr ----------------------------------------------------------------------------------------------
 
 def test_repr_format_by_hand():

@@ -146,7 +146,10 @@ class VideoDecoder(Reopenable):
         begin = header["begin_stream_seconds_from_header"]
         self._grid = (begin if begin is not None else 0.0, header["average_fps_from_header"])
         self._output_dtype = _resolve_dtype(output_dtype, header["bits_per_component"])
+        # The bounds are taken once, as TorchCodec does: metadata fields can be assigned afterwards.
         self._num_frames = self.metadata.num_frames
+        self._begin = self.metadata.begin_stream_seconds
+        self._end = self.metadata.end_stream_seconds
         if self._num_frames is None:
             raise InvalidArgumentError(f"Cannot use approximate mode: the number of frames of stream "
                                        f"{self.stream_index} is not in its header; use seek_mode='exact'")
@@ -232,7 +235,7 @@ class VideoDecoder(Reopenable):
         seconds = as_seconds("seconds", seconds)
         if not self._in_stream(seconds):
             raise IndexError(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to "
-                             f"{self.metadata.begin_stream_seconds} and less than {self.metadata.end_stream_seconds}.")
+                             f"{self._begin} and less than {self._end}.")
         if self._index is None:
             requests = array.array("q", [Request.BY_TIME])
             return _single_frame(self._decode_requests(requests, array.array("d", [seconds]), [0]))
@@ -245,7 +248,7 @@ class VideoDecoder(Reopenable):
         """The frames on screen at each of ``seconds`` (a sequence, a single number, or a tensor/array of
         numbers); RuntimeError if one lies outside the stream, ValueError if one is not a number."""
         times = _as_seconds_list(seconds)
-        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
+        begin, end = self._begin, self._end
         for t in times:
             if not t >= begin:
                 raise RuntimeError(f"frame pts is {t}; must be greater than or equal to {begin}.")
@@ -266,7 +269,7 @@ class VideoDecoder(Reopenable):
         number (ValueError, also a RuntimeError as in TorchCodec).
         """
         start, stop = as_seconds("start_seconds", start_seconds), as_seconds("stop_seconds", stop_seconds)
-        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
+        begin, end = self._begin, self._end
         if not start <= stop:
             nan = "; NaN is not a time" if math.isnan(start) or math.isnan(stop) else ""
             raise ValueError(f"Invalid start seconds: {start}. It must be less than or equal to stop seconds "
@@ -285,8 +288,7 @@ class VideoDecoder(Reopenable):
         """Every frame; with ``fps``, the stream resampled at that rate (see get_frames_played_in_range)."""
         if fps is None:
             return self._frames_at_indices(list(range(len(self))), out)
-        return self.get_frames_played_in_range(self.metadata.begin_stream_seconds,
-                                               self.metadata.end_stream_seconds, fps=fps, out=out)
+        return self.get_frames_played_in_range(self._begin, self._end, fps=fps, out=out)
 
     # ---- internals ----------------------------------------------------------------------------
 
@@ -307,8 +309,7 @@ class VideoDecoder(Reopenable):
         return list(range(*slice(start, stop, step).indices(len(self))))
 
     def _in_stream(self, seconds: float) -> bool:
-        end = self.metadata.end_stream_seconds
-        return self.metadata.begin_stream_seconds <= seconds and (end is None or seconds < end)
+        return self._begin <= seconds and (self._end is None or seconds < self._end)
 
     def _index_played_at(self, seconds: float) -> int:
         """Index of the frame shown at ``seconds`` (exact: the last one whose pts is not later,
