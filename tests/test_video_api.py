@@ -16,16 +16,6 @@ from torchcodec.decoders import VideoDecoder, VideoStreamMetadata
 FPS = 30  # h264_bframes.mp4: 90 frames at 30 fps, pts i/30, 320x240
 
 
-@pytest.fixture
-def decoder(h264):
-    return VideoDecoder(h264)
-
-
-@pytest.fixture(scope="module")
-def h264_frames(media):
-    return reference.ffmpeg_rgb_frames(media["h264_bframes.mp4"])
-
-
 # ---- indexing ----------------------------------------------------------------------------------
 
 def test_len_is_the_number_of_frames(decoder):
