@@ -1,6 +1,8 @@
 """Frames and timestamps against the ffmpeg CLI of the same FFmpeg build, byte for byte."""
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -84,6 +86,41 @@ def test_random_access_equals_sequential_frames(media, name):
     np.testing.assert_array_equal(decoder.get_frames_at(indices).data, expected[indices])
     for i in indices[:8]:                                # one at a time, in random order
         np.testing.assert_array_equal(decoder[i], expected[i])
+
+
+H264_FILES = ["h264_bframes.mp4", "h264_bframes.ts", "h264_editlist.mp4", "h264_vfr.mkv", "h264_interlaced.mp4",
+              "h264_offset2.5s.mkv", "h264_1080p.mp4"]
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+@pytest.mark.parametrize("name", H264_FILES)
+def test_frames_reached_by_leaving_out_unreferenced_ones_are_exact(media, name, threads):
+    """H.264 frames that no other frame references are not decoded on the way to a target (with
+    frame threads too): targets in and across GOPs, forward and back, equal the CLI's frames."""
+    expected = reference.ffmpeg_rgb_frames(media[name])
+    decoder = VideoDecoder(media[name], dimension_order="NHWC", num_ffmpeg_threads=threads)
+    rng = np.random.default_rng(len(name) + threads)
+    indices = sorted(rng.choice(len(decoder), size=min(12, len(decoder)), replace=False).tolist())
+    np.testing.assert_array_equal(decoder.get_frames_at(indices).data, expected[indices])
+    for i in indices[::-1][:5] + [len(decoder) - 1]:
+        np.testing.assert_array_equal(decoder[i], expected[i], err_msg=f"frame {i}")
+    assert decoder._engine.decoder.packets_skippable > 0
+
+
+def test_only_unreferenced_frames_are_left_out(media):
+    """Reaching frame 29 of a GOP of 30 decodes every frame that something references (the frames
+    ``ffprobe -skip_frame noref`` still shows) before it, and the target; none of the others."""
+    path = media["h264_bframes.mp4"]
+    pts = [f["pts"] for f in reference.ffprobe_frames(path, 0)]
+    probe = subprocess.run(["ffprobe", "-v", "error", "-skip_frame", "noref", "-select_streams", "v:0",
+                            "-show_entries", "frame=pts", "-of", "csv=p=0", str(path)],
+                           check=True, capture_output=True, text=True).stdout
+    referenced = {int(line.strip(",")) for line in probe.split()}
+    assert 30 < len(referenced) < 90                    # x264's B-frames: some references, some not
+    decoder = VideoDecoder(path, dimension_order="NHWC")
+    np.testing.assert_array_equal(decoder[29], reference.ffmpeg_rgb_frames(path)[29])
+    needed = sum(1 for p in pts[:29] if p in referenced) + 1
+    assert needed <= decoder._engine.frames_decoded < 30
 
 
 @pytest.mark.parametrize("name", ["h264_25fps_2s.mp4", "h264_bframes.mp4", "vp9.webm", "hevc_bframes.mp4"])

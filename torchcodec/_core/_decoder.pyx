@@ -13,6 +13,7 @@ NVDEC support) or its initialisation fails, libavcodec decodes on the CPU as usu
 ``hwaccel_used`` says which happened.
 """
 from libc.errno cimport EAGAIN, ENOMEM
+from libc.stdint cimport INT64_MIN, int64_t
 
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._error cimport av_error_string, check_av
@@ -73,6 +74,9 @@ cdef class FrameDecoder:
     cdef int frames_in_flight(self) noexcept nogil:
         return 0
 
+    cdef void skip_unneeded_before(self, int64_t pts) noexcept nogil:
+        pass
+
 
 cdef class StreamDecoder(FrameDecoder):
     """A libavcodec decoder for stream ``stream_index`` of ``demuxer``.
@@ -92,9 +96,12 @@ cdef class StreamDecoder(FrameDecoder):
         self.input_done = False
         self.output_done = False
         self.bad_packets = 0
+        self.may_have_left_out = False
         self.refused = 0
         self.last_refusal = 0
         self.hwaccel_state = -1
+        self.unneeded_before = INT64_MIN
+        self.packets_skippable = 0
         if num_threads < 0:
             raise ValueError(f"num_ffmpeg_threads must be >= 0, got {num_threads}")
         cdef lavf.AVStream *st = demuxer.stream(stream_index)
@@ -108,6 +115,9 @@ cdef class StreamDecoder(FrameDecoder):
             raise MemoryError("avcodec_alloc_context3 failed")
         check_av(lavc.avcodec_parameters_to_context(self.ptr, st.codecpar), "avcodec_parameters_to_context")
         self.ptr.pkt_timebase = st.time_base
+        # H.264 leaves out NAL units with nal_ref_idc 0, which no other picture may reference.
+        # (Not HEVC: its "sub-layer non-reference" pictures may be referenced by higher layers.)
+        self.can_skip_unneeded = st.codecpar.codec_id == lavc.AV_CODEC_ID_H264
         self.ptr.thread_count = num_threads
         if cuda_device >= 0:
             self.use_cuda_device(cuda_device, cuda_context)
@@ -166,6 +176,13 @@ cdef class StreamDecoder(FrameDecoder):
         lavc.avcodec_flush_buffers(self.ptr)
         self.input_done = False
         self.output_done = False
+        self.may_have_left_out = False
+        self.skip_unneeded_before(INT64_MIN)
+
+    cdef void skip_unneeded_before(self, int64_t pts) noexcept nogil:
+        self.unneeded_before = pts if self.can_skip_unneeded else INT64_MIN
+        if self.unneeded_before == INT64_MIN:
+            self.ptr.skip_frame = lavc.AVDISCARD_DEFAULT
 
     cdef int frames_in_flight(self) noexcept nogil:
         """The reorder delay (``has_b_frames``, as far as the decoder knows it yet), plus the frames
@@ -209,6 +226,14 @@ cdef class StreamDecoder(FrameDecoder):
                     self.output_done = True
                 continue
             if packet.stream_index == self.stream_index:
+                if self.unneeded_before != INT64_MIN:
+                    # Frame threads read the setting when the packet is submitted.
+                    if packet.pts != lavu.AV_NOPTS_VALUE and packet.pts < self.unneeded_before:
+                        self.ptr.skip_frame = lavc.AVDISCARD_NONREF
+                        self.packets_skippable += 1
+                        self.may_have_left_out = True
+                    else:
+                        self.ptr.skip_frame = lavc.AVDISCARD_DEFAULT
                 ret = self.send(packet)
                 if ret < 0 and ret != lavu.AVERROR(EAGAIN):
                     self.refuse_or_raise(ret, "avcodec_send_packet")
