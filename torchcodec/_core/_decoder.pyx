@@ -60,6 +60,19 @@ cdef AVPixelFormat choose_cuda_format(AVCodecContext *context, const AVPixelForm
     return lavc.avcodec_default_get_format(context, formats)
 
 
+cdef bint leaves_out_only_unreferenced(const lavc.AVCodecParameters *par) noexcept nogil:
+    """Whether AVDISCARD_NONREF leaves out only pictures that no other picture references.
+    H.264: NAL units with nal_ref_idc 0. HEVC: "sub-layer non-reference" pictures, which pictures
+    of higher temporal sub-layers may still reference; so only for streams with one sub-layer, as
+    the hvcC record says (byte 21, bits 3-5: numTemporalLayers; Annex B streams do not say)."""
+    if par.codec_id == lavc.AV_CODEC_ID_H264:
+        return True
+    if par.codec_id == lavc.AV_CODEC_ID_HEVC:
+        return (par.extradata_size >= 23 and par.extradata[0] == 1
+                and ((par.extradata[21] >> 3) & 7) == 1)
+    return False
+
+
 cdef class FrameDecoder:
     """The interface the video engine decodes through (see _decoder.pxd); StreamDecoder and NVDEC's
     NvdecDecoder implement it."""
@@ -115,9 +128,7 @@ cdef class StreamDecoder(FrameDecoder):
             raise MemoryError("avcodec_alloc_context3 failed")
         check_av(lavc.avcodec_parameters_to_context(self.ptr, st.codecpar), "avcodec_parameters_to_context")
         self.ptr.pkt_timebase = st.time_base
-        # H.264 leaves out NAL units with nal_ref_idc 0, which no other picture may reference.
-        # (Not HEVC: its "sub-layer non-reference" pictures may be referenced by higher layers.)
-        self.can_skip_unneeded = st.codecpar.codec_id == lavc.AV_CODEC_ID_H264
+        self.can_skip_unneeded = leaves_out_only_unreferenced(st.codecpar)
         self.ptr.thread_count = num_threads
         if cuda_device >= 0:
             self.use_cuda_device(cuda_device, cuda_context)
