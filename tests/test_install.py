@@ -41,6 +41,11 @@ def test_license_metadata_follows_pep_639():
     assert "Typing :: Typed" in classifiers and not any(c.startswith("License ::") for c in classifiers)
 
 
+def test_console_script_is_declared():
+    scripts = metadata.distribution("torchcodec-cython").entry_points.select(group="console_scripts")
+    assert [(s.name, s.value) for s in scripts] == [("torchcodec", "torchcodec._cli:main")]
+
+
 def _fake_distribution(site: pathlib.Path, name: str, version: str, files: list[str]) -> None:
     info = site / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True)
