@@ -147,6 +147,7 @@ def test_mypy_accepts_the_documented_calls(tmp_path, monkeypatch):
         area: int = width * 2
         samples = AudioDecoder("song.mp3").get_all_samples()
         rate: int = samples.sample_rate
+        reveal_type(decoder.get_frame_at(0))
     """))
     package_root = pathlib.Path(torchcodec.__file__).resolve().parent.parent
     args = [str(tmp_path / "use.py"), "--follow-imports=silent", "--ignore-missing-imports", "--no-incremental",
@@ -155,3 +156,4 @@ def test_mypy_accepts_the_documented_calls(tmp_path, monkeypatch):
         monkeypatch.setenv("MYPYPATH", str(package_root))
     stdout, stderr, status = mypy.run(args)
     assert status == 0, stdout + stderr
+    assert 'Revealed type is "torchcodec._frame.Frame"' in stdout, "mypy found the package (not all Any)"
