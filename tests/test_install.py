@@ -104,6 +104,12 @@ def _loader_error(library: str, major: int) -> str:
     return str(error.value)
 
 
+def _loader_error_for(path: pathlib.Path) -> str:
+    with pytest.raises(OSError) as error:
+        ctypes.CDLL(str(path))
+    return str(error.value)
+
+
 def test_missing_ffmpeg_library_message_names_it_and_what_to_install(tmp_path):
     loaded = {int(v.split(".")[0]) for v in [torchcodec.ffmpeg_versions()["libavformat"]]}
     major = next(m for m in (58, 60, 61, 62) if m not in loaded)     # FFmpeg 4, 6, 7, 8
@@ -117,6 +123,15 @@ def test_missing_ffmpeg_library_message_names_it_and_what_to_install(tmp_path):
     assert f"Found instead: {tmp_path / 'libavformat.so.57'}" in message
     assert f"libavformat{major} " in message, "Debian's runtime package of that release"
     assert f"conda install -c conda-forge 'ffmpeg={release}'" in message
+
+
+def test_ffmpeg_library_that_is_there_but_cannot_be_loaded(tmp_path):
+    (tmp_path / "libavformat.so.59").write_bytes(b"")       # what the loader says of an empty file
+    text = _loader_error_for(tmp_path / "libavformat.so.59")
+    message = _install.ffmpeg_load_message(text, {"LD_LIBRARY_PATH": str(tmp_path)})
+    assert f"Present but not loadable: {tmp_path / 'libavformat.so.59'}" in message
+    assert "file too short" in message, "the loader's own words are kept"
+    assert f"Found instead: {tmp_path}" not in message
 
 
 def test_missing_ffmpeg_library_message_when_none_is_found():

@@ -155,12 +155,17 @@ def ffmpeg_load_message(error_text: str, environ: Optional[Mapping[str, str]] = 
             if re.fullmatch(re.escape(library) + r"\.so\.\d+", os.path.basename(path)) and real not in seen:
                 seen.add(real)
                 found.append(path)
-    if found:
-        others = ", ".join(found)
-        instead = (f" Found instead: {others}: another FFmpeg than the one this torchcodec was built against. "
-                   f"Install {wanted}'s libraries, or build torchcodec against the FFmpeg you have: "
-                   f"pip install --no-binary {DISTRIBUTION} --force-reinstall {DISTRIBUTION}.")
-    else:
+    same = [path for path in found if os.path.basename(path) == soname]
+    others = [path for path in found if os.path.basename(path) != soname]
+    instead = ""
+    if same:
+        instead += (f" Present but not loadable: {', '.join(same)} (the loader's message says why: a damaged "
+                    f"file, another architecture, or a library it needs is missing).")
+    if others:
+        instead += (f" Found instead: {', '.join(others)}: another FFmpeg than the one this torchcodec was built "
+                    f"against. Install {wanted}'s libraries, or build torchcodec against the FFmpeg you have: "
+                    f"pip install --no-binary {DISTRIBUTION} --force-reinstall {DISTRIBUTION}.")
+    if not found:
         instead = f" No {library} was found there."
     ld_library_path = environ.get("LD_LIBRARY_PATH") or "(unset)"
     if releases:
