@@ -166,7 +166,7 @@ def test_mypy_accepts_the_documented_calls(tmp_path, monkeypatch):
     """))
     package_root = pathlib.Path(torchcodec.__file__).resolve().parent.parent
     args = [str(tmp_path / "use.py"), "--follow-imports=silent", "--ignore-missing-imports", "--no-incremental",
-            "--python-executable", sys.executable]
+            "--cache-dir", str(tmp_path / "mypy-cache"), "--python-executable", sys.executable]
     if package_root.name not in ("site-packages", "dist-packages"):   # an editable install
         monkeypatch.setenv("MYPYPATH", str(package_root))
     stdout, stderr, status = mypy.run(args)
