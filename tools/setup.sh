@@ -34,8 +34,14 @@ fi
 echo "== installing build tools and test dependencies into $VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # shellcheck disable=SC2086  # EXTRA_PIP is a list of requirements
-"$VENV/bin/python" -m pip install -q "meson-python>=0.15" "meson>=1.2" ninja "Cython>=3.0.8" numpy pytest ${EXTRA_PIP:-}
-echo "== building and installing torchcodec"
+"$VENV/bin/python" -m pip install -q "meson-python>=0.18" "meson>=1.2" ninja "Cython>=3.0.8" numpy pytest mypy ${EXTRA_PIP:-}
+# Before 0.17 this package was distributed as "torchcodec" (Meta's TorchCodec's name): remove such
+# an install (its editable hook would shadow the new one), never Meta's.
+if "$VENV/bin/python" -m pip show torchcodec 2>/dev/null | grep -q "^Summary: Video and audio decoding for machine learning, with TorchCodec's API"; then
+  echo "== removing this package's install under its old distribution name, torchcodec"
+  "$VENV/bin/python" -m pip uninstall -q -y torchcodec
+fi
+echo "== building and installing torchcodec-cython"
 "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps .
 "$VENV/bin/python" -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version(), '- default bridge:', torchcodec.get_bridge())"
 # CUDA kernels are built when nvcc is on PATH (-Dcuda=auto); no GPU is needed for that.
