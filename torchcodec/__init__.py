@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from torchcodec import decoders, samplers, transforms
+from torchcodec import decoders, encoders, samplers, transforms
 from torchcodec._bridge import bridge, get_bridge, set_bridge
 from torchcodec._core._info import ffmpeg_versions, set_log_level
 from torchcodec._device import cuda_available
@@ -32,6 +32,6 @@ def get_include() -> str:
 
 
 __all__ = [
-    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "ffmpeg_version", "ffmpeg_versions",
+    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "encoders", "ffmpeg_version", "ffmpeg_versions",
     "get_bridge", "get_include", "samplers", "set_bridge", "set_log_level", "transforms",
 ]
