@@ -17,6 +17,9 @@ from torchcodec._version import version as __version__
 
 set_log_level(os.environ.get("TORCHCODEC_FFMPEG_LOG_LEVEL", "fatal"))
 
+#: TorchCodec's: the major version of the FFmpeg release loaded (libavutil 57 is FFmpeg 5, 59 is 7).
+ffmpeg_major_version: int = int(ffmpeg_versions()["libavutil"].split(".")[0]) - 52
+
 
 def ffmpeg_version() -> str:
     """The version string of the FFmpeg libraries loaded at run time (e.g. "5.1.6-0+deb12u1")."""
@@ -32,6 +35,6 @@ def get_include() -> str:
 
 
 __all__ = [
-    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "encoders", "ffmpeg_version", "ffmpeg_versions",
+    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "encoders", "ffmpeg_major_version", "ffmpeg_version", "ffmpeg_versions",
     "get_bridge", "get_include", "samplers", "set_bridge", "set_log_level", "transforms",
 ]

@@ -351,7 +351,12 @@ cdef class VideoStreamEncoder(StreamEncoder):
         set_codec_options(self.ptr, self.codec,
                           codec_options(muxer, self.ptr, self.codec, crf, preset, extra_options or {}))
         self.choose_colours()
-        self.open_codec()
+        try:
+            self.open_codec()
+        except RuntimeError as error:
+            if self.odd_size_subsampled() and not isinstance(error, InvalidArgumentError):
+                raise InvalidArgumentError(str(error)) from None      # a bad size, not a library failure
+            raise
         self.stream.r_frame_rate = self.ptr.framerate
 
     def __dealloc__(self):
@@ -426,12 +431,16 @@ cdef class VideoStreamEncoder(StreamEncoder):
         self.scalers[layout] = ctx
         return ctx
 
+    def odd_size_subsampled(self):
+        """Whether the width or height is odd where the pixel format halves the chroma."""
+        desc = lavu.av_pix_fmt_desc_get(self.ptr.pix_fmt)
+        return desc != NULL and bool((self.width & 1 and desc.log2_chroma_w) or (self.height & 1 and desc.log2_chroma_h))
+
     def describe_settings(self):
         text = f" for {self.width}x{self.height} {pixel_format_name(self.ptr.pix_fmt)}"
-        desc = lavu.av_pix_fmt_desc_get(self.ptr.pix_fmt)
-        if desc != NULL and ((self.width & 1 and desc.log2_chroma_w) or (self.height & 1 and desc.log2_chroma_h)):
-            text += (f"; the width and height must usually be even for subsampled chroma: use an even size "
-                     f"or pixel_format='yuv444p'")
+        if self.odd_size_subsampled():
+            text += (f"; the width and height must be even for {pixel_format_name(self.ptr.pix_fmt)} with most "
+                     f"codecs: use an even size or pixel_format='yuv444p'")
         return text
 
     @property
