@@ -6,7 +6,11 @@ package, and compare what comes out.
 
 TorchCodec has our import name, so its side runs in its own venv, in a subprocess started from a
 directory outside this repository with ``--side torchcodec`` (inputs as .npy files, cases as JSON
-on stdin, encoded files written beside the inputs). Each case is compared three ways:
+on stdin, encoded files written beside the inputs). Both sides run each case in a fresh process:
+libx264's macroblock-tree rate control (on by default, off with ``preset="ultrafast"`` or
+``x264-params=mbtree=0``) reads memory it has not written, so within a long-lived process its
+output varies with what the heap held before (TorchCodec, PyAV and this package alike), while a
+fresh process, like the ffmpeg CLI, gives the same bytes every time. Each case is compared three ways:
 
 - bytes: the two encoded files are identical;
 - decoded: the ffmpeg CLI decodes both (video to rgb24, audio to f32le, at the stream's own
@@ -165,9 +169,10 @@ def compare_decoded(a: Any, b: Any, kind: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tc-python", type=Path, default=DEFAULT_TC_PYTHON, help="TorchCodec 0.17's Python")
-    parser.add_argument("--side", choices=("torchcodec",), help=argparse.SUPPRESS)
+    parser.add_argument("--side", choices=("torchcodec", "ours"), help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("-v", "--verbose", action="store_true", help="print ffprobe's view of every stream")
+    parser.add_argument("--only", help="run only the cases whose name contains this text")
     args = parser.parse_args()
     if args.side:
         cases = json.loads(sys.stdin.read())
@@ -176,19 +181,24 @@ def main() -> int:
 
     cases = ([dict(c, kind="video") for c in video_cases()] + [dict(c, kind="audio") for c in audio_cases()]
              + [dict(name="mp4 video + audio, 30 small calls each", kind="both", format="mp4")])
+    cases = [case for case in cases if args.only is None or args.only in case["name"]]
     for i, case in enumerate(cases):
         case["id"] = f"case{i:02d}"
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
         make_inputs(directory)
-        theirs = subprocess.run([str(args.tc_python), str(Path(__file__).resolve()), "--side", "torchcodec",
-                                 "--dir", str(directory)], input=json.dumps(cases), capture_output=True, text=True,
-                                cwd=tempfile.gettempdir(), env=dict(os.environ, PYTHONPATH=""))
-        if theirs.returncode != 0:
-            print(theirs.stderr)
-            return 2
-        their_results = {r["id"]: r for r in json.loads(theirs.stdout.strip().splitlines()[-1])}
-        our_results = {r["id"]: r for r in encode_side("ours", directory, cases)}
+        their_results, our_results = {}, {}
+        sides = (("torchcodec", [str(args.tc_python)], tempfile.gettempdir(), their_results),
+                 ("ours", [sys.executable, "-P"], str(REPO), our_results))
+        for case in cases:
+            for side, python, cwd, results in sides:
+                run = subprocess.run([*python, str(Path(__file__).resolve()), "--side", side, "--dir", str(directory)],
+                                     input=json.dumps([case]), capture_output=True, text=True, cwd=cwd,
+                                     env=dict(os.environ, PYTHONPATH=""))
+                if run.returncode != 0:
+                    print(run.stderr)
+                    return 2
+                results.update({r["id"]: r for r in json.loads(run.stdout.strip().splitlines()[-1])})
         failures = 0
         print(f"{'case':40s} {'bytes':10s} {'decoded':28s} streams")
         for case in cases:

@@ -22,7 +22,7 @@ import warnings
 
 from libc.limits cimport INT_MAX
 from libc.stdint cimport int64_t, uint8_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, strcmp
 
 from torchcodec._core._error cimport av_error_string, av_exception, check_av, is_again_or_eof
@@ -513,7 +513,7 @@ cdef class VideoStreamEncoder(StreamEncoder):
         if self.scratch != NULL:
             return 0
         self.scratch_stride = (self.width + OVERREAD + 63) & ~(<Py_ssize_t>63)
-        self.scratch = <uint8_t *>malloc(<size_t>self.scratch_stride * (3 * self.height + 1))
+        self.scratch = <uint8_t *>calloc(<size_t>self.scratch_stride * (3 * self.height + 1), 1)
         if self.scratch == NULL:
             with gil:
                 raise MemoryError(f"cannot allocate a {self.width}x{self.height} frame")

@@ -211,6 +211,7 @@ cdef extern from "libavutil/channel_layout.h" nogil:
 cdef extern from "libavutil/buffer.h" nogil:
     ctypedef struct AVBufferRef:
         uint8_t *data
+        size_t size
     AVBufferRef *av_buffer_ref(const AVBufferRef *buf)
     void av_buffer_unref(AVBufferRef **buf)
     AVBufferRef *av_buffer_create(uint8_t *data, size_t size, void (*free)(void *opaque, uint8_t *data) noexcept nogil,
