@@ -31,7 +31,9 @@ def _device_name(device: Any) -> str:
         torch = sys.modules.get("torch")
         device = torch.get_default_device() if torch is not None and hasattr(torch, "get_default_device") else "cpu"
     name = str(device)
-    if name == "cpu" or name.startswith("cuda"):
+    if name == "cpu" or name.startswith("cpu:"):
+        return "cpu"
+    if name == "cuda" or name.startswith("cuda:"):
         return name
     raise InvalidArgumentError(f"device must be 'cpu' or 'cuda' ('cuda:N'), got {device!r}")
 
