@@ -104,6 +104,17 @@ def test_x264_crf0_yuv444p_stores_the_clis_yuv_conversion(frames, tmp_path):
     assert reference.ffmpeg_raw_video(path) == cli_yuv(frames, "yuv444p")
 
 
+@pytest.mark.parametrize("layout", ["planar", "packed", "gathered"])
+def test_large_frames_converted_while_the_previous_one_encodes_are_exact(tmp_path, layout):
+    # Frames of 320x240 and more are converted on a helper thread while the codec encodes the one before.
+    frames = cli_frames(320, 240, 8)
+    given = {"planar": frames, "packed": np.ascontiguousarray(frames.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2),
+             "gathered": np.repeat(frames, 2, axis=3)[:, :, :, ::2]}[layout]
+    path = tmp_path / "out.mkv"
+    VideoEncoder(given, frame_rate=30).to_file(path, pixel_format="yuv444p", crf=0)
+    assert reference.ffmpeg_raw_video(path) == cli_yuv(frames, "yuv444p")
+
+
 def test_x264_crf0_yuv420p_stores_the_clis_yuv_conversion(frames, tmp_path):
     path = tmp_path / "out.mkv"
     VideoEncoder(frames, frame_rate=30).to_file(path, pixel_format="yuv420p", crf=0)
@@ -264,7 +275,8 @@ def test_to_tensor_follows_the_bridge(frames):
     with torchcodec.bridge("torch"):
         data = VideoEncoder(frames[:2], frame_rate=30).to_tensor("mp4", extra_options=NO_MBTREE)
     assert isinstance(data, torch.Tensor) and data.dtype == torch.uint8 and data.dim() == 1
-    assert bytes(data.numpy()) == bytes(VideoEncoder(frames[:2], frame_rate=30).to_tensor("mp4", extra_options=NO_MBTREE))
+    expected = VideoEncoder(frames[:2], frame_rate=30).to_tensor("mp4", extra_options=NO_MBTREE)
+    assert bytes(data.numpy()) == bytes(expected)
 
 
 def test_format_names_include_extensions(frames):
@@ -643,6 +655,22 @@ def test_a_failed_open_can_be_retried(frames, tmp_path):
     with encoder.open_file(tmp_path / "out.mp4"):
         video.add_frames(frames)
     assert reference.ffprobe_stream(tmp_path / "out.mp4", 0)["nb_frames"] == COUNT
+
+
+def test_an_encoder_dropped_while_open_finishes_its_file(frames, tmp_path):
+    encoder = Encoder()
+    video = encoder.add_video(height=HEIGHT, width=WIDTH, frame_rate=30)
+    encoder.open_file(tmp_path / "out.mp4")
+    video.add_frames(frames)
+    del encoder, video
+    gc.collect()
+    assert reference.ffprobe_stream(tmp_path / "out.mp4", 0)["nb_frames"] == COUNT
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:0"])
+def test_cuda_encoding_is_refused_clearly(device):
+    with pytest.raises(ValueError, match="NVENC"):
+        Encoder().add_video(height=16, width=16, frame_rate=30, device=device)
 
 
 # ---- threads -------------------------------------------------------------------------------------

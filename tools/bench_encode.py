@@ -199,7 +199,8 @@ def main() -> int:
             rows.append((work["name"], times))
             print(f"{work['name']}: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()), flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} / {os.getloadavg()[1]:.1f} (1 / 5 min) at the end\n")
-    print("| workload | ours (s) | TorchCodec (s) | PyAV (s) | ffmpeg CLI (s) | ours/TorchCodec | ours/PyAV | ours/CLI |")
+    print("| workload | ours (s) | TorchCodec (s) | PyAV (s) | ffmpeg CLI (s) | ours/TorchCodec | ours/PyAV "
+          "| ours/CLI |")
     print("|---|---|---|---|---|---|---|---|")
     for name, t in rows:
         print(f"| {name} | {t['ours']:.2f} | {t['TorchCodec']:.2f} | {t['PyAV']:.2f} | {t['ffmpeg CLI']:.2f} | "

@@ -14,6 +14,24 @@ cdef enum:
     MAX_AUDIO_CHANNELS = 64
 
 
+cdef struct Conversion:
+    # One frame's conversion from the caller's memory into an AVFrame, run on the calling thread or
+    # on a helper thread while the codec encodes the frame before (see VideoStreamEncoder.add_frames).
+    const uint8_t *base             # the frame: (3, height, width) at byte steps sc, sh, sw
+    Py_ssize_t sc
+    Py_ssize_t sh
+    Py_ssize_t sw
+    size_t high                     # the end of the caller's memory
+    int width
+    int height
+    int layout                      # how it is read (InputLayout)
+    SwsContext *ctx
+    uint8_t *scratch                # where a gathered frame goes
+    Py_ssize_t scratch_stride
+    AVFrame *frame                  # the destination, with writable buffers
+    int rows                        # what sws_scale returned
+
+
 cdef class StreamEncoder:
     cdef AVCodecContext *ptr
     cdef const AVCodec *codec
@@ -34,13 +52,15 @@ cdef class VideoStreamEncoder(StreamEncoder):
     cdef readonly int height
     cdef SwsContext *scalers[NUM_INPUT_LAYOUTS]
     cdef int dst_range                  # swscale's output range: 0 limited, 1 full
-    cdef uint8_t *scratch               # a frame gathered into planar RGB
+    cdef AVFrame *frames[2]             # converted frames: one is encoded while the next is converted
+    cdef uint8_t *scratch[2]            # frames gathered into planar RGB, one per converted frame
     cdef Py_ssize_t scratch_stride
 
     cdef SwsContext *scaler(self, int layout) except NULL nogil
     cdef int choose_colours(self) except -1
-    cdef int ensure_scratch(self) except -1 nogil
-    cdef int encode_frame(self, const uint8_t **planes, const int *strides, int layout) except -1 nogil
+    cdef int prepare(self, Conversion *job, int slot, const uint8_t *base) except -1 nogil
+    cdef int ensure_scratch(self, int slot) except -1 nogil
+    cdef int send_converted(self, Conversion *job) except -1 nogil
 
 
 cdef class AudioStreamEncoder(StreamEncoder):

@@ -303,6 +303,57 @@ cdef void gather_frame(const uint8_t *base, Py_ssize_t sc, Py_ssize_t sh, Py_ssi
                     out[x] = src[x * sw]
 
 
+cdef extern from "pthread.h" nogil:
+    ctypedef unsigned long pthread_t
+    int pthread_create(pthread_t *thread, const void *attr, void *(*start)(void *) noexcept nogil, void *arg)
+    int pthread_join(pthread_t thread, void **retval)
+
+# Frames of at least this many pixels are converted on a helper thread while the codec encodes the
+# previous one (below, a thread costs more than the conversion).
+cdef Py_ssize_t OVERLAP_PIXELS = 320 * 240
+
+
+cdef int input_layout(const Conversion *job) noexcept nogil:
+    """How the frame at ``job.base`` is read: PLANAR or PACKED in place, or GATHER (any other steps,
+    or a frame whose rows, with what swscale reads past them, do not all lie below ``job.high``)."""
+    cdef int layout, plane
+    cdef Py_ssize_t row_bytes
+    if job.sw == 1 and 0 < job.sh <= INT_MAX:
+        layout, row_bytes = PLANAR, job.width
+    elif job.sc == 1 and job.sw == 3 and 0 < job.sh <= INT_MAX:
+        layout, row_bytes = PACKED, 3 * job.width
+    else:
+        return GATHER
+    if job.base == NULL:
+        return layout
+    for plane in range(3 if layout == PLANAR else 1):
+        if (<size_t>(job.base + plane * job.sc + (job.height - 1) * job.sh) + row_bytes + OVERREAD) > job.high:
+            return GATHER
+    return layout
+
+
+cdef void *run_conversion(void *arg) noexcept nogil:
+    """Convert one frame (a Conversion) into its AVFrame: sws_scale, after gathering if needed;
+    the number of rows converted (or a negative error) goes to ``rows``. Runs on any thread."""
+    cdef Conversion *job = <Conversion *>arg
+    cdef const uint8_t *planes[3]
+    cdef int line[3]
+    cdef int plane
+    if job.layout == PLANAR:
+        planes[0], planes[1], planes[2] = job.base + job.sc, job.base + 2 * job.sc, job.base
+        line[0] = line[1] = line[2] = <int>job.sh
+    elif job.layout == PACKED:
+        planes[0] = job.base
+        line[0] = <int>job.sh
+    else:
+        gather_frame(job.base, job.sc, job.sh, job.sw, job.height, job.width, job.scratch, job.scratch_stride)
+        for plane in range(3):
+            planes[plane] = job.scratch + plane * job.height * job.scratch_stride
+            line[plane] = <int>job.scratch_stride
+    job.rows = sws.sws_scale(job.ctx, planes, line, 0, job.height, job.frame.data, job.frame.linesize)
+    return NULL
+
+
 cdef class VideoStreamEncoder(StreamEncoder):
     """``VideoStreamEncoder(muxer, width, height, frame_rate, codec=None, pixel_format=None, crf=None,
     preset=None, extra_options={})``.
@@ -318,7 +369,11 @@ cdef class VideoStreamEncoder(StreamEncoder):
         cdef int i
         for i in range(NUM_INPUT_LAYOUTS):
             self.scalers[i] = NULL
-        self.scratch = NULL
+        self.scratch[0] = self.scratch[1] = NULL
+        self.frames[0] = self.frame
+        self.frames[1] = lavu.av_frame_alloc()
+        if self.frames[1] == NULL:
+            raise MemoryError("av_frame_alloc failed")
         self.muxer = muxer
         self.width, self.height = width, height
         self.min_duration_one = True
@@ -363,7 +418,9 @@ cdef class VideoStreamEncoder(StreamEncoder):
         cdef int i
         for i in range(NUM_INPUT_LAYOUTS):
             sws.sws_freeContext(self.scalers[i])
-        free(self.scratch)
+        free(self.scratch[0])
+        free(self.scratch[1])
+        lavu.av_frame_free(&self.frames[1])          # frames[0] is the base class's frame
 
     cdef int choose_colours(self) except -1:
         """The matrix and range of the conversion, written into the codec context (and so into the
@@ -434,7 +491,8 @@ cdef class VideoStreamEncoder(StreamEncoder):
     def odd_size_subsampled(self):
         """Whether the width or height is odd where the pixel format halves the chroma."""
         desc = lavu.av_pix_fmt_desc_get(self.ptr.pix_fmt)
-        return desc != NULL and bool((self.width & 1 and desc.log2_chroma_w) or (self.height & 1 and desc.log2_chroma_h))
+        return desc != NULL and bool((self.width & 1 and desc.log2_chroma_w)
+                                     or (self.height & 1 and desc.log2_chroma_h))
 
     def describe_settings(self):
         text = f" for {self.width}x{self.height} {pixel_format_name(self.ptr.pix_fmt)}"
@@ -454,15 +512,16 @@ cdef class VideoStreamEncoder(StreamEncoder):
 
     def add_frames(self, size_t address, tuple shape, tuple strides, size_t low, size_t high):
         """Encode ``shape[0]`` frames of shape (3, height, width), uint8, at ``address`` with byte
-        ``strides``; the caller's memory spans [low, high) (bounds for swscale's over-reads)."""
-        cdef Py_ssize_t n = shape[0], sn = strides[0], sc = strides[1], sh = strides[2], sw = strides[3]
-        cdef Py_ssize_t i, plane, row_bytes
-        cdef const uint8_t *base
-        cdef const uint8_t *planes[3]
-        cdef const uint8_t *last
-        cdef int line[3]
-        cdef int layout, frame_layout
-        cdef bint inside
+        ``strides``; the caller's memory spans [low, high) (bounds for swscale's over-reads).
+
+        Frame i + 1 is converted on a helper thread while the codec encodes frame i (for frames of
+        at least OVERLAP_PIXELS pixels; smaller ones are not worth a thread).
+        """
+        cdef Py_ssize_t n = shape[0], step = strides[0], i
+        cdef Conversion jobs[2]
+        cdef pthread_t helper
+        cdef bint threaded, overlap = <Py_ssize_t>self.width * self.height >= OVERLAP_PIXELS
+        cdef int current = 0, layout
         if self.finished:
             raise RuntimeError("Cannot add frames after close() was called.")
         if shape[1] != 3:
@@ -471,60 +530,42 @@ cdef class VideoStreamEncoder(StreamEncoder):
             raise InvalidArgumentError(
                 f"All frames must have the same dimensions. Expected height={self.height} width={self.width}, "
                 f"got height={shape[2]} width={shape[3]}")
-        if sw == 1 and 0 < sh <= INT_MAX:
-            layout = PLANAR
-        elif sc == 1 and sw == 3 and 0 < sh <= INT_MAX:
-            layout = PACKED
-        else:
-            layout = GATHER
         if n == 0:
             return
-        row_bytes = self.width if layout == PLANAR else 3 * self.width
+        for i in range(2):
+            jobs[i].sc, jobs[i].sh, jobs[i].sw = strides[1], strides[2], strides[3]
+            jobs[i].width, jobs[i].height, jobs[i].high = self.width, self.height, high
+            jobs[i].base = NULL
+        layout = input_layout(&jobs[0])
+        self.scaler(PACKED if layout == PACKED else PLANAR)
         with nogil:
+            self.prepare(&jobs[0], 0, <const uint8_t *>address)
+            run_conversion(&jobs[0])
             for i in range(n):
-                base = <const uint8_t *>address + i * sn
-                frame_layout = layout
-                if layout != GATHER:
-                    inside = True               # every row, and what swscale reads past it, is the caller's
-                    for plane in range(3 if layout == PLANAR else 1):
-                        last = base + plane * sc + (self.height - 1) * sh
-                        if <size_t>last + row_bytes + OVERREAD > high:
-                            inside = False
-                    if not inside:
-                        frame_layout = GATHER
-                if frame_layout == PLANAR:
-                    planes[0], planes[1], planes[2] = base + sc, base + 2 * sc, base
-                    line[0] = line[1] = line[2] = <int>sh
-                    self.encode_frame(planes, line, PLANAR)
-                elif frame_layout == PACKED:
-                    planes[0] = base
-                    line[0] = <int>sh
-                    self.encode_frame(planes, line, PACKED)
-                else:
-                    self.ensure_scratch()
-                    gather_frame(base, sc, sh, sw, self.height, self.width, self.scratch, self.scratch_stride)
-                    for plane in range(3):
-                        planes[plane] = self.scratch + plane * self.height * self.scratch_stride
-                        line[plane] = <int>self.scratch_stride
-                    self.encode_frame(planes, line, PLANAR)
+                threaded = False
+                if i + 1 < n:
+                    self.prepare(&jobs[1 - current], 1 - current, <const uint8_t *>address + (i + 1) * step)
+                    threaded = overlap and pthread_create(&helper, NULL, run_conversion, &jobs[1 - current]) == 0
+                try:
+                    self.send_converted(&jobs[current])
+                finally:
+                    if threaded:
+                        pthread_join(helper, NULL)
+                if i + 1 < n and not threaded:
+                    run_conversion(&jobs[1 - current])
+                current = 1 - current
 
-    cdef int ensure_scratch(self) except -1 nogil:
-        """Room for one frame gathered into planes (G, B, R), rows padded for swscale's readers."""
-        if self.scratch != NULL:
-            return 0
-        self.scratch_stride = (self.width + OVERREAD + 63) & ~(<Py_ssize_t>63)
-        self.scratch = <uint8_t *>calloc(<size_t>self.scratch_stride * (3 * self.height + 1), 1)
-        if self.scratch == NULL:
-            with gil:
-                raise MemoryError(f"cannot allocate a {self.width}x{self.height} frame")
-        return 0
-
-    cdef int encode_frame(self, const uint8_t **planes, const int *strides, int layout) except -1 nogil:
-        """Convert one frame into the codec's pixel format and send it."""
-        cdef SwsContext *ctx = self.scaler(layout)
-        cdef AVFrame *frame = self.frame
+    cdef int prepare(self, Conversion *job, int slot, const uint8_t *base) except -1 nogil:
+        """Set up the conversion of the frame at ``base`` into frame buffers ``slot`` (made writable)."""
+        cdef AVFrame *frame = self.frames[slot]
         cdef int ret
-        if not lavu.av_frame_is_writable(frame):     # the codec still holds the last frame's buffers
+        job.base = base
+        job.layout = input_layout(job)
+        if job.layout == GATHER:
+            self.ensure_scratch(slot)
+        job.scratch, job.scratch_stride = self.scratch[slot], self.scratch_stride
+        job.ctx = self.scalers[<int>PACKED if job.layout == PACKED else <int>PLANAR]
+        if not lavu.av_frame_is_writable(frame):     # the codec still holds that frame's buffers
             lavu.av_frame_unref(frame)
             frame.format = self.ptr.pix_fmt
             frame.width = self.width
@@ -535,15 +576,31 @@ cdef class VideoStreamEncoder(StreamEncoder):
                     check_av(ret, "av_frame_get_buffer")
         frame.colorspace = self.ptr.colorspace
         frame.color_range = self.ptr.color_range
-        ret = sws.sws_scale(ctx, planes, strides, 0, self.height, frame.data, frame.linesize)
-        if ret != self.height:
+        job.frame = frame
+        job.rows = -1
+        return 0
+
+    cdef int ensure_scratch(self, int slot) except -1 nogil:
+        """Room for one frame gathered into planes (G, B, R), rows padded for swscale's readers."""
+        if self.scratch[slot] != NULL:
+            return 0
+        self.scratch_stride = (self.width + OVERREAD + 63) & ~(<Py_ssize_t>63)
+        self.scratch[slot] = <uint8_t *>calloc(<size_t>self.scratch_stride * (3 * self.height + 1), 1)
+        if self.scratch[slot] == NULL:
             with gil:
-                if ret < 0:
-                    check_av(ret, "sws_scale")
-                raise RuntimeError(f"sws_scale converted {ret} rows of {self.height}")
-        frame.pts = self.next_pts
+                raise MemoryError(f"cannot allocate a {self.width}x{self.height} frame")
+        return 0
+
+    cdef int send_converted(self, Conversion *job) except -1 nogil:
+        """Send a converted frame to the codec, as the next frame of the stream."""
+        if job.rows != self.height:
+            with gil:
+                if job.rows < 0:
+                    check_av(job.rows, "sws_scale")
+                raise RuntimeError(f"sws_scale converted {job.rows} rows of {self.height}")
+        job.frame.pts = self.next_pts
         self.next_pts += 1
-        return self.send(frame)
+        return self.send(job.frame)
 
 
 # ---- audio ------------------------------------------------------------------------------------
@@ -612,7 +669,8 @@ cdef class AudioStreamEncoder(StreamEncoder):
         if in_rate <= 0 or self.out_rate <= 0:
             raise InvalidArgumentError(f"sample_rate must be > 0, got {in_rate if in_rate <= 0 else self.out_rate}")
         if not 0 < in_channels <= lavu.AV_NUM_DATA_POINTERS:
-            raise InvalidArgumentError(f"num_channels must be > 0 and <= {lavu.AV_NUM_DATA_POINTERS}, got {in_channels}")
+            raise InvalidArgumentError(f"num_channels must be > 0 and <= {lavu.AV_NUM_DATA_POINTERS}, "
+                                       f"got {in_channels}")
         if not 0 < self.out_channels <= MAX_AUDIO_CHANNELS:
             raise InvalidArgumentError(f"num_channels must be > 0 and <= {MAX_AUDIO_CHANNELS}, got {self.out_channels}")
         self.codec = lavc.avcodec_find_encoder(<AVCodecID><int>muxer.default_codec_id("audio"))
