@@ -3,7 +3,8 @@
 
     .venv/bin/python -P tools/bench_encode.py [--repeats 3] [--only video|audio] [--frames 300]
 
-Workloads (each the best of ``--repeats`` wall-clock runs, writing a file in a scratch folder):
+Workloads (each the best of ``--repeats`` wall-clock runs, writing a file in a scratch folder; the
+contenders take turns, one run each per round, so that all see the same changes of load):
 
 - video: 300 1920x1080 RGB frames (30 distinct testsrc2 frames, fed 10 times, 30 at a time) to
   H.264 (libx264, yuv420p, crf 23) in mp4, with preset ultrafast and medium; once with one x264
@@ -67,6 +68,15 @@ def best_of(repeats: int, run: Callable[[int], None]) -> float:
         run(i)
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def interleaved(repeats: int, contenders: dict[str, Callable[[], float]]) -> dict[str, float]:
+    """The best time of each contender over ``repeats`` rounds, each round running every contender once."""
+    best = {name: float("inf") for name in contenders}
+    for _ in range(repeats):
+        for name, run in contenders.items():
+            best[name] = min(best[name], run())
+    return best
 
 
 # ---- contenders -----------------------------------------------------------------------------------
@@ -161,7 +171,7 @@ def run_cli(directory: Path, work: dict[str, Any], repeats: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--frames", type=int, default=300, help="video frames (a multiple of 30)")
     parser.add_argument("--only", choices=("video", "audio"))
     parser.add_argument("--tc-python", type=Path, default=DEFAULT_TC_PYTHON)
@@ -182,20 +192,28 @@ def main() -> int:
         for work in workloads(args.frames):
             if args.only and work["kind"] != args.only:
                 continue
-            times = {"ours": run_torchcodec_like("ours", directory, work, args.repeats)}
-            theirs = subprocess.run([str(args.tc_python), str(Path(__file__).resolve()), "--side", "torchcodec",
-                                     "--dir", str(directory), "--repeats", str(args.repeats)],
-                                    input=json.dumps(work), capture_output=True, text=True,
-                                    cwd=tempfile.gettempdir(), env=dict(os.environ, PYTHONPATH=""))
-            times["TorchCodec"] = (float(theirs.stdout.strip().splitlines()[-1]) if theirs.returncode == 0
-                                   else float("nan"))
-            if theirs.returncode != 0:
-                print(theirs.stderr[-2000:], file=sys.stderr)
-            try:
-                times["PyAV"] = run_pyav(directory, work, args.repeats)
-            except ImportError:
-                times["PyAV"] = float("nan")
-            times["ffmpeg CLI"] = run_cli(directory, work, args.repeats)
+            def torchcodec_once(work=work) -> float:
+                theirs = subprocess.run([str(args.tc_python), str(Path(__file__).resolve()), "--side", "torchcodec",
+                                         "--dir", str(directory), "--repeats", "1"],
+                                        input=json.dumps(work), capture_output=True, text=True,
+                                        cwd=tempfile.gettempdir(), env=dict(os.environ, PYTHONPATH=""))
+                if theirs.returncode != 0:
+                    print(theirs.stderr[-2000:], file=sys.stderr)
+                    return float("nan")
+                return float(theirs.stdout.strip().splitlines()[-1])
+
+            def pyav_once(work=work) -> float:
+                try:
+                    return run_pyav(directory, work, 1)
+                except ImportError:
+                    return float("nan")
+
+            times = interleaved(args.repeats, {
+                "ours": lambda work=work: run_torchcodec_like("ours", directory, work, 1),
+                "TorchCodec": torchcodec_once,
+                "PyAV": pyav_once,
+                "ffmpeg CLI": lambda work=work: run_cli(directory, work, 1),
+            })
             rows.append((work["name"], times))
             print(f"{work['name']}: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()), flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} / {os.getloadavg()[1]:.1f} (1 / 5 min) at the end\n")
