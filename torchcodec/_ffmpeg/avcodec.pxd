@@ -121,6 +121,8 @@ cdef extern from "libavcodec/avcodec.h" nogil:
         AVColorSpace colorspace
         int thread_count
         int thread_type
+        int active_thread_type
+        int has_b_frames
         AVRational pkt_timebase
         int sample_rate
         AVSampleFormat sample_fmt
