@@ -186,6 +186,23 @@ def test_codec_names_and_encoder_names_choose_the_codec(frames, tmp_path, codec,
     assert reference.ffprobe_stream(path, 0)["codec_name"] == expected
 
 
+@pytest.mark.parametrize("container,codec,options", [
+    ("mp4", "libsvtav1", dict(crf=35, preset=12)),
+    ("mkv", "libaom-av1", dict(crf=35, extra_options={"cpu-used": 8})),
+    ("webm", "av1", dict(crf=35, extra_options={"cpu-used": 8})),
+])
+def test_av1_encoders_round_trip(frames, tmp_path, container, codec, options):
+    path = tmp_path / f"out.{container}"
+    VideoEncoder(frames, frame_rate=30).to_file(path, codec=codec, **options)
+    stream = reference.ffprobe_stream(path, 0)
+    assert (stream["codec_name"], stream["pix_fmt"]) == ("av1", "yuv420p")
+    assert Fraction(stream["avg_frame_rate"]) == 30
+    decoded = reference.ffmpeg_rgb_frames(path)
+    assert decoded.shape == (COUNT, HEIGHT, WIDTH, 3)
+    assert psnr(as_nchw(decoded), frames) > 28
+    np.testing.assert_array_equal(VideoDecoder(str(path)).get_frames_in_range(0, COUNT).data, as_nchw(decoded))
+
+
 def test_gif(tmp_path):
     frames = cli_frames(64, 48, 4)
     path = tmp_path / "out.gif"
@@ -537,6 +554,18 @@ def test_bad_destinations(frames, tmp_path, dest, error, kind):
     with pytest.raises(kind, match=error) as info:
         VideoEncoder(frames, frame_rate=30).to_file(tmp_path / dest)
     assert isinstance(info.value, RuntimeError)          # as TorchCodec raises
+
+
+def test_an_unwritable_destination_is_a_permission_error(frames, tmp_path):
+    if os.geteuid() == 0:                   # root writes anywhere but into sysfs
+        dest = "/sys/torchcodec_out.mp4"
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        dest = locked / "out.mp4"
+    with pytest.raises(PermissionError, match="make sure it's a valid path") as info:
+        VideoEncoder(frames, frame_rate=30).to_file(dest)
+    assert isinstance(info.value, RuntimeError)
 
 
 def test_bad_file_objects():

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Encoding speed against TorchCodec 0.17, PyAV and the ffmpeg CLI, with the same settings.
 
-    .venv/bin/python -P tools/bench_encode.py [--repeats 3] [--only video|audio] [--frames 300]
+    .venv/bin/python -P tools/bench_encode.py [--repeats 5] [--only video|audio] [--frames 300]
+    .venv/bin/python -P tools/bench.py encode [same options]
 
 Workloads (each the best of ``--repeats`` wall-clock runs, writing a file in a scratch folder; the
 contenders take turns, one run each per round, so that all see the same changes of load):
@@ -169,7 +170,7 @@ def run_cli(directory: Path, work: dict[str, Any], repeats: int) -> float:
     return best_of(repeats, run)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--frames", type=int, default=300, help="video frames (a multiple of 30)")
@@ -177,7 +178,7 @@ def main() -> int:
     parser.add_argument("--tc-python", type=Path, default=DEFAULT_TC_PYTHON)
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.side:                                   # inside TorchCodec's venv
         work = json.loads(sys.stdin.read())
         print(json.dumps(run_torchcodec_like("torchcodec", args.dir, work, args.repeats)))
