@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Encoding speed against TorchCodec 0.17, PyAV and the ffmpeg CLI, with the same settings.
 
-    .venv/bin/python -P tools/bench_encode.py [--repeats 5] [--only video|audio] [--frames 300]
+    .venv/bin/python -P tools/bench_encode.py [--repeats 5] [--only video|audio] [--match TEXT] [--frames 300]
     .venv/bin/python -P tools/bench.py encode [same options]
 
 Workloads (each the best of ``--repeats`` wall-clock runs, writing a file in a scratch folder; the
@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--frames", type=int, default=300, help="video frames (a multiple of 30)")
     parser.add_argument("--only", choices=("video", "audio"))
+    parser.add_argument("--match", default="", help="only the workloads whose name contains this text")
     parser.add_argument("--tc-python", type=Path, default=DEFAULT_TC_PYTHON)
     parser.add_argument("--side", help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         directory = Path(scratch)
         make_inputs(directory)
         for work in workloads(args.frames):
-            if args.only and work["kind"] != args.only:
+            if (args.only and work["kind"] != args.only) or args.match not in work["name"]:
                 continue
             def torchcodec_once(work=work) -> float:
                 theirs = subprocess.run([str(args.tc_python), str(Path(__file__).resolve()), "--side", "torchcodec",
