@@ -15,6 +15,7 @@ Run from the repository root, with this package installed in the current Python:
     python tools/bench.py --json out/bench.json  # also save every measurement
     python tools/bench.py --no-torchcodec        # skip TorchCodec (and its venv)
     python tools/bench.py --seek-modes exact     # skip seek_mode="approximate"
+    python tools/bench.py encode [--only video]  # the encoding workloads instead (tools/bench_encode.py)
 
 Method: each measurement runs once to warm up, then N timed repeats; the table reports the
 BEST (minimum) of the N repeats, and their median. The best is the least disturbed by other work
@@ -1643,6 +1644,11 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["encode"]:                      # 1080p H.264 and 60 s AAC/FLAC, vs TorchCodec, PyAV, CLI
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_encode
+        return bench_encode.main(argv[1:])
     args = parse_args(argv)
     machine = machine_info()
     path = (args.file if args.file else default_media_file()).resolve()

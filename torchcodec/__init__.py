@@ -10,7 +10,7 @@ import os
 from torchcodec import _install
 _install.check()   # first: mixed installations warn; a source tree or missing FFmpeg says what to do
 from torchcodec._logging import get_log_level, set_log_level   # first: FFmpeg logs from the start
-from torchcodec import decoders, samplers, transforms
+from torchcodec import decoders, encoders, samplers, transforms
 from torchcodec._bridge import bridge, get_bridge, set_bridge
 from torchcodec._core._info import ffmpeg_major_version as _ffmpeg_major_version
 from torchcodec._core._info import ffmpeg_versions
@@ -38,7 +38,7 @@ def get_include() -> str:
 
 
 __all__ = [
-    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "ffmpeg_major_version",
+    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "encoders", "ffmpeg_major_version",
     "ffmpeg_version", "ffmpeg_versions", "get_bridge", "get_include", "get_log_level", "get_memory_limit", "samplers",
     "set_bridge", "set_log_level", "set_memory_limit", "transforms",
 ]

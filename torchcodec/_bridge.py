@@ -109,23 +109,27 @@ def float64_array(values: array.array, name: str) -> Any:
     return finish(data, name)
 
 
-def memory_of(data: Any) -> Memory:
-    """Describe a CPU array's memory: numpy (and anything with __array_interface__), torch, or the
-    buffer protocol. Raises TypeError/ValueError for read-only, non-CPU or unsupported arrays."""
+def memory_of(data: Any, *, writable: bool = True, name: str = "out=") -> Memory:
+    """Describe a CPU array's memory: numpy (and anything with __array_interface__), torch, DLPack
+    (jax) or the buffer protocol. ``writable``: the array is written to (an ``out=``), so read-only
+    memory is refused; otherwise (an encoder's input) it is only read. ``name`` names the array in
+    messages. Raises TypeError/ValueError for read-only, non-CPU or unsupported arrays."""
     module = type(data).__module__.split(".")[0]
     if module == "torch":
         if data.device.type != "cpu":
-            raise ValueError(f"out= must be a CPU tensor, not one on {data.device}")
-        if data.requires_grad:
-            raise ValueError("out= must not require grad")
+            raise ValueError(f"{name} must be a CPU tensor, not one on {data.device}")
+        if writable and data.requires_grad:
+            raise ValueError(f"{name} must not require grad")
         size = data.element_size()
         return Memory(data.data_ptr(), tuple(data.shape), tuple(s * size for s in data.stride()), size,
                       str(data.dtype).replace("torch.", ""))
     interface = getattr(data, "__array_interface__", None)
+    if interface is None and not writable and hasattr(data, "__dlpack__") and not _is_buffer(data):
+        interface = _module("numpy").from_dlpack(data).__array_interface__      # jax: a view, no copy
     if interface is not None:
         address, readonly = interface["data"]
-        if readonly:
-            raise ValueError("out= is read-only")
+        if readonly and writable:
+            raise ValueError(f"{name} is read-only")
         numpy = _module("numpy")
         dtype = numpy.dtype(interface["typestr"])
         shape = tuple(interface["shape"])
@@ -134,14 +138,33 @@ def memory_of(data: Any) -> Memory:
     try:
         view = memoryview(data)
     except TypeError:
-        raise TypeError(f"out= must be a numpy array, a torch tensor or a writable buffer, "
-                        f"not {type(data).__name__}") from None
+        raise TypeError(f"{name} must be a numpy array, a torch tensor or a{' writable' if writable else 'n array or'} "
+                        f"buffer, not {type(data).__name__}") from None
     if view.readonly:
-        raise ValueError("out= is read-only")
+        if writable:
+            raise ValueError(f"{name} is read-only")
+        return memory_of(_module("numpy").asarray(view), writable=False, name=name)
     names = {"B": "uint8", "f": "float32", "d": "float64"}
     import ctypes
     address = ctypes.addressof(ctypes.c_char.from_buffer(view))
     return Memory(address, view.shape, view.strides, view.itemsize, names.get(view.format, view.format))
+
+
+def extent(memory: Memory) -> tuple[int, int]:
+    """The addresses [low, high) that an array's elements lie within (any strides, even negative)."""
+    if any(n == 0 for n in memory.shape):
+        return memory.address, memory.address
+    low = memory.address + sum(min(0, (n - 1) * s) for n, s in zip(memory.shape, memory.strides))
+    high = memory.address + sum(max(0, (n - 1) * s) for n, s in zip(memory.shape, memory.strides))
+    return low, high + memory.itemsize
+
+
+def _is_buffer(data: Any) -> bool:
+    try:
+        memoryview(data)
+    except TypeError:
+        return False
+    return True
 
 
 def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:

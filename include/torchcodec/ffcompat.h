@@ -120,6 +120,61 @@ static inline int tc_frame_channel_layout(AVChannelLayout *dst, const AVFrame *f
     return 0;
 }
 
+/* An AVIOContext whose write callback takes const bytes: FFmpeg 7.0 (libavformat 61) made the
+ * callback's buffer const; before, it was declared non-const (and never written to). */
+typedef int (*tc_avio_write_fn)(void *opaque, const uint8_t *buf, int buf_size);
+typedef int (*tc_avio_read_fn)(void *opaque, uint8_t *buf, int buf_size);
+typedef int64_t (*tc_avio_seek_fn)(void *opaque, int64_t offset, int whence);
+
+static inline AVIOContext *tc_avio_alloc_context(unsigned char *buffer, int buffer_size, int write_flag,
+                                                 void *opaque, tc_avio_read_fn read, tc_avio_write_fn write,
+                                                 tc_avio_seek_fn seek)
+{
+#if LIBAVFORMAT_VERSION_MAJOR < 61
+    return avio_alloc_context(buffer, buffer_size, write_flag, opaque, read,
+                              (int (*)(void *, uint8_t *, int))write, seek);
+#else
+    return avio_alloc_context(buffer, buffer_size, write_flag, opaque, read, write, seek);
+#endif
+}
+
+/* What an encoder supports: FFmpeg 7.1 (libavcodec 61.13) added avcodec_get_supported_config() and
+ * deprecated the AVCodec arrays. Each returns the codec's array, ended by its sentinel
+ * (AV_PIX_FMT_NONE, AV_SAMPLE_FMT_NONE, 0, a zeroed layout), or NULL when the codec does not say. */
+#if LIBAVCODEC_VERSION_INT >= AV_VERSION_INT(61, 13, 100)
+static inline const void *tc_codec_config(const AVCodec *codec, enum AVCodecConfig config)
+{
+    const void *values = NULL;
+    int count = 0;
+    if (avcodec_get_supported_config(NULL, codec, config, 0, &values, &count) < 0)
+        return NULL;
+    return values;
+}
+#define TC_CODEC_CONFIG(codec, config, field) tc_codec_config(codec, config)
+#else
+#define TC_CODEC_CONFIG(codec, config, field) ((const void *)(codec)->field)
+#endif
+
+static inline const enum AVPixelFormat *tc_codec_pix_fmts(const AVCodec *codec)
+{
+    return (const enum AVPixelFormat *)TC_CODEC_CONFIG(codec, AV_CODEC_CONFIG_PIX_FORMAT, pix_fmts);
+}
+
+static inline const enum AVSampleFormat *tc_codec_sample_fmts(const AVCodec *codec)
+{
+    return (const enum AVSampleFormat *)TC_CODEC_CONFIG(codec, AV_CODEC_CONFIG_SAMPLE_FORMAT, sample_fmts);
+}
+
+static inline const int *tc_codec_sample_rates(const AVCodec *codec)
+{
+    return (const int *)TC_CODEC_CONFIG(codec, AV_CODEC_CONFIG_SAMPLE_RATE, supported_samplerates);
+}
+
+static inline const AVChannelLayout *tc_codec_ch_layouts(const AVCodec *codec)
+{
+    return (const AVChannelLayout *)TC_CODEC_CONFIG(codec, AV_CODEC_CONFIG_CHANNEL_LAYOUT, ch_layouts);
+}
+
 /* Whether a packet should be dropped because an edit list discards it. */
 static inline int tc_packet_is_discarded(const AVPacket *packet)
 {

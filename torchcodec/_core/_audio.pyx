@@ -38,7 +38,7 @@ stream up to the furthest range, not one per backward request. A read to the end
 The loop runs without the GIL and writes each converted frame's samples straight to the caller's
 channel rows; nothing is gathered in Python.
 """
-from libc.stdint cimport INT64_MIN, int64_t
+from libc.stdint cimport INT64_MIN, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove, strcmp, strncmp
 
@@ -292,7 +292,7 @@ cdef class AudioStream:
                 self.ensure_scratch(self.resampler.max_output(0))
                 self.scratch_start = self.out_next
                 self.scratch_read = 0
-                self.scratch_length = self.resampler.drain(self.planes, self.scratch_capacity)
+                self.scratch_length = self.resampler.drain(<uint8_t **>self.planes, self.scratch_capacity)
                 self.out_next += self.scratch_length
                 self.record()
                 return 1

@@ -1,4 +1,5 @@
-# Custom AVIO sources: encoded bytes in memory, or a Python file object.
+# Custom AVIO contexts: encoded bytes in memory or a Python file object, read by the Demuxer (sources)
+# or written by the Muxer (sinks).
 from libc.stdint cimport int64_t, uint8_t
 from cpython.buffer cimport Py_buffer
 from torchcodec._ffmpeg.avformat cimport AVIOContext
@@ -10,8 +11,15 @@ cdef struct MemoryReader:
     int64_t pos
 
 
+cdef struct MemoryWriter:
+    uint8_t *data                   # malloc'd, grown by doubling
+    int64_t size                    # bytes written (the furthest point written to)
+    int64_t capacity
+    int64_t pos
+
+
 cdef class IOSource:
-    """Owns an AVIOContext (``ptr``) and its buffer; the Demuxer borrows it."""
+    """Owns an AVIOContext (``ptr``) and its buffer; the Demuxer (sources) or Muxer (sinks) borrows it."""
     cdef AVIOContext *ptr
     cdef object pending_error       # (type, value, traceback) raised inside a callback, or None
     cdef int raise_pending(self) except -1
@@ -30,4 +38,16 @@ cdef class FileObjectSource(IOSource):
     cdef object fileobj
     cdef object read
     cdef object readinto
+    cdef object seek
+
+
+cdef class MemorySink(IOSource):
+    """Collects what a muxer writes in a growing C buffer."""
+    cdef MemoryWriter writer
+
+
+cdef class FileObjectSink(IOSource):
+    """Writes to a Python file-like object through its ``write`` and ``seek`` methods."""
+    cdef object fileobj
+    cdef object write
     cdef object seek

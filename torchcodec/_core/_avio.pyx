@@ -1,4 +1,5 @@
-"""Custom AVIO contexts, so that the demuxer reads from memory or from Python file objects.
+"""Custom AVIO contexts, so that the demuxer reads from memory or from Python file objects, and the
+muxer writes to them.
 
 ``MemorySource`` reads straight from the buffer of a bytes-like object (the object is kept alive
 and never copied as a whole); its callbacks are plain C and run without the GIL.
@@ -6,29 +7,37 @@ and never copied as a whole); its callbacks are plain C and run without the GIL.
 the file object is stored and re-raised, with its traceback, once the FFmpeg call returns. It
 reads with ``readinto`` when the object has one, and with ``read`` otherwise, or when ``readinto``
 raises NotImplementedError (an ``io.RawIOBase`` subclass that implements only ``read``).
+``MemorySink`` collects what a muxer writes in a growing C buffer (plain C callbacks, no GIL);
+``FileObjectSink`` hands it to a file object's ``write`` and ``seek``, errors stored as above.
 """
 import io
 import sys
 
+from torchcodec._core._error import InvalidArgumentError
+
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyObject_GetBuffer, PyBuffer_Release
-from libc.errno cimport EINVAL, EIO
-from libc.stdint cimport int64_t, uint8_t
+from libc.errno cimport EINVAL, EIO, ENOMEM
+from libc.stdint cimport INT64_MAX, int64_t, uint8_t
 from libc.stdio cimport SEEK_CUR, SEEK_END, SEEK_SET
-from libc.string cimport memcpy
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, memset
 
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
+from torchcodec._ffmpeg cimport ffcompat
+from torchcodec._ffmpeg.ffcompat cimport tc_avio_read_fn, tc_avio_seek_fn, tc_avio_write_fn
 
 cdef int IO_BUFFER_SIZE = 1 << 16
 
 
-cdef AVIOContext *new_avio_context(void *opaque,
-                                   int (*read)(void *, uint8_t *, int) noexcept nogil,
-                                   int64_t (*seek)(void *, int64_t, int) noexcept nogil) except NULL:
+cdef AVIOContext *new_avio_context(void *opaque, tc_avio_read_fn read, tc_avio_write_fn write,
+                                   tc_avio_seek_fn seek) except NULL:
+    """An AVIO context over callbacks: ``read`` for sources, ``write`` for sinks (the other NULL)."""
     cdef unsigned char *buffer = <unsigned char *>lavu.av_malloc(IO_BUFFER_SIZE)
     if buffer == NULL:
         raise MemoryError("av_malloc failed for the AVIO buffer")
-    cdef AVIOContext *ctx = lavf.avio_alloc_context(buffer, IO_BUFFER_SIZE, 0, opaque, read, NULL, seek)
+    cdef AVIOContext *ctx = ffcompat.tc_avio_alloc_context(buffer, IO_BUFFER_SIZE, write != NULL, opaque,
+                                                           read, write, seek)
     if ctx == NULL:
         lavu.av_free(buffer)
         raise MemoryError("avio_alloc_context failed")
@@ -99,7 +108,7 @@ cdef class MemorySource(IOSource):
             self.reader.data = <const uint8_t *>address
             self.reader.size = size
             self.reader.pos = 0
-            self.ptr = new_avio_context(&self.reader, memory_read, memory_seek)
+            self.ptr = new_avio_context(&self.reader, memory_read, NULL, memory_seek)
             return
         # A C-contiguous buffer of bytes; format is checked so that e.g. a float array is refused.
         PyObject_GetBuffer(data, &self.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
@@ -116,7 +125,7 @@ cdef class MemorySource(IOSource):
         self.reader.data = <const uint8_t *>self.view.buf
         self.reader.size = self.view.len
         self.reader.pos = 0
-        self.ptr = new_avio_context(&self.reader, memory_read, memory_seek)
+        self.ptr = new_avio_context(&self.reader, memory_read, NULL, memory_seek)
 
     def __dealloc__(self):
         if self.has_view:
@@ -192,4 +201,138 @@ cdef class FileObjectSource(IOSource):
         self.seek = seek
         readinto = getattr(fileobj, "readinto", None)
         self.readinto = readinto if callable(readinto) else None
-        self.ptr = new_avio_context(<void *>self, file_read, file_seek)
+        self.ptr = new_avio_context(<void *>self, file_read, NULL, file_seek)
+
+
+# ---- sinks: where a muxer writes ----------------------------------------------------------------
+
+cdef int memory_write(void *opaque, const uint8_t *buf, int buf_size) noexcept nogil:
+    cdef MemoryWriter *writer = <MemoryWriter *>opaque
+    cdef int64_t end = writer.pos + buf_size
+    cdef int64_t capacity
+    cdef uint8_t *grown
+    if end > writer.capacity:
+        capacity = writer.capacity * 2 if writer.capacity else IO_BUFFER_SIZE
+        while capacity < end:
+            capacity *= 2
+        grown = <uint8_t *>realloc(writer.data, <size_t>capacity)
+        if grown == NULL:
+            return lavu.AVERROR(ENOMEM)
+        writer.data = grown
+        writer.capacity = capacity
+    if writer.pos > writer.size:                  # a seek past the end: the gap reads as zeros
+        memset(writer.data + writer.size, 0, <size_t>(writer.pos - writer.size))
+    memcpy(writer.data + writer.pos, buf, buf_size)
+    writer.pos = end
+    if end > writer.size:
+        writer.size = end
+    return buf_size
+
+
+cdef int64_t memory_sink_seek(void *opaque, int64_t offset, int whence) noexcept nogil:
+    cdef MemoryWriter *writer = <MemoryWriter *>opaque
+    if whence & lavf.AVSEEK_SIZE:
+        return writer.size
+    whence &= ~lavf.AVSEEK_FORCE
+    cdef int64_t position
+    if whence == SEEK_SET:
+        position = offset
+    elif whence == SEEK_CUR:
+        position = writer.pos + offset
+    elif whence == SEEK_END:
+        position = writer.size + offset
+    else:
+        return lavu.AVERROR(EINVAL)
+    if position < 0 or position > INT64_MAX // 4:
+        return lavu.AVERROR(EINVAL)
+    writer.pos = position
+    return position
+
+
+cdef class MemorySink(IOSource):
+    """What a muxer writes, collected in memory (a C buffer that doubles as it fills); seekable.
+
+    ``size`` is the number of bytes written; ``copy_to(address)`` copies them to memory the caller
+    allocated (e.g. a numpy array or torch tensor of ``size`` bytes); ``getvalue()`` gives bytes.
+    """
+
+    def __cinit__(self):
+        self.writer.data = NULL
+        self.writer.size = 0
+        self.writer.capacity = 0
+        self.writer.pos = 0
+        self.ptr = new_avio_context(&self.writer, NULL, memory_write, memory_sink_seek)
+
+    def __dealloc__(self):
+        free(self.writer.data)
+
+    @property
+    def size(self):
+        return self.writer.size
+
+    def copy_to(self, size_t address):
+        """Copy the ``size`` bytes written into the memory at ``address`` (room for ``size`` bytes)."""
+        if self.writer.size:
+            with nogil:
+                memcpy(<void *>address, self.writer.data, <size_t>self.writer.size)
+
+    def getvalue(self):
+        return (<char *>self.writer.data)[:self.writer.size] if self.writer.size else b""
+
+
+cdef int file_write(void *opaque, const uint8_t *buf, int buf_size) noexcept with gil:
+    cdef FileObjectSink sink = <FileObjectSink>opaque
+    cdef Py_ssize_t done = 0
+    try:
+        data = (<const char *>buf)[:buf_size]            # bytes: the file object may keep it
+        while done < buf_size:
+            result = sink.write(data[done:] if done else data)
+            if result is None:                          # e.g. a write() that returns nothing: all taken
+                break
+            if result <= 0 or result > buf_size - done:
+                raise OSError(f"the file object's write() of {buf_size - done} bytes returned {result!r}")
+            done += result
+        return buf_size
+    except BaseException:
+        sink.pending_error = sys.exc_info()
+        return lavu.AVERROR(EIO)
+
+
+cdef int64_t file_sink_seek(void *opaque, int64_t offset, int whence) noexcept with gil:
+    cdef FileObjectSink sink = <FileObjectSink>opaque
+    try:
+        if whence & lavf.AVSEEK_SIZE:
+            current = sink.seek(0, SEEK_CUR)
+            size = sink.seek(0, SEEK_END)
+            sink.seek(current, SEEK_SET)
+            return size
+        whence &= ~lavf.AVSEEK_FORCE
+        if whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
+            return lavu.AVERROR(EINVAL)
+        position = sink.seek(offset, whence)
+        return offset if position is None and whence == SEEK_SET else position
+    except BaseException:
+        sink.pending_error = sys.exc_info()
+        return lavu.AVERROR(EIO)
+
+
+cdef class FileObjectSink(IOSource):
+    """Writes to a Python file-like object through its ``write(bytes)`` and ``seek(offset, whence)``
+    methods (only those two are called). Raises a TypeError that is also a RuntimeError (as
+    TorchCodec raises) when one is missing or the file is in text mode."""
+
+    def __cinit__(self, fileobj):
+        if isinstance(fileobj, io.TextIOBase):
+            raise InvalidArgumentError("the file object is in text mode; open it in binary mode ('wb')")
+        write = getattr(fileobj, "write", None)
+        seek = getattr(fileobj, "seek", None)
+        if not callable(write):
+            raise InvalidArgumentError(f"File like object must implement a write method for writing "
+                                       f"({type(fileobj).__name__} has none).")
+        if not callable(seek):
+            raise InvalidArgumentError(f"File like object must implement a seek method "
+                                       f"({type(fileobj).__name__} has none).")
+        self.fileobj = fileobj
+        self.write = write
+        self.seek = seek
+        self.ptr = new_avio_context(<void *>self, NULL, file_write, file_sink_seek)

@@ -64,15 +64,19 @@ cdef int check_av(int ret, const char *where, object subject=None) except -1:
     if ret >= 0:
         return ret
     target = f" for {subject}" if subject is not None else ""
-    message = f"{where.decode()} failed{target}: {av_error_string(ret)} (FFmpeg error {ret})"
+    raise av_exception(ret, f"{where.decode()} failed{target}: {av_error_string(ret)} (FFmpeg error {ret})")
+
+
+cdef object av_exception(int ret, str message):
+    """The Python exception for the AVERROR ``ret``, carrying ``message``."""
     if ret == lavu.AVERROR(ENOENT):
-        raise MediaNotFoundError(message)
+        return MediaNotFoundError(message)
     if ret == lavu.AVERROR(EISDIR):
-        raise MediaIsADirectoryError(message)
+        return MediaIsADirectoryError(message)
     if ret == lavu.AVERROR(EACCES):
-        raise MediaPermissionError(message)
+        return MediaPermissionError(message)
     if ret == lavu.AVERROR(ENOMEM):
-        raise MemoryError(message)
+        return MemoryError(message)
     if ret == lavu.AVERROR(EINVAL):
-        raise InvalidArgumentError(message)
-    raise RuntimeError(message)
+        return InvalidArgumentError(message)
+    return RuntimeError(message)

@@ -1,8 +1,9 @@
-"""Audio conversion with libswresample: any input sample format, rate and channel layout to planar
-float32 at the output rate and channel count.
+"""Audio conversion with libswresample: any input sample format, rate and channel layout to the
+output sample format (planar float32 unless asked otherwise), rate and channel count.
 
-The context is configured from the first decoded frame (formats can differ from what the container
-says) and reconfigured when a frame's format or layout changes. ``restart`` throws away the
+Decoding configures the context from the first decoded frame (formats can differ from what the
+container says) and reconfigures it when a frame's format or layout changes; encoding sets its
+input once (``set_input``) and asks for the encoder's sample format. ``restart`` throws away the
 resampling history, for seeks: the caller then feeds samples from an aligned input position, so
 that the output continues exactly as an unbroken run would (see _audio.pyx).
 """
@@ -18,12 +19,13 @@ from libc.stdint cimport uint8_t
 
 
 cdef class Resampler:
-    """Converts frames to planar float32 with ``out_rate`` samples per second and ``out_channels``
-    channels (0: keep the input's)."""
+    """Converts frames to ``out_format`` (a sample format, planar float32 by default) with
+    ``out_rate`` samples per second and ``out_channels`` channels (0: keep the input's)."""
 
-    def __cinit__(self, int in_rate, int out_rate, int out_channels):
+    def __cinit__(self, int in_rate, int out_rate, int out_channels, int out_format=lavu.AV_SAMPLE_FMT_FLTP):
         self.ptr = NULL
         self.in_format = -1
+        self.out_format = out_format
         self.in_rate = in_rate
         self.out_rate = out_rate if out_rate > 0 else in_rate
         self.out_channels = out_channels
@@ -44,16 +46,22 @@ cdef class Resampler:
         if ret < 0:
             with gil:
                 check_av(ret, "reading the channel layout of a decoded audio frame")
-        if (self.ptr != NULL and frame.format == self.in_format
-                and lavu.av_channel_layout_compare(&layout, &self.in_layout) == 0):
-            lavu.av_channel_layout_uninit(&layout)
+        return self.set_input(frame.format, &layout)
+
+    cdef int set_input(self, int in_format, AVChannelLayout *layout) except -1 nogil:
+        """Take samples of ``in_format`` in ``layout`` (which this takes over: the caller must not
+        uninit it); (re)create the context when they are new."""
+        cdef int ret
+        if (self.ptr != NULL and in_format == self.in_format
+                and lavu.av_channel_layout_compare(layout, &self.in_layout) == 0):
+            lavu.av_channel_layout_uninit(layout)
             return 0
         lavu.av_channel_layout_uninit(&self.in_layout)
-        self.in_layout = layout
-        self.in_format = frame.format
+        self.in_layout = layout[0]
+        self.in_format = in_format
         if self.out_layout.nb_channels == 0:
             if self.out_channels == 0 or self.out_channels == layout.nb_channels:
-                ret = lavu.av_channel_layout_copy(&self.out_layout, &layout)
+                ret = lavu.av_channel_layout_copy(&self.out_layout, &self.in_layout)
                 if ret < 0:
                     with gil:
                         check_av(ret, "av_channel_layout_copy")
@@ -69,7 +77,7 @@ cdef class Resampler:
         if self.in_format < 0:
             return 0                  # not configured yet: configure() will create it
         cdef int ret = swr.swr_alloc_set_opts2(
-            &self.ptr, &self.out_layout, lavu.AV_SAMPLE_FMT_FLTP, self.out_rate,
+            &self.ptr, &self.out_layout, <AVSampleFormat>self.out_format, self.out_rate,
             &self.in_layout, <AVSampleFormat>self.in_format, self.in_rate, 0, NULL)
         if ret >= 0:
             ret = swr.swr_init(self.ptr)
@@ -88,7 +96,7 @@ cdef class Resampler:
         output channel, room for ``capacity`` samples); returns the number of samples written."""
         cdef const uint8_t *planes[64]
         cdef int bytes_per_sample = lavu.av_get_bytes_per_sample(<AVSampleFormat>frame.format)
-        cdef int c, n, planar = lavu.av_sample_fmt_is_planar(<AVSampleFormat>frame.format)
+        cdef int c, planar = lavu.av_sample_fmt_is_planar(<AVSampleFormat>frame.format)
         if planar:
             if self.in_layout.nb_channels > 64:
                 with gil:
@@ -97,18 +105,23 @@ cdef class Resampler:
                 planes[c] = frame.extended_data[c] + <size_t>offset * bytes_per_sample
         else:
             planes[0] = frame.extended_data[0] + <size_t>offset * bytes_per_sample * self.in_layout.nb_channels
-        n = swr.swr_convert(self.ptr, <uint8_t **>out, capacity, planes, count)
+        return self.convert_planes(planes, count, <uint8_t **>out, capacity)
+
+    cdef int convert_planes(self, const uint8_t **planes, int count, uint8_t **out, int capacity) except -1 nogil:
+        """Convert ``count`` samples at ``planes`` (one per channel for planar input, else one) into
+        ``out`` (planes of ``out_format``, room for ``capacity`` samples); returns the number written."""
+        cdef int n = swr.swr_convert(self.ptr, out, capacity, planes, count)
         if n < 0:
             with gil:
                 check_av(n, "swr_convert", describe_conversion(self))
         self.started = True
         return n
 
-    cdef int drain(self, float **out, int capacity) except -1 nogil:
+    cdef int drain(self, uint8_t **out, int capacity) except -1 nogil:
         """The samples still inside the resampler at the end of the stream."""
         if self.ptr == NULL or not self.started:
             return 0
-        cdef int n = swr.swr_convert(self.ptr, <uint8_t **>out, capacity, NULL, 0)
+        cdef int n = swr.swr_convert(self.ptr, out, capacity, NULL, 0)
         if n < 0:
             with gil:
                 check_av(n, "swr_convert (drain)", describe_conversion(self))
@@ -121,5 +134,6 @@ cdef str describe_conversion(Resampler resampler):
     lavu.av_channel_layout_describe(&resampler.in_layout, in_name, sizeof(in_name))
     lavu.av_channel_layout_describe(&resampler.out_layout, out_name, sizeof(out_name))
     fmt = lavu.av_get_sample_fmt_name(<AVSampleFormat>resampler.in_format)
+    out_fmt = lavu.av_get_sample_fmt_name(<AVSampleFormat>resampler.out_format)
     return (f"{fmt.decode() if fmt != NULL else '?'} {in_name.decode()} {resampler.in_rate} Hz -> "
-            f"fltp {out_name.decode()} {resampler.out_rate} Hz")
+            f"{out_fmt.decode() if out_fmt != NULL else '?'} {out_name.decode()} {resampler.out_rate} Hz")

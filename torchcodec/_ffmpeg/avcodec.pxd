@@ -1,8 +1,8 @@
 # Declarations of libavcodec, one block per header; C names unchanged; only what torchcodec uses.
 from libc.stdint cimport int64_t, uint8_t
 from torchcodec._ffmpeg.avutil cimport (
-    AVChannelLayout, AVColorPrimaries, AVColorRange, AVColorSpace, AVColorTransferCharacteristic,
-    AVBufferRef, AVDictionary, AVFrame, AVMediaType, AVPixelFormat, AVRational,
+    AVChannelLayout, AVClass, AVColorPrimaries, AVColorRange, AVColorSpace, AVColorTransferCharacteristic,
+    AVBufferRef, AVDictionary, AVFrame, AVMediaType, AVPixelFormat, AVRational, AVSampleFormat,
 )
 
 
@@ -32,16 +32,26 @@ cdef extern from "libavcodec/codec_desc.h" nogil:
         const char *name
         int props
     const AVCodecDescriptor *avcodec_descriptor_get(AVCodecID id)
+    const AVCodecDescriptor *avcodec_descriptor_get_by_name(const char *name)
 
 
 cdef extern from "libavcodec/codec.h" nogil:
+    int AV_CODEC_CAP_DELAY
+    int AV_CODEC_CAP_SMALL_LAST_FRAME
+    int AV_CODEC_CAP_EXPERIMENTAL
+    int AV_CODEC_CAP_VARIABLE_FRAME_SIZE
     ctypedef struct AVCodec:
         const char *name
         const char *long_name
         AVMediaType type
         AVCodecID id
+        int capabilities
+        const AVClass *priv_class
     const AVCodec *avcodec_find_decoder(AVCodecID id)
     const AVCodec *avcodec_find_decoder_by_name(const char *name)
+    const AVCodec *avcodec_find_encoder(AVCodecID id)
+    const AVCodec *avcodec_find_encoder_by_name(const char *name)
+    int av_codec_is_encoder(const AVCodec *codec)
 
 
 cdef extern from "libavcodec/codec_par.h" nogil:
@@ -85,6 +95,7 @@ cdef extern from "libavcodec/packet.h" nogil:
     AVPacket *av_packet_alloc()
     void av_packet_free(AVPacket **pkt)
     void av_packet_unref(AVPacket *pkt)
+    void av_packet_rescale_ts(AVPacket *pkt, AVRational tb_src, AVRational tb_dst)
 
 
 cdef extern from "libavcodec/avcodec.h" nogil:
@@ -93,12 +104,22 @@ cdef extern from "libavcodec/avcodec.h" nogil:
     int AVDISCARD_ALL
     int FF_THREAD_FRAME
     int FF_THREAD_SLICE
+    int AV_CODEC_FLAG_GLOBAL_HEADER
+    int FF_COMPLIANCE_NORMAL
     ctypedef struct AVCodecContext:
         AVMediaType codec_type
         const AVCodec *codec
         AVCodecID codec_id
+        void *priv_data
+        int64_t bit_rate
+        int flags
+        AVRational time_base
+        AVRational framerate
         int width
         int height
+        AVPixelFormat pix_fmt
+        AVColorRange color_range
+        AVColorSpace colorspace
         int thread_count
         int thread_type
         int active_thread_type
@@ -106,7 +127,11 @@ cdef extern from "libavcodec/avcodec.h" nogil:
         int skip_frame
         AVRational pkt_timebase
         int sample_rate
+        AVSampleFormat sample_fmt
+        AVChannelLayout ch_layout
+        int frame_size
         AVBufferRef *hw_device_ctx
+        AVBufferRef *hw_frames_ctx
         AVPixelFormat (*get_format)(AVCodecContext *s, const AVPixelFormat *fmt) noexcept nogil
     AVPixelFormat avcodec_default_get_format(AVCodecContext *s, const AVPixelFormat *fmt)
     AVCodecContext *avcodec_alloc_context3(const AVCodec *codec)
@@ -115,6 +140,9 @@ cdef extern from "libavcodec/avcodec.h" nogil:
     int avcodec_open2(AVCodecContext *avctx, const AVCodec *codec, AVDictionary **options)
     int avcodec_send_packet(AVCodecContext *avctx, const AVPacket *avpkt)
     int avcodec_receive_frame(AVCodecContext *avctx, AVFrame *frame)
+    int avcodec_send_frame(AVCodecContext *avctx, const AVFrame *frame)
+    int avcodec_receive_packet(AVCodecContext *avctx, AVPacket *avpkt)
+    int avcodec_parameters_from_context(AVCodecParameters *par, const AVCodecContext *codec)
     void avcodec_flush_buffers(AVCodecContext *avctx)
     unsigned avcodec_version()
 

@@ -1,7 +1,7 @@
 # Declarations of libavformat, one block per header; C names unchanged; only what torchcodec uses.
 from libc.stdint cimport int64_t, uint8_t
-from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecParameters, AVPacket
-from torchcodec._ffmpeg.avutil cimport AVDictionary, AVMediaType, AVRational
+from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecID, AVCodecParameters, AVPacket
+from torchcodec._ffmpeg.avutil cimport AVClass, AVDictionary, AVMediaType, AVRational
 
 
 cdef extern from "libavformat/avio.h" nogil:
@@ -17,7 +17,9 @@ cdef extern from "libavformat/avio.h" nogil:
         int64_t (*seek)(void *opaque, int64_t offset, int whence))
     void avio_context_free(AVIOContext **s)
     int AVIO_FLAG_READ
+    int AVIO_FLAG_WRITE
     int avio_open(AVIOContext **s, const char *url, int flags)
+    void avio_flush(AVIOContext *s)
     int avio_closep(AVIOContext **s)
     int avio_read(AVIOContext *s, unsigned char *buf, int size)
     int64_t avio_seek(AVIOContext *s, int64_t offset, int whence)
@@ -33,11 +35,22 @@ cdef extern from "libavformat/avformat.h" nogil:
     int AVINDEX_KEYFRAME
     int AVFMT_NO_BYTE_SEEK
     int AVFMT_GENERIC_INDEX
+    int AVFMT_NOFILE
+    int AVFMT_GLOBALHEADER
 
     ctypedef struct AVInputFormat:
         const char *name
         const char *long_name
         int flags
+
+    ctypedef struct AVOutputFormat:
+        const char *name
+        const char *long_name
+        const char *extensions
+        AVCodecID audio_codec
+        AVCodecID video_codec
+        int flags
+        const AVClass *priv_class
 
     ctypedef struct AVIndexEntry:
         int64_t pos
@@ -60,6 +73,7 @@ cdef extern from "libavformat/avformat.h" nogil:
 
     ctypedef struct AVFormatContext:
         const AVInputFormat *iformat
+        const AVOutputFormat *oformat
         AVIOContext *pb
         int ctx_flags
         unsigned int nb_streams
@@ -87,3 +101,11 @@ cdef extern from "libavformat/avformat.h" nogil:
     const AVIndexEntry *avformat_index_get_entry_from_timestamp(AVStream *st, int64_t wanted_timestamp,
                                                                 int flags)
     unsigned avformat_version()
+    const AVClass *avformat_get_class()
+    int avformat_alloc_output_context2(AVFormatContext **ctx, const AVOutputFormat *oformat,
+                                       const char *format_name, const char *filename)
+    AVStream *avformat_new_stream(AVFormatContext *s, const AVCodec *c)
+    int avformat_query_codec(const AVOutputFormat *ofmt, AVCodecID codec_id, int std_compliance)
+    int avformat_write_header(AVFormatContext *s, AVDictionary **options)
+    int av_interleaved_write_frame(AVFormatContext *s, AVPacket *pkt)
+    int av_write_trailer(AVFormatContext *s)

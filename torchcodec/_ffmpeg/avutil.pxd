@@ -22,6 +22,8 @@ cdef extern from "libavutil/rational.h" nogil:
         int num
         int den
     double av_q2d(AVRational a)
+    AVRational av_d2q(double d, int max)
+    AVRational av_inv_q(AVRational q)
 
 
 cdef extern from "libavutil/mathematics.h" nogil:
@@ -33,6 +35,7 @@ cdef extern from "libavutil/mathematics.h" nogil:
         AV_ROUND_NEAR_INF
         AV_ROUND_PASS_MINMAX
     int64_t av_rescale_q(int64_t a, AVRational bq, AVRational cq)
+    int64_t av_rescale_rnd(int64_t a, int64_t b, int64_t c, AVRounding rnd)
     int64_t av_rescale_q_rnd(int64_t a, AVRational bq, AVRational cq, AVRounding rnd)
 
 
@@ -55,6 +58,33 @@ cdef extern from "libavutil/mem.h" nogil:
     void av_freep(void *ptr)
 
 
+cdef extern from "libavutil/opt.h" nogil:
+    enum AVOptionType:
+        AV_OPT_TYPE_FLAGS
+        AV_OPT_TYPE_INT
+        AV_OPT_TYPE_INT64
+        AV_OPT_TYPE_DOUBLE
+        AV_OPT_TYPE_FLOAT
+        AV_OPT_TYPE_STRING
+        AV_OPT_TYPE_RATIONAL
+        AV_OPT_TYPE_CONST
+        AV_OPT_TYPE_BOOL
+    ctypedef struct AVOption:
+        const char *name
+        const char *help
+        AVOptionType type
+        double min
+        double max
+        int flags
+        const char *unit
+    int AV_OPT_SEARCH_CHILDREN
+    int AV_OPT_SEARCH_FAKE_OBJ
+    const AVOption *av_opt_find2(void *obj, const char *name, const char *unit, int opt_flags,
+                                 int search_flags, void **target_obj)
+    const AVOption *av_opt_next(const void *obj, const AVOption *prev)
+    int av_opt_set_dict2(void *obj, AVDictionary **options, int search_flags)
+
+
 cdef extern from "<stdarg.h>" nogil:
     ctypedef struct va_list:
         pass
@@ -75,6 +105,9 @@ cdef extern from "libavutil/log.h" nogil:
     void av_log_set_callback(void (*callback)(void *avcl, int level, const char *fmt, va_list vl) noexcept nogil)
     int av_log_format_line2(void *ptr, int level, const char *fmt, va_list vl, char *line, int line_size,
                             int *print_prefix)
+    ctypedef struct AVClass:
+        const char *class_name
+        const AVOption *option
 
 
 cdef extern from "libavutil/dict.h" nogil:
@@ -87,6 +120,7 @@ cdef extern from "libavutil/dict.h" nogil:
     AVDictionaryEntry *av_dict_get(const AVDictionary *m, const char *key,
                                    const AVDictionaryEntry *prev, int flags)
     int av_dict_set(AVDictionary **pm, const char *key, const char *value, int flags)
+    int av_dict_count(const AVDictionary *m)
     void av_dict_free(AVDictionary **m)
 
 
@@ -102,6 +136,7 @@ cdef extern from "libavutil/pixfmt.h" nogil:
         AV_PIX_FMT_P016LE
         AV_PIX_FMT_YUV444P
         AV_PIX_FMT_YUV444P16LE
+    AVPixelFormat av_get_pix_fmt(const char *name)
     enum AVColorRange:
         AVCOL_RANGE_UNSPECIFIED
         AVCOL_RANGE_MPEG
@@ -156,7 +191,13 @@ cdef extern from "libavutil/samplefmt.h" nogil:
         AV_SAMPLE_FMT_S32
         AV_SAMPLE_FMT_FLT
         AV_SAMPLE_FMT_DBL
+        AV_SAMPLE_FMT_U8P
+        AV_SAMPLE_FMT_S16P
+        AV_SAMPLE_FMT_S32P
         AV_SAMPLE_FMT_FLTP
+        AV_SAMPLE_FMT_DBLP
+        AV_SAMPLE_FMT_S64
+        AV_SAMPLE_FMT_S64P
     const char *av_get_sample_fmt_name(AVSampleFormat sample_fmt)
     int av_get_bytes_per_sample(AVSampleFormat sample_fmt)
     int av_sample_fmt_is_planar(AVSampleFormat sample_fmt)
@@ -179,6 +220,7 @@ cdef extern from "libavutil/channel_layout.h" nogil:
 cdef extern from "libavutil/buffer.h" nogil:
     ctypedef struct AVBufferRef:
         uint8_t *data
+        size_t size
     AVBufferRef *av_buffer_ref(const AVBufferRef *buf)
     void av_buffer_unref(AVBufferRef **buf)
     AVBufferRef *av_buffer_create(uint8_t *data, size_t size, void (*free)(void *opaque, uint8_t *data) noexcept nogil,
@@ -216,6 +258,21 @@ cdef extern from "libavutil/frame.h" nogil:
     void av_frame_free(AVFrame **frame)
     void av_frame_unref(AVFrame *frame)
     int av_frame_get_buffer(AVFrame *frame, int align)
+    int av_frame_is_writable(AVFrame *frame)
+
+
+cdef extern from "libavutil/imgutils.h" nogil:
+    int av_image_check_size(unsigned int w, unsigned int h, int log_offset, void *log_ctx)
+
+
+cdef extern from "libavutil/audio_fifo.h" nogil:
+    ctypedef struct AVAudioFifo:
+        pass
+    AVAudioFifo *av_audio_fifo_alloc(AVSampleFormat sample_fmt, int channels, int nb_samples)
+    void av_audio_fifo_free(AVAudioFifo *af)
+    int av_audio_fifo_write(AVAudioFifo *af, void **data, int nb_samples)
+    int av_audio_fifo_read(AVAudioFifo *af, void **data, int nb_samples)
+    int av_audio_fifo_size(AVAudioFifo *af)
 
 
 cdef extern from "libavutil/display.h" nogil:

@@ -1,8 +1,8 @@
 # Declarations of include/torchcodec/ffcompat.h: every FFmpeg version difference, in one place.
-from libc.stdint cimport int32_t, int64_t
-from torchcodec._ffmpeg.avcodec cimport AVCodecParameters, AVPacket
-from torchcodec._ffmpeg.avformat cimport AVStream
-from torchcodec._ffmpeg.avutil cimport AVChannelLayout, AVFrame
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecParameters, AVPacket
+from torchcodec._ffmpeg.avformat cimport AVIOContext, AVStream
+from torchcodec._ffmpeg.avutil cimport AVChannelLayout, AVFrame, AVPixelFormat, AVSampleFormat
 
 
 cdef extern from "torchcodec/ffcompat.h" nogil:
@@ -15,3 +15,12 @@ cdef extern from "torchcodec/ffcompat.h" nogil:
     int tc_codecpar_channels(const AVCodecParameters *par)
     int tc_packet_is_discarded(const AVPacket *packet)
     int tc_frame_channel_layout(AVChannelLayout *dst, const AVFrame *frame)
+    ctypedef int (*tc_avio_read_fn)(void *opaque, uint8_t *buf, int buf_size) noexcept nogil
+    ctypedef int (*tc_avio_write_fn)(void *opaque, const uint8_t *buf, int buf_size) noexcept nogil
+    ctypedef int64_t (*tc_avio_seek_fn)(void *opaque, int64_t offset, int whence) noexcept nogil
+    AVIOContext *tc_avio_alloc_context(unsigned char *buffer, int buffer_size, int write_flag, void *opaque,
+                                       tc_avio_read_fn read, tc_avio_write_fn write, tc_avio_seek_fn seek)
+    const AVPixelFormat *tc_codec_pix_fmts(const AVCodec *codec)
+    const AVSampleFormat *tc_codec_sample_fmts(const AVCodec *codec)
+    const int *tc_codec_sample_rates(const AVCodec *codec)
+    const AVChannelLayout *tc_codec_ch_layouts(const AVCodec *codec)

@@ -29,5 +29,7 @@ cdef extern from "libswscale/swscale.h" nogil:
     int sws_setColorspaceDetails(SwsContext *c, const int inv_table[4], int srcRange,
                                  const int table[4], int dstRange,
                                  int brightness, int contrast, int saturation)
+    int sws_getColorspaceDetails(SwsContext *c, int **inv_table, int *srcRange, int **table, int *dstRange,
+                                 int *brightness, int *contrast, int *saturation)
     int sws_isSupportedInput(AVPixelFormat pix_fmt)
     unsigned swscale_version()

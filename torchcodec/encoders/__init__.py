@@ -1,0 +1,6 @@
+"""Encoders with TorchCodec's API: video, audio, and several streams into one container."""
+from torchcodec.encoders._audio_encoder import AudioEncoder
+from torchcodec.encoders._multi_stream_encoder import AudioStream, Encoder, VideoStream
+from torchcodec.encoders._video_encoder import VideoEncoder
+
+__all__ = ["AudioEncoder", "AudioStream", "Encoder", "VideoEncoder", "VideoStream"]
