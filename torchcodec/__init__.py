@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from torchcodec import decoders, samplers, transforms
+from torchcodec import decoders, encoders, samplers, transforms
 from torchcodec._bridge import bridge, get_bridge, set_bridge
 from torchcodec._core._info import ffmpeg_versions, set_log_level
 from torchcodec._device import cuda_available
@@ -23,6 +23,10 @@ def ffmpeg_version() -> str:
     return ffmpeg_versions()["ffmpeg"]
 
 
+# TorchCodec's name for the FFmpeg major release, from libavutil's major version (57 is FFmpeg 5, ... 60 is FFmpeg 8).
+ffmpeg_major_version = int(ffmpeg_versions()["libavutil"].split(".")[0]) - 52
+
+
 def get_include() -> str:
     """The directory of torchcodec's C headers (``torchcodec/ffcompat.h``), for building extensions."""
     installed = os.path.join(os.path.dirname(__file__), "include")
@@ -32,6 +36,7 @@ def get_include() -> str:
 
 
 __all__ = [
-    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "ffmpeg_version", "ffmpeg_versions",
-    "get_bridge", "get_include", "samplers", "set_bridge", "set_log_level", "transforms",
+    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "encoders", "ffmpeg_major_version",
+    "ffmpeg_version", "ffmpeg_versions", "get_bridge", "get_include", "samplers", "set_bridge", "set_log_level",
+    "transforms",
 ]

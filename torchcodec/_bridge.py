@@ -109,14 +109,15 @@ def float64_array(values: array.array, name: str) -> Any:
     return finish(data, name)
 
 
-def memory_of(data: Any) -> Memory:
+def memory_of(data: Any, writable: bool = True) -> Memory:
     """Describe a CPU array's memory: numpy (and anything with __array_interface__), torch, or the
-    buffer protocol. Raises TypeError/ValueError for read-only, non-CPU or unsupported arrays."""
+    buffer protocol. Raises TypeError/ValueError for non-CPU or unsupported arrays, and for read-only
+    ones unless ``writable`` is False (an input read in place)."""
     module = type(data).__module__.split(".")[0]
     if module == "torch":
         if data.device.type != "cpu":
             raise ValueError(f"out= must be a CPU tensor, not one on {data.device}")
-        if data.requires_grad:
+        if data.requires_grad and writable:
             raise ValueError("out= must not require grad")
         size = data.element_size()
         return Memory(data.data_ptr(), tuple(data.shape), tuple(s * size for s in data.stride()), size,
@@ -124,7 +125,7 @@ def memory_of(data: Any) -> Memory:
     interface = getattr(data, "__array_interface__", None)
     if interface is not None:
         address, readonly = interface["data"]
-        if readonly:
+        if readonly and writable:
             raise ValueError("out= is read-only")
         numpy = _module("numpy")
         dtype = numpy.dtype(interface["typestr"])
