@@ -130,17 +130,21 @@ cdef int read_header(Job *job, tj.tjhandle handle) noexcept nogil:
     cdef Markers markers = scan_markers(job.data, job.size)
     job.orientation = markers.orientation
     cdef int ret = tj.tjDecompressHeader3(handle, job.data, job.size, &job.width, &job.height, &subsamp, &colorspace)
-    if ret != 0:
-        # TurboJPEG 2.x gives up on chroma subsamplings it has no name for, after reading the size and
-        # colour space; libjpeg decodes those images fine. Warnings (corrupt data) are not errors.
-        if not (is_warning(handle) or strstr(tj.tjGetErrorStr2(handle), b"Could not determine subsampling") != NULL):
+    if is_warning(handle):
+        # corrupt data that libjpeg read past; running out of data is an error (as in TorchCodec)
+        if strstr(tj.tjGetErrorStr2(handle), b"Premature end of JPEG file") != NULL:
+            return fail(job, TRUNCATED)
+    elif ret != 0:
+        if strstr(tj.tjGetErrorStr2(handle), b"Could not determine subsampling") == NULL:
+            # (TurboJPEG 2.x gives up on chroma subsamplings it has no name for, after reading the
+            # size and colour space; libjpeg decodes those images fine.)
             if not markers.complete:
                 return fail(job, TRUNCATED)
             return fail(job, tj.tjGetErrorStr2(handle))
-    if job.width <= 0 or job.height <= 0 or colorspace < 0:
-        return fail(job, b"Invalid data returned in header")
     if not markers.complete:
         return fail(job, TRUNCATED)
+    if job.width <= 0 or job.height <= 0 or colorspace < 0:
+        return fail(job, b"Invalid data returned in header")
     job.colorspace = colorspace
     cdef int unchanged = 1 if colorspace == tj.TJCS_GRAY else (4 if is_cmyk(job) else 3)
     job.channels = mode_channels(job.mode, unchanged)
