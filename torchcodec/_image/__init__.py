@@ -33,9 +33,15 @@ def available() -> dict[str, bool]:
     return {name: bool(entry[0]) for name, entry in LIBRARIES.items()}
 
 
+_loaded: dict[str, ModuleType] = {}
+
+
 def codec(name: str) -> ModuleType:
     """The codec module for ``name`` ("jpeg", "png", "webp", "gif", "avif", "heic"), or
     ImageCodecUnavailableError when this build has none."""
+    module = _loaded.get(name)
+    if module is not None and LIBRARIES[name][0]:
+        return module
     built, library, debian, conda = LIBRARIES[name]
     if not built:
         raise ImageCodecUnavailableError(
@@ -54,4 +60,5 @@ def codec(name: str) -> ModuleType:
         from torchcodec._image import _avif as module
     else:
         from torchcodec._image import _heic as module
+    _loaded[name] = module
     return module

@@ -104,6 +104,11 @@ def _dtype_code(output_dtype: Any) -> int:
 
 def _encoded(source: ImageSource) -> EncodedBytes:
     """The encoded bytes of ``source``, read in place where they are already in memory."""
+    if type(source) is bytes:
+        if not source:
+            raise ImageArgumentError("Input tensor must be 1-dimensional and non-empty: the encoded data is empty "
+                                     "(0 bytes)")
+        return EncodedBytes(source)
     if isinstance(source, (str, os.PathLike)):
         with open(os.fspath(source), "rb") as file:
             source = file.read()
@@ -160,7 +165,7 @@ class _Outputs:
     def __call__(self, shape: tuple[int, ...], dtype: str) -> int:
         data = _bridge.empty(shape, dtype, self.name)
         self.arrays.append(data)
-        return _bridge.memory_of(data).address
+        return _bridge.address_of(data)
 
     def result(self, index: int = 0) -> Any:
         """The index-th image as (C, H, W) (or (N, C, H, W)) of the bridge's type: a view of its memory."""

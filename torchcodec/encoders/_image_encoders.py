@@ -67,7 +67,7 @@ def _as_array(data: bytes) -> Any:
     name = _bridge.get_bridge()
     out = _bridge.empty((len(data),), "uint8", name)
     if data:
-        ctypes.memmove(_bridge.memory_of(out).address, data, len(data))
+        ctypes.memmove(_bridge.address_of(out), data, len(data))
     return _bridge.finish(out, name)
 
 
