@@ -156,6 +156,15 @@ def test_huge_gif_screen_is_refused(samples):
         decode_gif(bytes(data))
 
 
+def test_frames_far_larger_than_the_screen_are_refused():
+    """A 2x2 screen whose second frame declares 65535 x 65535: refused before it is decompressed."""
+    header = b"GIF89a" + struct.pack("<HHBBB", 2, 2, 0x80, 0, 0) + b"\0\0\0\xff\xff\xff"
+    small = b"\x2c" + struct.pack("<HHHHB", 0, 0, 1, 1, 0) + b"\x02\x02\x4c\x01\x00"
+    huge = b"\x2c" + struct.pack("<HHHHB", 0, 0, 65535, 65535, 0) + b"\x02\x02\x4c\x01\x00"
+    with pytest.raises(ImageTooLargeError, match="rectangles"):
+        decode_gif(header + small + huge + b"\x3b")
+
+
 def million_frame_gif(screen: int) -> bytes:
     """A GIF of 10**6 one-pixel frames (about 15 MB) on a ``screen`` x ``screen`` logical screen."""
     header = b"GIF89a" + struct.pack("<HHBBB", screen, screen, 0x80, 0, 0) + b"\0\0\0\xff\xff\xff"

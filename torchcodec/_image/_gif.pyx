@@ -8,8 +8,9 @@ the canvas showing. Cleared areas are transparent (alpha 0) in the alpha modes, 
 background colour in RGB. UNCHANGED is RGBA when any frame has a transparent index, else RGB.
 
 DGifSlurp would hold every frame's pixel indices in memory; this reader reads the file twice instead:
-a first pass counts the frames and finds the transparency without decompressing anything (so the
-size bound is checked before any allocation, however many frames the file has), a second pass
+a first pass counts the frames, adds up their rectangles and finds the transparency without
+decompressing anything (so the size bound is checked before any allocation or decompression,
+however many frames the file has), a second pass
 decompresses each frame's rows straight onto one canvas. giflib's reader still records each image
 descriptor (with a copy of its colour map) in SavedImages; they are released after every frame, so
 memory stays bounded by the canvas. Colour indices past the end of the colour map are black.
@@ -104,6 +105,7 @@ cdef int skip_image_data(gif.GifFileType *file) noexcept nogil:
 
 cdef struct Scan:
     int64_t frames
+    int64_t area                # of all frames' rectangles: the pixels to decompress
     int first_width
     int first_height
     bint transparency
@@ -115,7 +117,7 @@ cdef int scan(gif.GifFileType *file, Scan *result) noexcept nogil:
     cdef gif.GraphicsControlBlock gcb
     cdef bint have_gcb = False
     reset_gcb(&gcb)
-    result.frames, result.transparency = 0, False
+    result.frames, result.area, result.transparency = 0, 0, False
     while True:
         if gif.DGifGetRecordType(file, &record) == gif.GIF_ERROR:
             return -1
@@ -125,6 +127,7 @@ cdef int scan(gif.GifFileType *file, Scan *result) noexcept nogil:
             if result.frames == 0:
                 result.first_width, result.first_height = file.Image.Width, file.Image.Height
             result.frames += 1
+            result.area += <int64_t>file.Image.Width * file.Image.Height
             if have_gcb and gcb.TransparentColor != gif.NO_TRANSPARENT_COLOR:
                 result.transparency = True
             if skip_image_data(file) != 0:
@@ -284,6 +287,8 @@ def decode(size_t address, size_t size, int mode, int dtype_code, int64_t limit,
     canvas.height = max(first.ptr.SHeight, found.first_height)
     canvas.width = max(first.ptr.SWidth, found.first_width)
     check_size(found.frames, canvas.height, canvas.width, limit, "decode_gif")
+    if found.area > limit:                 # frames far larger than the screen: work for nothing
+        check_size(1, found.area, 1, limit, "decode_gif (the frames' rectangles)")
     cdef bint alpha = mode == MODE_RGB_ALPHA or mode == MODE_GRAY_ALPHA or (mode == MODE_UNCHANGED and found.transparency)
     canvas.channels = 4 if alpha else 3
     cdef int channels = mode_channels(mode, canvas.channels)
