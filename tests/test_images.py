@@ -80,6 +80,8 @@ def jpegs(folder) -> dict[str, Path]:
     image.convert("CMYK").save(made["cmyk"], quality=95)
     made["tiny"] = folder / "tiny.jpg"
     Image.fromarray(gradient(1, 3)).save(made["tiny"], quality=90)
+    made["rotated"] = folder / "rotated.jpg"
+    image.save(made["rotated"], quality=90, exif=b"Exif\0\0" + exif_with_orientation(6))
     return made
 
 
@@ -170,7 +172,7 @@ def test_jpeg_malformed_exif_is_ignored(folder, size):
 
 
 def test_jpeg_batch_equals_one_at_a_time_and_keeps_order(jpegs):
-    names = ["420", "gray", "cmyk", "progressive", "444", "tiny", "422"]
+    names = ["420", "gray", "cmyk", "progressive", "rotated", "444", "tiny", "422"]
     for mode in MODES:
         batch = decode_jpeg([jpegs[n] for n in names], mode=mode, num_threads=3)
         assert isinstance(batch, list) and len(batch) == len(names)
