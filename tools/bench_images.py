@@ -7,9 +7,9 @@
 Workloads (the corpus is made once with ffmpeg and Pillow and cached in --corpus): 500 1080p JPEGs
 at quality 90, 500 1080p PNGs (Pillow's default level), 100 1080p lossy WebPs (quality 80); each
 decoded to (C, H, W) RGB uint8 from encoded bytes already in memory, first one image at a time on
-one thread ("single"), then the whole set on --threads threads ("batch": torchcodec's
+one thread ("single"), then in batches of 32 on --threads threads ("batch": torchcodec's
 decode_jpeg(list, num_threads=N) for JPEG, otherwise a thread pool of N calling each library's
-decoder, which all release the GIL). TorchCodec runs in its own venv, in a worker process driven
+decoder, which all release the GIL); outputs are dropped as they come. TorchCodec runs in its own venv, in a worker process driven
 over stdin/stdout (both packages are imported as ``torchcodec``); the other peers run here. Every
 peer's repeats are taken round-robin so that all see the same machine load; the table gives the
 best of --repeats for each, images per second, and the time relative to torchcodec (this package), in wall time and in CPU time (this process's, which a loaded
@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 FORMATS = {"jpeg": 500, "png": 500, "webp": 100}
 DISTINCT = 25                          # distinct frames per format, repeated to the counts above
+CHUNK = 32                             # images per batch call (as a data loader's batch)
 
 
 def make_corpus(folder: Path) -> dict[str, list[Path]]:
@@ -64,13 +65,27 @@ def ours(kind: str, threads: int) -> dict[str, Callable[[list[bytes]], Any]]:
     from torchcodec.decoders import decode_jpeg, decode_png, decode_webp
     torchcodec.set_bridge("numpy")
     one = {"jpeg": decode_jpeg, "png": decode_png, "webp": decode_webp}[kind]
-    batch = (lambda items: decode_jpeg(items, num_threads=threads)) if kind == "jpeg" else pool(one, threads)
-    return {"single": lambda items: [one(item) for item in items], "batch": batch}
+    batch = in_chunks(lambda chunk: decode_jpeg(chunk, num_threads=threads)) if kind == "jpeg" else pool(one, threads)
+    return {"single": singly(one), "batch": batch}
 
 
-def pool(one: Callable[[bytes], Any], threads: int) -> Callable[[list[bytes]], Any]:
+def singly(one: Callable[[bytes], Any]) -> Callable[[list[bytes]], None]:
+    def run(items: list[bytes]) -> None:
+        for item in items:
+            one(item)
+    return run
+
+
+def in_chunks(decode_list: Callable[[list[bytes]], Any]) -> Callable[[list[bytes]], None]:
+    def run(items: list[bytes]) -> None:
+        for start in range(0, len(items), CHUNK):
+            decode_list(items[start:start + CHUNK])
+    return run
+
+
+def pool(one: Callable[[bytes], Any], threads: int) -> Callable[[list[bytes]], None]:
     executor = ThreadPoolExecutor(threads)
-    return lambda items: list(executor.map(one, items))
+    return in_chunks(lambda chunk: list(executor.map(one, chunk)))
 
 
 def torchvision_peer(kind: str, threads: int) -> dict[str, Callable[[list[bytes]], Any]]:
@@ -82,11 +97,10 @@ def torchvision_peer(kind: str, threads: int) -> dict[str, Callable[[list[bytes]
     def one(data: bytes) -> Any:
         return decode(torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=tio.ImageReadMode.RGB)
     batch = pool(one, threads)
-    if kind == "jpeg":
-        def batch(items):   # noqa: F811 - torchvision's own list API
-            return tio.decode_jpeg([torch.frombuffer(bytearray(d), dtype=torch.uint8) for d in items],
-                                   mode=tio.ImageReadMode.RGB)
-    return {"single": lambda items: [one(item) for item in items], "batch": batch}
+    if kind == "jpeg":                  # torchvision's own list API
+        batch = in_chunks(lambda chunk: tio.decode_jpeg([torch.frombuffer(bytearray(d), dtype=torch.uint8)
+                                                         for d in chunk], mode=tio.ImageReadMode.RGB))
+    return {"single": singly(one), "batch": batch}
 
 
 def pillow_peer(kind: str, threads: int) -> dict[str, Callable[[list[bytes]], Any]]:
@@ -96,7 +110,7 @@ def pillow_peer(kind: str, threads: int) -> dict[str, Callable[[list[bytes]], An
     def one(data: bytes) -> Any:
         with Image.open(io.BytesIO(data)) as image:
             return numpy.asarray(image.convert("RGB")).transpose(2, 0, 1)
-    return {"single": lambda items: [one(item) for item in items], "batch": pool(one, threads)}
+    return {"single": singly(one), "batch": pool(one, threads)}
 
 
 def opencv_peer(kind: str, threads: int) -> dict[str, Callable[[list[bytes]], Any]]:
@@ -106,7 +120,7 @@ def opencv_peer(kind: str, threads: int) -> dict[str, Callable[[list[bytes]], An
 
     def one(data: bytes) -> Any:
         return cv2.imdecode(numpy.frombuffer(data, numpy.uint8), cv2.IMREAD_COLOR_RGB).transpose(2, 0, 1)
-    return {"single": lambda items: [one(item) for item in items], "batch": pool(one, threads)}
+    return {"single": singly(one), "batch": pool(one, threads)}
 
 
 def torchcodec_peer(kind: str, threads: int) -> dict[str, Callable[[list[bytes]], Any]]:
@@ -119,10 +133,19 @@ def torchcodec_peer(kind: str, threads: int) -> dict[str, Callable[[list[bytes]]
     def one(data: bytes) -> Any:
         return decode(torch.frombuffer(bytearray(data), dtype=torch.uint8))
     batch = pool(one, threads)
-    if kind == "jpeg":
-        def batch(items):   # noqa: F811 - TorchCodec's own list API
-            return decode_jpeg([torch.frombuffer(bytearray(d), dtype=torch.uint8) for d in items])
-    return {"single": lambda items: [one(item) for item in items], "batch": batch}
+    if kind == "jpeg":                  # TorchCodec's own list API
+        batch = in_chunks(lambda chunk: decode_jpeg([torch.frombuffer(bytearray(d), dtype=torch.uint8)
+                                                     for d in chunk]))
+    return {"single": singly(one), "batch": batch}
+
+
+def read_all(files: list[Path]) -> list[bytes]:
+    """The files' bytes, each distinct file read once (the lists repeat DISTINCT files)."""
+    cache: dict[Path, bytes] = {}
+    for path in files:
+        if path not in cache:
+            cache[path] = path.read_bytes()
+    return [cache[path] for path in files]
 
 
 def timed(function: Callable[[list[bytes]], Any], items: list[bytes]) -> tuple[float, float]:
@@ -141,7 +164,7 @@ def worker() -> int:
         request = json.loads(line)
         key = (request["kind"], request["threads"])
         if key not in loaded:
-            items = [Path(p).read_bytes() for p in request["files"]]
+            items = read_all([Path(p) for p in request["files"]])
             functions = torchcodec_peer(request["kind"], request["threads"])
             for function in functions.values():
                 function(items[:4])                         # warm up
@@ -202,7 +225,7 @@ def main() -> int:
     rows, speedups = [], []
     for kind in args.only.split(","):
         files = corpus[kind]
-        items = [f.read_bytes() for f in files]
+        items = read_all(files)
         functions = {}
         for name, make in peers.items():
             if make is not None:

@@ -104,10 +104,7 @@ def _dtype_code(output_dtype: Any) -> int:
 
 def _encoded(source: ImageSource) -> EncodedBytes:
     """The encoded bytes of ``source``, read in place where they are already in memory."""
-    if type(source) is bytes:
-        if not source:
-            raise ImageArgumentError("Input tensor must be 1-dimensional and non-empty: the encoded data is empty "
-                                     "(0 bytes)")
+    if type(source) is bytes and source:          # the common case first
         return EncodedBytes(source)
     if isinstance(source, (str, os.PathLike)):
         with open(os.fspath(source), "rb") as file:
