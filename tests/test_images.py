@@ -359,6 +359,13 @@ def test_webp_equals_dwebp_in_every_mode(webps, name):
                           decode_webp(webps[name]).astype(np.uint16) * 257)
 
 
+@pytest.mark.parametrize("name, pil_mode", [("lossy", "RGB"), ("alpha", "RGBA"), ("lossless", "RGB")])
+def test_webp_pixels_equal_pillow(webps, name, pil_mode):
+    with Image.open(webps[name]) as image:
+        reference = np.asarray(image.convert(pil_mode))
+    assert np.array_equal(hwc(decode_webp(webps[name], mode=pil_mode.replace("RGBA", "RGB_ALPHA"))), reference)
+
+
 def test_webp_animation_gives_every_frame(folder):
     frames = [gradient(24, 32, 4, seed=k) for k in range(4)]
     frames[1][..., 3] = 255
