@@ -198,6 +198,42 @@ def test_the_limit_applies_to_every_codec(samples, kind):
     assert DECODERS[kind](samples[kind]).shape[-2:] == (24, 32)
 
 
+@pytest.mark.parametrize("kind", list(DECODERS))
+def test_the_memory_limit_applies_to_every_codec(samples, kind):
+    """torchcodec.set_memory_limit refuses an output bigger than the limit: 24 x 32 x 4 bytes (RGBA)
+    is 3072 bytes, over a limit of 3000 and under one of 4000."""
+    torchcodec.set_memory_limit(3000)
+    try:
+        expected = r"shape \(4, 24, 32\) \(uint8\) needs 3.0 KiB \(3072 bytes\), more than the memory limit"
+        with pytest.raises(MemoryError, match=expected) as raised:
+            DECODERS[kind](samples[kind], mode="RGBA")
+        assert isinstance(raised.value, RuntimeError)
+        torchcodec.set_memory_limit(4000)
+        assert DECODERS[kind](samples[kind], mode="RGBA").shape[-3:] == (4, 24, 32)
+    finally:
+        torchcodec.set_memory_limit(None)
+
+
+def test_the_memory_limit_refuses_a_jpeg_batch_as_a_whole(samples):
+    """Two 24 x 32 RGB outputs need 4608 bytes: over a 4000-byte limit that each one alone is under."""
+    torchcodec.set_memory_limit(4000)
+    try:
+        assert decode_jpeg([samples["jpeg"]])[0].shape == (3, 24, 32)
+        with pytest.raises(MemoryError, match=r"a batch of 2 images needs 4.5 KiB \(4608 bytes\)"):
+            decode_jpeg([samples["jpeg"], samples["jpeg"]])
+    finally:
+        torchcodec.set_memory_limit(None)
+
+
+def test_the_pixel_limit_error_is_a_memory_error(samples):
+    set_max_image_pixels(100)
+    try:
+        with pytest.raises(MemoryError):
+            decode_png(samples["png"])
+    finally:
+        set_max_image_pixels(None)
+
+
 def test_max_image_pixels_setting():
     assert get_max_image_pixels() == 1 << 30
     for bad in (0, -5, 1.5, "10", True):
@@ -321,6 +357,20 @@ def test_a_codec_that_was_not_built_says_what_to_install(samples, monkeypatch, k
     assert isinstance(raised.value, RuntimeError) and isinstance(raised.value, ImportError)
     with pytest.raises(ImageCodecUnavailableError):
         decode_image(samples[kind])
+
+
+def test_a_codec_whose_library_cannot_be_loaded_says_so(samples, monkeypatch):
+    """A codec that was built but whose library is gone at run time (the HEIC case TorchCodec's
+    message names) raises ImageCodecUnavailableError with TorchCodec's phrase, not a bare ImportError."""
+    def missing(name):
+        raise ImportError("libheif.so.1: cannot open shared object file")
+    monkeypatch.setattr(torchcodec._image, "_import", missing)
+    monkeypatch.setattr(torchcodec._image, "_loaded", {})
+    with pytest.raises(ImportError, match="Failed to load the HEIC decoding library") as raised:
+        decode_heic(samples["heic"])
+    assert "libheif.so.1" in str(raised.value) and "apt-get install libheif-dev" in str(raised.value)
+    with pytest.raises(ImageCodecUnavailableError, match="could not be loaded"):
+        decode_png(samples["png"])
 
 
 def test_this_build_has_every_codec():

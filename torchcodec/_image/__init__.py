@@ -43,11 +43,25 @@ def codec(name: str) -> ModuleType:
     if module is not None and LIBRARIES[name][0]:
         return module
     built, library, debian, conda = LIBRARIES[name]
+    install = (f"Install it (Debian/Ubuntu: apt-get install {debian}; conda: conda install -c conda-forge {conda}) "
+               f"and rebuild torchcodec (pip install ., or bash tools/setup.sh).")
+    # "Failed to load the HEIC decoding library": TorchCodec's phrase, which its users match
+    failed = "Failed to load the HEIC decoding library. " if name == "heic" else ""
     if not built:
         raise ImageCodecUnavailableError(
-            f"this torchcodec was built without {name.upper()} support: {library} was not found when it was "
-            f"built. Install it (Debian/Ubuntu: apt-get install {debian}; conda: conda install -c conda-forge "
-            f"{conda}) and rebuild torchcodec (pip install ., or bash tools/setup.sh).")
+            f"{failed}this torchcodec was built without {name.upper()} support: {library} was not found when it "
+            f"was built. {install}")
+    try:
+        module = _import(name)
+    except ImportError as error:                   # built, but its library cannot be loaded now
+        raise ImageCodecUnavailableError(
+            f"{failed}torchcodec's {name.upper()} codec could not be loaded ({error}): {library} is missing or "
+            f"broken on this system. {install}") from error
+    _loaded[name] = module
+    return module
+
+
+def _import(name: str) -> ModuleType:
     if name == "jpeg":
         from torchcodec._image import _jpeg as module
     elif name == "png":
@@ -60,5 +74,4 @@ def codec(name: str) -> ModuleType:
         from torchcodec._image import _avif as module
     else:
         from torchcodec._image import _heic as module
-    _loaded[name] = module
     return module

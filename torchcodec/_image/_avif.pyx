@@ -82,7 +82,7 @@ def decode(size_t address, size_t size, int mode, int dtype_code, int64_t limit,
     cdef tuple shape = (width, height, channels) if swaps_axes(orientation) else (height, width, channels)
     if frames > 1:
         shape = (frames,) + shape
-    cdef uint8_t *out = allocate(allocator, shape, wide)
+    cdef uint8_t *out = allocate(allocator, shape, wide, "decode_avif")
     # libavif writes native-channel rows: into the output when they fit and no orientation, else a scratch frame
     cdef bint direct = orientation <= 1 and native <= channels
     cdef uint8_t *work = NULL

@@ -29,7 +29,8 @@ cdef void convert_pixels(const uint8_t *src, int src_channels, bint src_wide, ui
 cdef void widen_bits(uint8_t *data, size_t count, int bit_depth) noexcept nogil
 
 cdef int check_size(int64_t frames, int64_t height, int64_t width, int64_t limit, str codec) except -1
-cdef uint8_t *allocate(object allocator, tuple shape, bint wide) except NULL
+cdef object output_bytes(tuple shape, bint wide)
+cdef uint8_t *allocate(object allocator, tuple shape, bint wide, str codec, object scratch=*) except NULL
 
 cdef struct Pixels:
     # An image of uint8 channels given by byte strides (read in place by the encoders)

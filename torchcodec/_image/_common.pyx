@@ -4,8 +4,8 @@
 - EXIF orientation: the tag read from TIFF-formatted EXIF data, and the copy that applies it.
 - Pixel conversion between channel layouts (gray from RGB with TorchCodec's luma weights, an opaque
   alpha channel added, 8-bit samples widened to 16 bits), in place when the output is larger.
-- The size bound checked before any output is allocated, and the allocation through the caller's
-  allocator (the bridge's array library).
+- The size bounds checked before any output is allocated (the pixel limit, then the memory limit of
+  torchcodec._memory), and the allocation through the caller's allocator (the bridge's array library).
 """
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -15,14 +15,14 @@ from libc.stdlib cimport malloc
 from libc.string cimport memcpy
 
 
-class ImageArgumentError(ValueError, RuntimeError):
-    """A bad argument to an image decoder or encoder (TorchCodec raises RuntimeError for these; a
-    ValueError is what they are)."""
+from torchcodec._core._error import MemoryLimitError
+from torchcodec._memory import check_request
 
 
-class ImageTooLargeError(RuntimeError):
-    """An image whose decoded size is over the limit (``torchcodec.decoders.set_max_image_pixels``).
-    Raised from the header, before anything is allocated."""
+class ImageTooLargeError(MemoryLimitError):
+    """An image whose decoded size is over the pixel limit (``torchcodec.decoders.set_max_image_pixels``).
+    Raised from the header, before anything is allocated. A MemoryLimitError (so a MemoryError and a
+    RuntimeError) like the memory limit's (``torchcodec.set_memory_limit``), which images respect too."""
 
 
 cdef int mode_channels(int mode, int unchanged_channels) noexcept nogil:
@@ -241,9 +241,21 @@ cdef int check_size(int64_t frames, int64_t height, int64_t width, int64_t limit
     return 0
 
 
-cdef uint8_t *allocate(object allocator, tuple shape, bint wide) except NULL:
-    """The output's memory: ``allocator(shape, dtype)`` allocates it (with the bridge's library)
-    and returns its address; the codec writes into it."""
+cdef object output_bytes(tuple shape, bint wide):
+    """Bytes of an output of ``shape`` (a Python int: no overflow)."""
+    cdef object nbytes = 2 if wide else 1
+    for extent in shape:
+        nbytes *= extent
+    return nbytes
+
+
+cdef uint8_t *allocate(object allocator, tuple shape, bint wide, str codec, object scratch=0) except NULL:
+    """The output's memory, after the memory limit (torchcodec.set_memory_limit) allowed it and
+    ``scratch`` more bytes (the codec's working memory): ``allocator(shape, dtype)`` allocates it
+    (with the bridge's library) and returns its address; the codec writes into it."""
+    cdef tuple shown = shape[:-3] + shape[-1:] + shape[-3:-1]           # as the user sees it: [N,] C, H, W
+    check_request(f"{codec}: an image of shape {shown} ({'uint16' if wide else 'uint8'})",
+                  other_bytes=output_bytes(shape, wide) + scratch)
     cdef size_t address = allocator(shape, "uint16" if wide else "uint8")
     if address == 0:
         raise MemoryError(f"could not allocate an image of shape {shape}")

@@ -304,7 +304,7 @@ def decode(size_t address, size_t size, int mode, int dtype_code, int64_t limit,
     cdef tuple shape = (canvas.height, canvas.width, channels)
     if found.frames > 1:
         shape = (found.frames,) + shape
-    cdef uint8_t *out = allocate(allocator, shape, wide)
+    cdef uint8_t *out = allocate(allocator, shape, wide, "decode_gif")
     cdef GifFile second = GifFile()
     second.open(data, size)
     canvas.saved = NULL

@@ -119,7 +119,7 @@ cdef decode_images(Context context, heif.heif_item_id *items, int frames, int mo
     cdef tuple shape = (height, width, channels)
     if frames > 1:
         shape = (frames,) + shape
-    cdef uint8_t *out = allocate(allocator, shape, wide)
+    cdef uint8_t *out = allocate(allocator, shape, wide, "decode_heic")
     cdef bint direct = native == channels and deep == wide
     cdef uint8_t *work = NULL
     if not direct:

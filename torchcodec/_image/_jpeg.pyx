@@ -22,9 +22,11 @@ from libc.string cimport memcmp, strlen, strncmp, strncpy, strstr
 from torchcodec._image cimport turbojpeg as tj
 from torchcodec._image._common cimport (
     DTYPE_UINT16, MODE_GRAY, MODE_GRAY_ALPHA, MODE_RGB, MODE_RGB_ALPHA, MODE_UNCHANGED, Pixels, allocate,
-    check_size, convert_pixels, exif_orientation, mode_channels, orient, packed_rows, swaps_axes)
+    check_size, convert_pixels, exif_orientation, mode_channels, orient, output_bytes, packed_rows, swaps_axes)
 from torchcodec._image.pthread cimport (pthread_create, pthread_join, pthread_mutex_destroy, pthread_mutex_init,
                                         pthread_mutex_lock, pthread_mutex_t, pthread_mutex_unlock, pthread_t)
+
+from torchcodec._memory import check_request
 
 cdef enum:
     MESSAGE_SIZE = 320
@@ -280,7 +282,7 @@ def decode(size_t address, size_t size, int mode, int dtype_code, int64_t limit,
     if read_header(&job, decompressor.ptr) != 0:
         raise RuntimeError(f"decode_jpeg: {job.message.decode('utf-8', 'replace')}")
     check_size(1, job.height, job.width, limit, "decode_jpeg")
-    job.out = allocate(allocator, output_shape(&job), job.wide)
+    job.out = allocate(allocator, output_shape(&job), job.wide, "decode_jpeg")
     cdef int ret
     with nogil:
         ret = run(&job, decompressor.ptr)
@@ -341,6 +343,7 @@ def decode_batch(list sources, int mode, int dtype_code, int64_t limit, object a
     cdef Decompressor decompressor
     cdef Batch batch
     cdef pthread_t *threads = NULL
+    cdef object total = 0
     try:
         decompressor = Decompressor()
         for i in range(count):
@@ -352,7 +355,10 @@ def decode_batch(list sources, int mode, int dtype_code, int64_t limit, object a
                 check_size(1, jobs[i].height, jobs[i].width, limit, "decode_jpeg")
             except RuntimeError as error:
                 raise type(error)(f"image {i} of the batch: {error}") from None
-            jobs[i].out = allocate(allocator, output_shape(&jobs[i]), jobs[i].wide)
+            total += output_bytes(output_shape(&jobs[i]), jobs[i].wide)
+        check_request(f"decode_jpeg: a batch of {count} images", other_bytes=total)   # all, before any
+        for i in range(count):
+            jobs[i].out = allocate(allocator, output_shape(&jobs[i]), jobs[i].wide, "decode_jpeg")
         batch.jobs, batch.count, batch.next = jobs, count, 0
         num_threads = max(1, min(num_threads, count))
         threads = <pthread_t *>malloc(num_threads * sizeof(pthread_t))

@@ -191,7 +191,7 @@ def decode(size_t address, size_t size, int mode, int dtype_code, int64_t limit,
     cdef tuple shape = (state.height, state.width, state.channels)
     if swaps_axes(state.orientation):
         shape = (state.width, state.height, state.channels)
-    cdef uint8_t *out = allocate(allocator, shape, state.wide)
+    cdef uint8_t *out = allocate(allocator, shape, state.wide, "decode_png")
     cdef size_t total = state.row_bytes * state.height
     state.rows = out
     if oriented:

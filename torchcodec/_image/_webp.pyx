@@ -67,7 +67,7 @@ cdef void decode_still(const uint8_t *data, size_t size, int width, int height, 
     cdef size_t count = <size_t>width * height
     cdef size_t pixel_bytes = channels * (2 if wide else 1)
     cdef tuple shape = (width, height, channels) if swaps_axes(orientation) else (height, width, channels)
-    cdef uint8_t *out = allocate(allocator, shape, wide)
+    cdef uint8_t *out = allocate(allocator, shape, wide, "decode_webp")
     # libwebp writes native-channel rows; when they fit in the output (and no orientation), in place
     cdef bint direct = orientation <= 1 and native * 1 <= <int>pixel_bytes
     cdef uint8_t *work = out
@@ -115,6 +115,12 @@ cdef void decode_animation(const uint8_t *data, size_t size, int native, int cha
     cdef int64_t frames = webp.WebPDemuxGetI(demux, webp.WEBP_FF_FRAME_COUNT)
     webp.WebPDemuxDelete(demux)
     check_size(frames, height, width, limit, "decode_webp")
+    cdef size_t count = <size_t>width * height
+    cdef size_t frame_bytes = count * channels * (2 if wide else 1)
+    cdef tuple shape = ((frames, width, height, channels) if swaps_axes(orientation)
+                        else (frames, height, width, channels))
+    # the output, and WebPAnimDecoder's two RGBA canvases, within the memory limit
+    cdef uint8_t *out = allocate(allocator, shape, wide, "decode_webp", 8 * <object>count)
 
     cdef webp.WebPAnimDecoderOptions options
     if not webp.WebPAnimDecoderOptionsInit(&options):
@@ -131,11 +137,6 @@ cdef void decode_animation(const uint8_t *data, size_t size, int native, int cha
     if info.canvas_width != width or info.canvas_height != height or info.frame_count != frames:
         raise RuntimeError("WebPAnimDecoder disagrees with the demuxer about the canvas: the file is corrupt")
 
-    cdef size_t count = <size_t>width * height
-    cdef size_t frame_bytes = count * channels * (2 if wide else 1)
-    cdef tuple shape = ((frames, width, height, channels) if swaps_axes(orientation)
-                        else (frames, height, width, channels))
-    cdef uint8_t *out = allocate(allocator, shape, wide)
     cdef uint8_t *work = NULL
     if orientation > 1:
         work = <uint8_t *>malloc(frame_bytes)

@@ -16,7 +16,8 @@ from typing import Any, Literal, Union
 
 from torchcodec import _bridge
 from torchcodec._image import ImageCodecUnavailableError, codec
-from torchcodec._image._common import EncodedBytes, ImageArgumentError, ImageTooLargeError
+from torchcodec._core._error import InvalidArgumentError
+from torchcodec._image._common import EncodedBytes, ImageTooLargeError
 
 __all__ = ["ImageCodecUnavailableError", "ImageReadMode", "ImageTooLargeError", "decode_avif", "decode_gif",
            "decode_heic", "decode_image", "decode_jpeg", "decode_png", "decode_webp", "get_max_image_pixels",
@@ -119,7 +120,7 @@ def _encoded(source: ImageSource) -> EncodedBytes:
     if isinstance(source, (bytes, bytearray, memoryview)):
         view = memoryview(source)
         if view.nbytes == 0:
-            raise ImageArgumentError("Input tensor must be 1-dimensional and non-empty: the encoded data is empty "
+            raise InvalidArgumentError("Input tensor must be 1-dimensional and non-empty: the encoded data is empty "
                                      "(0 bytes)")
         if not view.c_contiguous or view.ndim != 1 or view.itemsize != 1:
             source = view.tobytes()
@@ -128,7 +129,7 @@ def _encoded(source: ImageSource) -> EncodedBytes:
     if module == "torch" and hasattr(source, "data_ptr"):
         _check_encoded_array(tuple(source.shape), str(source.dtype).replace("torch.", ""))
         if source.device.type != "cpu":
-            raise ImageArgumentError(f"Input tensor must be on the CPU, got a tensor on {source.device}.")
+            raise InvalidArgumentError(f"Input tensor must be on the CPU, got a tensor on {source.device}.")
         source = source.contiguous()
         return EncodedBytes(source, source.data_ptr(), source.numel())
     if hasattr(source, "__array_interface__") or (module in ("jax", "jaxlib") and hasattr(source, "__dlpack__")):
@@ -145,7 +146,7 @@ def _check_encoded_array(shape: tuple[int, ...], dtype: str) -> None:
     for extent in shape:
         count *= extent
     if len(shape) != 1 or dtype != "uint8" or count == 0:
-        raise ImageArgumentError(f"Input tensor must be a non-empty, 1-dimensional uint8 array of encoded bytes, "
+        raise InvalidArgumentError(f"Input tensor must be a non-empty, 1-dimensional uint8 array of encoded bytes, "
                                  f"got {len(shape)} dims, dtype {dtype} and {count} numels.")
 
 
@@ -213,7 +214,7 @@ def decode_jpeg(source: ImageSource | list[ImageSource] | tuple[ImageSource, ...
     if num_threads is None:
         num_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     elif not isinstance(num_threads, int) or num_threads < 1:
-        raise ImageArgumentError(f"num_threads must be >= 1, got {num_threads}")
+        raise InvalidArgumentError(f"num_threads must be >= 1, got {num_threads}")
     encoded = []
     for index, item in enumerate(source):
         try:
@@ -259,7 +260,7 @@ def decode_avif(source: ImageSource, *, mode: Mode = "RGB", output_dtype: Any = 
     and 12-bit sources). ``num_threads`` is passed to libavif's AV1 decoder. The 'irot'/'imir'
     orientation is applied."""
     if not isinstance(num_threads, int) or num_threads < 1:
-        raise ImageArgumentError(f"num_threads must be >= 1, got {num_threads}")
+        raise InvalidArgumentError(f"num_threads must be >= 1, got {num_threads}")
     return _decode("avif", source, mode, output_dtype,
                    num_threads=num_threads)
 

@@ -10,7 +10,7 @@ from typing import Any, Union
 
 from torchcodec import _bridge
 from torchcodec._image import codec
-from torchcodec._image._common import ImageArgumentError
+from torchcodec._core._error import InvalidArgumentError
 
 __all__ = ["JpegEncoder", "PngEncoder"]
 
@@ -31,25 +31,25 @@ def _image(img: Any) -> tuple[Any, int, tuple[int, int, int], tuple[int, int, in
         raise TypeError(f"the image must be a (C, H, W) uint8 array (numpy, torch or jax), not {type(img).__name__}")
     dtype = str(img.dtype).replace("torch.", "")
     if dtype != "uint8":
-        raise ImageArgumentError(f"Input tensor must have uint8 data type, got {dtype}.")
+        raise InvalidArgumentError(f"Input tensor must have uint8 data type, got {dtype}.")
     if len(img.shape) != 3:
-        raise ImageArgumentError(f"Input tensor must be a 3-dimensional (C, H, W) tensor, got {len(img.shape)} "
+        raise InvalidArgumentError(f"Input tensor must be a 3-dimensional (C, H, W) tensor, got {len(img.shape)} "
                                  f"dimensions.")
     channels, height, width = (int(extent) for extent in img.shape)
     if channels not in (1, 3):
-        raise ImageArgumentError(f"The number of channels should be 1 or 3, got: {channels}.")
+        raise InvalidArgumentError(f"The number of channels should be 1 or 3, got: {channels}.")
     if height == 0 or width == 0:
-        raise ImageArgumentError(f"The image is empty ({height}x{width}).")
+        raise InvalidArgumentError(f"The image is empty ({height}x{width}).")
     memory = _bridge.memory_of(img, writable=False)
     return img, memory.address, (channels, height, width), memory.strides
 
 
 def _check_file_like(dest: Any) -> None:
     if not callable(getattr(dest, "write", None)):
-        raise ImageArgumentError(f"File like object must implement a write method (and a seek method); got "
+        raise InvalidArgumentError(f"File like object must implement a write method (and a seek method); got "
                                  f"{type(dest).__name__}")
     if not callable(getattr(dest, "seek", None)):
-        raise ImageArgumentError(f"File like object must implement a seek method; got {type(dest).__name__}")
+        raise InvalidArgumentError(f"File like object must implement a seek method; got {type(dest).__name__}")
 
 
 def _write_all(dest: Any, data: bytes) -> None:
@@ -127,7 +127,7 @@ class PngEncoder(_ImageEncoder):
     @staticmethod
     def _check(compression_level: int) -> int:
         if not isinstance(compression_level, int) or not 0 <= compression_level <= 9:
-            raise ImageArgumentError(f"Compression level should be between 0 and 9, got {compression_level!r}.")
+            raise InvalidArgumentError(f"Compression level should be between 0 and 9, got {compression_level!r}.")
         return compression_level
 
     def to_file(self, dest: PathLike, *, compression_level: int = 6) -> None:
