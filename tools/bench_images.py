@@ -196,7 +196,7 @@ class Worker:
         self.process.wait(60)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2, help="threads of the batch workloads")
@@ -205,7 +205,7 @@ def main() -> int:
     parser.add_argument("--tc-python", default="/work/tcvenv/bin/python", help="a Python with TorchCodec 0.17")
     parser.add_argument("--only", default="jpeg,png,webp")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.worker:
         return worker()
     corpus = make_corpus(args.corpus)
