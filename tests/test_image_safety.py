@@ -139,6 +139,22 @@ def test_huge_png_header_is_refused_before_allocating():
     assert resident_bytes() - before < 50 << 20
 
 
+def test_zero_size_headers_raise(samples):
+    """Headers that declare no pixels: a 0-wide PNG (libpng refuses its IHDR), a 0 x 0 GIF, a JPEG of
+    height 0 (libjpeg: a DNL marker, which it does not support)."""
+    with pytest.raises(RuntimeError, match="Invalid IHDR data"):
+        decode_png(png_header_only(0, 5))
+    screen = b"GIF89a" + struct.pack("<HHBBB", 0, 0, 0x80, 0, 0) + b"\0\0\0\xff\xff\xff"
+    frame = b"\x2c" + struct.pack("<HHHHB", 0, 0, 0, 0, 0) + b"\x02\x02\x4c\x01\x00"
+    with pytest.raises(RuntimeError, match="no pixels"):
+        decode_gif(screen + frame + b"\x3b")
+    data = bytearray(samples["jpeg"])
+    sof = data.index(b"\xff\xc0")
+    data[sof + 5:sof + 7] = b"\0\0"
+    with pytest.raises(RuntimeError, match="Empty JPEG image"):
+        decode_jpeg(bytes(data))
+
+
 def test_huge_jpeg_header_is_refused(samples):
     data = bytearray(samples["jpeg"])
     sof = data.index(b"\xff\xc0")
