@@ -4,6 +4,7 @@ computed by hand), for every mode, output_dtype, source kind and bridge."""
 from __future__ import annotations
 
 import io
+import re
 import struct
 from pathlib import Path
 
@@ -199,6 +200,32 @@ def test_jpeg_batch_corrupt_data_error_names_the_index(jpegs):
     data[start + 40:start + 42] = b"\xff\xae"          # an unknown marker inside the scan
     with pytest.raises(RuntimeError, match="image 1 of the batch: .*Unsupported marker type"):
         decode_jpeg([jpegs["gray"], bytes(data)], num_threads=2)
+
+
+def test_jpeg_warnings_are_logged_and_the_image_decodes(jpegs, caplog):
+    """Stray bytes before the end marker: libjpeg warns ("Corrupt JPEG data: N extraneous bytes before
+    marker 0xd9", N: what its bit buffer had not taken), decodes the image as Pillow does, and the
+    warning is a record of the "torchcodec.image" logger (TorchCodec prints it on stderr), shown
+    only at the WARNING log level."""
+    data = jpegs["420"].read_bytes()
+    assert data.endswith(b"\xff\xd9")
+    damaged = data[:-2] + b"\x01" * 100 + b"\xff\xd9"
+    expected = hwc(decode_jpeg(data))
+    with caplog.at_level("WARNING", logger="torchcodec"):
+        torchcodec.set_log_level("OFF")
+        assert (hwc(decode_jpeg(damaged)) == expected).all()
+        assert not [r for r in caplog.records if r.name == "torchcodec.image"]
+        torchcodec.set_log_level("WARNING")
+        try:
+            assert (hwc(decode_jpeg(damaged)) == expected).all()
+            decode_jpeg([data, damaged])
+        finally:
+            torchcodec.set_log_level("OFF")
+    messages = [r.getMessage() for r in caplog.records if r.name == "torchcodec.image"]
+    assert len(messages) == 2
+    assert re.fullmatch(r"decode_jpeg: Corrupt JPEG data: \d+ extraneous bytes before marker 0xd9", messages[0])
+    assert messages[1] == messages[0].replace("decode_jpeg: ", "decode_jpeg: image 1 of the batch: ")
+    assert (np.asarray(Image.open(io.BytesIO(damaged)).convert("RGB")) == expected).all()
 
 
 def test_jpeg_cuda_is_refused_clearly(jpegs):

@@ -26,7 +26,13 @@ from torchcodec._image._common cimport (
 from torchcodec._image.pthread cimport (pthread_create, pthread_join, pthread_mutex_destroy, pthread_mutex_init,
                                         pthread_mutex_lock, pthread_mutex_t, pthread_mutex_unlock, pthread_t)
 
+import logging
+
 from torchcodec._memory import check_request
+
+# libjpeg's warnings about corrupt data it decoded past ("Corrupt JPEG data: ..."), which TorchCodec
+# prints on stderr: here records of this logger, shown as torchcodec.set_log_level says.
+_LOGGER = logging.getLogger("torchcodec.image")
 
 cdef enum:
     MESSAGE_SIZE = 320
@@ -126,6 +132,13 @@ cdef int fail(Job *job, const char *message) noexcept nogil:
     return -1
 
 
+cdef void note_warning(Job *job, tj.tjhandle handle) noexcept nogil:
+    """Keep the first libjpeg warning of a job that goes on (logged when the call returns)."""
+    if not job.failed and job.message[0] == 0:
+        strncpy(job.message, tj.tjGetErrorStr2(handle), MESSAGE_SIZE - 1)
+        job.message[MESSAGE_SIZE - 1] = 0
+
+
 cdef int read_header(Job *job, tj.tjhandle handle) noexcept nogil:
     """Fill the job's size, colour space and orientation from the stream's headers."""
     cdef int subsamp = -1, colorspace = -1
@@ -136,6 +149,7 @@ cdef int read_header(Job *job, tj.tjhandle handle) noexcept nogil:
         # corrupt data that libjpeg read past; running out of data is an error (as in TorchCodec)
         if strstr(tj.tjGetErrorStr2(handle), b"Premature end of JPEG file") != NULL:
             return fail(job, TRUNCATED)
+        note_warning(job, handle)
     elif ret != 0:
         if strstr(tj.tjGetErrorStr2(handle), b"Could not determine subsampling") == NULL:
             # (TurboJPEG 2.x gives up on chroma subsamplings it has no name for, after reading the
@@ -195,6 +209,7 @@ cdef int decompress(Job *job, tj.tjhandle handle, uint8_t *dst, int pixel_format
     if is_warning(handle):
         if strstr(tj.tjGetErrorStr2(handle), b"Premature end of JPEG file") != NULL:
             return fail(job, TRUNCATED)
+        note_warning(job, handle)
         return 0                           # corrupt data that libjpeg worked around (as Pillow and TorchCodec)
     return fail(job, tj.tjGetErrorStr2(handle))
 
@@ -288,6 +303,8 @@ def decode(size_t address, size_t size, int mode, int dtype_code, int64_t limit,
         ret = run(&job, decompressor.ptr)
     if ret != 0:
         raise RuntimeError(f"decode_jpeg: {job.message.decode('utf-8', 'replace')}")
+    if job.message[0] != 0:
+        _LOGGER.warning("decode_jpeg: %s", job.message.decode('utf-8', 'replace'))
 
 
 cdef void prepare(Job *job, size_t address, size_t size, int mode, int dtype_code) noexcept:
@@ -377,6 +394,9 @@ def decode_batch(list sources, int mode, int dtype_code, int64_t limit, object a
         for i in range(count):
             if jobs[i].failed:
                 raise RuntimeError(f"decode_jpeg: image {i} of the batch: {jobs[i].message.decode('utf-8', 'replace')}")
+        for i in range(count):
+            if jobs[i].message[0] != 0:
+                _LOGGER.warning("decode_jpeg: image %d of the batch: %s", i, jobs[i].message.decode('utf-8', 'replace'))
     finally:
         free(threads)
         free(jobs)
