@@ -16,6 +16,7 @@ Run from the repository root, with this package installed in the current Python:
     python tools/bench.py --no-torchcodec        # skip TorchCodec (and its venv)
     python tools/bench.py --seek-modes exact     # skip seek_mode="approximate"
     python tools/bench.py encode [--only video]  # the encoding workloads instead (tools/bench_encode.py)
+    python tools/bench.py images [--only jpeg]   # the image workloads (tools/bench_images.py)
 
 Method: each measurement runs once to warm up, then N timed repeats; the table reports the
 BEST (minimum) of the N repeats, and their median. The best is the least disturbed by other work
@@ -1649,6 +1650,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import bench_encode
         return bench_encode.main(argv[1:])
+    if argv[:1] == ["images"]:               # 1080p JPEG, PNG and WebP, single and batched
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_images
+        return bench_images.main(argv[1:])
     args = parse_args(argv)
     machine = machine_info()
     path = (args.file if args.file else default_media_file()).resolve()

@@ -12,8 +12,12 @@ cd "$(dirname "$0")/.."
 # g++: the CUDA tests compile the real kernels/*.cu as C++ into a stub libcuda to run them on the CPU.
 # libffmpeg-nvenc-dev: ffnvcodec's loader header, so that the CUDA driver loader is built (and its
 # stub-library tests run) here too; nothing of it is needed at run time.
+# The image libraries (each optional at build time, all installed here so that every codec is built),
+# and their command-line tools, which the image tests use as references.
 APT_PACKAGES=(pkg-config ffmpeg libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
-              libswresample-dev libavfilter-dev libffmpeg-nvenc-dev python3-venv python3-dev gcc g++)
+              libswresample-dev libavfilter-dev libffmpeg-nvenc-dev python3-venv python3-dev gcc g++
+              libturbojpeg0-dev libpng-dev libwebp-dev libgif-dev libavif-dev libheif-dev
+              libjpeg-turbo-progs webp libavif-bin libheif-examples)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -34,7 +38,7 @@ fi
 echo "== installing build tools and test dependencies into $VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # shellcheck disable=SC2086  # EXTRA_PIP is a list of requirements
-"$VENV/bin/python" -m pip install -q "meson-python>=0.18" "meson>=1.2" ninja "Cython>=3.0.8" numpy pytest mypy ${EXTRA_PIP:-}
+"$VENV/bin/python" -m pip install -q "meson-python>=0.18" "meson>=1.2" ninja "Cython>=3.0.8" numpy pytest mypy pillow ${EXTRA_PIP:-}
 # Before 0.17 this package was distributed as "torchcodec" (Meta's TorchCodec's name): remove such
 # an install (its editable hook would shadow the new one), never Meta's.
 if "$VENV/bin/python" -m pip show torchcodec 2>/dev/null | grep -q "^Summary: Video and audio decoding for machine learning, with TorchCodec's API"; then
@@ -45,4 +49,5 @@ echo "== building and installing torchcodec-cython"
 "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps .
 "$VENV/bin/python" -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version(), '- default bridge:', torchcodec.get_bridge())"
 # CUDA kernels are built when nvcc is on PATH (-Dcuda=auto); no GPU is needed for that.
+"$VENV/bin/python" -P -c "import torchcodec._image as i; print('image codecs:', ', '.join(n for n, built in i.available().items() if built) or 'none')"
 "$VENV/bin/python" -P -c "from torchcodec._core import _build_config as b; print('CUDA kernels:', 'built by ' + b.NVCC if b.CUDA_KERNELS else 'not built (-Dcuda=' + b.CUDA_OPTION + ', nvcc not found)' if b.CUDA_OPTION != 'disabled' else 'not built (-Dcuda=disabled)')"

@@ -109,6 +109,17 @@ def float64_array(values: array.array, name: str) -> Any:
     return finish(data, name)
 
 
+def address_of(data: Any) -> int:
+    """The address of the first element of a CPU numpy array or torch tensor (what the engine writes
+    into); anything else goes through memory_of."""
+    module = type(data).__module__.split(".")[0]
+    if module == "numpy":
+        return data.__array_interface__["data"][0]
+    if module == "torch" and data.device.type == "cpu":
+        return data.data_ptr()
+    return memory_of(data).address
+
+
 def memory_of(data: Any, *, writable: bool = True, name: str = "out=") -> Memory:
     """Describe a CPU array's memory: numpy (and anything with __array_interface__), torch, DLPack
     (jax) or the buffer protocol. ``writable``: the array is written to (an ``out=``), so read-only

@@ -11,8 +11,7 @@ usage error (argparse's); 130 interrupted. Long work (frames, contact sheets) sh
 on stderr: tqdm's when it is installed, else a plain counter, only when stderr is a terminal
 (``--no-progress`` turns it off).
 
-Images are written as PNG by a small writer of its own (zlib, no dependency). JPEG needs Pillow
-for now: torchcodec has no image encoder yet.
+Images are written by the package's own PngEncoder and JpegEncoder (libpng, libjpeg-turbo).
 """
 from __future__ import annotations
 
@@ -21,9 +20,7 @@ import dataclasses
 import json
 import os
 import platform
-import struct
 import sys
-import zlib
 from collections.abc import Sequence
 from importlib import util as importlib_util
 from typing import Any, Optional, TextIO
@@ -82,38 +79,22 @@ def progress(total: int, description: str, enabled: bool = True, stream: Optiona
     return _PlainProgress(total, description, stream)
 
 
-# ---- PNG ------------------------------------------------------------------------------------
-
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
-def encode_png(rgb: Any) -> bytes:
-    """A PNG file of an (H, W, 3) uint8 numpy array: 8-bit RGB, no interlace, filter 0 per row."""
-    import numpy
-
-    rgb = numpy.ascontiguousarray(rgb, dtype=numpy.uint8)
-    if rgb.ndim != 3 or rgb.shape[2] != 3:
-        raise ValueError(f"expected an (H, W, 3) array, got shape {rgb.shape}")
-    height, width = rgb.shape[:2]
-    rows = numpy.zeros((height, 1 + width * 3), numpy.uint8)      # each row: filter byte 0, then pixels
-    rows[:, 1:] = rgb.reshape(height, width * 3)
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + _png_chunk(b"IDAT", zlib.compress(rows.tobytes(), 6))
-            + _png_chunk(b"IEND", b""))
-
+# ---- images -----------------------------------------------------------------------------------
 
 def write_image(path: str, rgb: Any, image_format: str) -> None:
-    """Write an (H, W, 3) uint8 array as PNG, or JPEG through Pillow."""
-    if image_format == "png":
-        with open(path, "wb") as file:
-            file.write(encode_png(rgb))
-        return
+    """Write an (H, W, 3) uint8 array as PNG (libpng) or JPEG (libjpeg-turbo), through the
+    package's own image encoders."""
+    from torchcodec._image import ImageCodecUnavailableError
+    from torchcodec.encoders import JpegEncoder, PngEncoder
+
+    image = rgb.transpose(2, 0, 1)                  # (3, H, W), a view: the encoders read strides
     try:
-        from PIL import Image
-    except ImportError:
-        raise CliError("JPEG output needs Pillow (pip install pillow); PNG needs nothing: --format png") from None
-    Image.fromarray(rgb).save(path, quality=95)
+        if image_format == "png":
+            PngEncoder(image).to_file(path)
+        else:
+            JpegEncoder(image).to_file(path, quality=95)
+    except ImageCodecUnavailableError as error:
+        raise CliError(str(error)) from None
 
 
 def _numpy() -> Any:
@@ -362,7 +343,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sheet = commands.add_parser("contact-sheet", help="a grid of frames spread over the video, as one image")
     sheet.add_argument("file")
-    sheet.add_argument("-o", "--output", required=True, metavar="IMAGE", help=".png (or .jpg with Pillow)")
+    sheet.add_argument("-o", "--output", required=True, metavar="IMAGE", help=".png or .jpg")
     sheet.add_argument("--columns", type=int, default=4)
     sheet.add_argument("--rows", type=int, default=4)
     sheet.add_argument("--width", type=int, default=320, help="width of each frame in pixels")

@@ -56,17 +56,17 @@ def get_memory_limit() -> Optional[int]:
 
 
 def check_request(what: str, *, frames: int = 0, frame_size: tuple[int, int] = (0, 0), itemsize: int = 1,
-                  samples: int = 0, channels: int = 0, threads: int = 0) -> int:
+                  samples: int = 0, channels: int = 0, threads: int = 0, other_bytes: int = 0) -> int:
     """The bytes a request needs, after refusing it when they are above the limit.
 
     ``frames`` RGB frames of ``frame_size`` (height, width) with ``itemsize`` bytes per value;
     ``samples`` float32 samples of ``channels`` channels; ``threads`` decoding threads, each with
-    its stack and two frames of ``frame_size`` (8-bit 4:4:4) in flight. ``what`` names the request
-    in the message.
+    its stack and two frames of ``frame_size`` (8-bit 4:4:4) in flight; ``other_bytes`` of any other
+    output (decoded images). ``what`` names the request in the message.
     """
     height, width = frame_size
     nbytes = (frames * (height * width * 3 * itemsize + PER_FRAME_BYTES) + samples * channels * 4
-              + threads * (THREAD_STACK_BYTES + 2 * height * width * 3))
+              + threads * (THREAD_STACK_BYTES + 2 * height * width * 3) + other_bytes)
     if _limit is None and nbytes < _SMALL_REQUEST and not os.environ.get(ENVIRONMENT_VARIABLE):
         return nbytes
     limit, source = _current_limit()

@@ -2,6 +2,10 @@
 from torchcodec.decoders._audio_decoder import AudioDecoder
 from torchcodec.decoders._cuda import (CpuFallbackStatus, get_nvdec_cache_capacity, set_cuda_backend,
                                        set_nvdec_cache_capacity)
+from torchcodec.decoders._image_decoders import (ImageCodecUnavailableError, ImageReadMode, ImageTooLargeError,
+                                                 decode_avif, decode_gif, decode_heic, decode_image, decode_jpeg,
+                                                 decode_png, decode_webp, get_max_image_pixels,
+                                                 set_max_image_pixels)
 from torchcodec.decoders._metadata import (AudioStreamHeaderMetadata, AudioStreamMetadata, StreamMetadata,
                                            VideoStreamHeaderMetadata, VideoStreamMetadata)
 from torchcodec.decoders._video_decoder import VideoDecoder
@@ -10,6 +14,9 @@ from torchcodec._core._wav import UnsupportedWavError
 
 SimpleVideoDecoder = VideoDecoder     # TorchCodec's old name, kept by TorchCodec 0.17 as an alias
 
-__all__ = ["AudioDecoder", "AudioStreamHeaderMetadata", "AudioStreamMetadata", "CpuFallbackStatus", "SimpleVideoDecoder",
+__all__ = ["AudioDecoder", "AudioStreamHeaderMetadata", "AudioStreamMetadata", "CpuFallbackStatus",
+           "ImageCodecUnavailableError", "ImageReadMode", "ImageTooLargeError", "SimpleVideoDecoder",
            "StreamMetadata", "UnsupportedWavError", "VideoDecoder", "VideoStreamHeaderMetadata", "VideoStreamMetadata",
-           "WavDecoder", "get_nvdec_cache_capacity", "set_cuda_backend", "set_nvdec_cache_capacity"]
+           "WavDecoder", "decode_avif", "decode_gif", "decode_heic", "decode_image", "decode_jpeg", "decode_png",
+           "decode_webp", "get_max_image_pixels", "get_nvdec_cache_capacity", "set_cuda_backend",
+           "set_max_image_pixels", "set_nvdec_cache_capacity"]

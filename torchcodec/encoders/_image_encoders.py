@@ -1,0 +1,147 @@
+"""JpegEncoder and PngEncoder with TorchCodec 0.17's API: a (C, H, W) uint8 image (1 or 3 channels)
+of any array library the bridge knows, read in place, encoded by libjpeg-turbo (TurboJPEG) or libpng
+without the GIL, and written to a path, a file object, or a 1-D uint8 array of the bridge's library.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Any, Union
+
+from torchcodec import _bridge
+from torchcodec._image import codec
+from torchcodec._core._error import InvalidArgumentError
+
+__all__ = ["JpegEncoder", "PngEncoder"]
+
+PathLike = Union[str, os.PathLike]
+
+
+def _image(img: Any) -> tuple[Any, int, tuple[int, int, int], tuple[int, int, int]]:
+    """(owner, address, (C, H, W), byte strides) of a uint8 (C, H, W) CPU image, read in place."""
+    module = type(img).__module__.split(".")[0]
+    if module == "torch":
+        if img.device.type != "cpu":
+            raise NotImplementedError(f"encoding an image on {img.device} (nvJPEG) is not in this version of "
+                                      f"torchcodec: move the image to the CPU first (img.cpu())")
+    elif module in ("jax", "jaxlib"):
+        import numpy
+        img = numpy.from_dlpack(img)
+    elif not hasattr(img, "__array_interface__"):
+        raise TypeError(f"the image must be a (C, H, W) uint8 array (numpy, torch or jax), not {type(img).__name__}")
+    dtype = str(img.dtype).replace("torch.", "")
+    if dtype != "uint8":
+        raise InvalidArgumentError(f"Input tensor must have uint8 data type, got {dtype}.")
+    if len(img.shape) != 3:
+        raise InvalidArgumentError(f"Input tensor must be a 3-dimensional (C, H, W) tensor, got {len(img.shape)} "
+                                 f"dimensions.")
+    channels, height, width = (int(extent) for extent in img.shape)
+    if channels not in (1, 3):
+        raise InvalidArgumentError(f"The number of channels should be 1 or 3, got: {channels}.")
+    if height == 0 or width == 0:
+        raise InvalidArgumentError(f"The image is empty ({height}x{width}).")
+    memory = _bridge.memory_of(img, writable=False)
+    return img, memory.address, (channels, height, width), memory.strides
+
+
+def _check_file_like(dest: Any) -> None:
+    if not callable(getattr(dest, "write", None)):
+        raise InvalidArgumentError(f"File like object must implement a write method (and a seek method); got "
+                                 f"{type(dest).__name__}")
+    if not callable(getattr(dest, "seek", None)):
+        raise InvalidArgumentError(f"File like object must implement a seek method; got {type(dest).__name__}")
+
+
+def _write_all(dest: Any, data: bytes) -> None:
+    """Write all of ``data`` to a file object (whose write may take part of it)."""
+    view = memoryview(data)
+    while view:
+        written = dest.write(view)
+        if written is None:          # a raw stream that would block: nothing written this time
+            continue
+        view = view[written:]
+
+
+def _as_array(data: bytes) -> Any:
+    """The encoded bytes as a 1-D uint8 array of the bridge's library."""
+    name = _bridge.get_bridge()
+    out = _bridge.empty((len(data),), "uint8", name)
+    if data:
+        ctypes.memmove(_bridge.address_of(out), data, len(data))
+    return _bridge.finish(out, name)
+
+
+class _ImageEncoder:
+    _codec = ""
+
+    def __init__(self, img: Any) -> None:
+        self._img = img
+
+    def _encoded(self, setting: int) -> bytes:
+        owner, address, (channels, height, width), strides = _image(self._img)
+        return codec(self._codec).encode(address, channels, height, width, strides[0], strides[1], strides[2],
+                                         setting)
+
+
+class JpegEncoder(_ImageEncoder):
+    """Encoder for JPEG images (libjpeg-turbo: baseline, 4:2:0 chroma for RGB, accurate DCT).
+
+    ``img``: a (C, H, W) uint8 array (numpy, torch on the CPU, jax) with 1 (gray) or 3 (RGB)
+    channels, read in place (any strides). ``JpegEncoder(img).to_file("image.jpg", quality=90)``.
+    """
+
+    _codec = "jpeg"
+
+    @staticmethod
+    def _check(quality: int) -> int:
+        if not isinstance(quality, int) or quality < 1 or quality > 100:
+            raise ValueError(f"Image quality should be a positive number between 1 and 100, got {quality!r}")
+        return quality
+
+    def to_file(self, dest: PathLike, *, quality: int = 75) -> None:
+        """Encode into the file ``dest`` (str or pathlib.Path) at ``quality`` 1..100 (default 75)."""
+        data = self._encoded(self._check(quality))
+        with open(os.fspath(dest), "wb") as file:
+            file.write(data)
+
+    def to_file_like(self, dest: Any, *, quality: int = 75) -> None:
+        """Encode into a file-like object with ``write`` and ``seek`` (io.BytesIO, a file opened 'wb')."""
+        quality = self._check(quality)
+        _check_file_like(dest)
+        _write_all(dest, self._encoded(quality))
+
+    def to_tensor(self, *, quality: int = 75) -> Any:
+        """The encoded bytes as a 1-D uint8 array of the bridge's library (a torch tensor under torch)."""
+        return _as_array(self._encoded(self._check(quality)))
+
+
+class PngEncoder(_ImageEncoder):
+    """Encoder for PNG images (libpng, 8-bit gray or RGB, libpng's default filters).
+
+    ``img``: a (C, H, W) uint8 array (numpy, torch on the CPU, jax) with 1 (gray) or 3 (RGB)
+    channels, read in place (any strides). ``PngEncoder(img).to_file("image.png")``.
+    """
+
+    _codec = "png"
+
+    @staticmethod
+    def _check(compression_level: int) -> int:
+        if not isinstance(compression_level, int) or not 0 <= compression_level <= 9:
+            raise InvalidArgumentError(f"Compression level should be between 0 and 9, got {compression_level!r}.")
+        return compression_level
+
+    def to_file(self, dest: PathLike, *, compression_level: int = 6) -> None:
+        """Encode into the file ``dest`` at zlib ``compression_level`` 0 (none, fastest) .. 9 (default 6)."""
+        data = self._encoded(self._check(compression_level))
+        with open(os.fspath(dest), "wb") as file:
+            file.write(data)
+
+    def to_file_like(self, dest: Any, *, compression_level: int = 6) -> None:
+        """Encode into a file-like object with ``write`` and ``seek`` (io.BytesIO, a file opened 'wb')."""
+        level = self._check(compression_level)
+        _check_file_like(dest)
+        _write_all(dest, self._encoded(level))
+
+    def to_tensor(self, *, compression_level: int = 6) -> Any:
+        """The encoded bytes as a 1-D uint8 array of the bridge's library (a torch tensor under torch)."""
+        return _as_array(self._encoded(self._check(compression_level)))
