@@ -6,6 +6,13 @@
 #   VENV=.venv-torch EXTRA_PIP="torch==2.14.1 torchvision==0.29.1" bash tools/setup.sh   # a second environment, with torch
 #
 # Re-running is cheap: installed system packages are skipped; the package is rebuilt.
+#
+# Variant builds (tools/fuzz.sh, tools/sanitize.sh) set, besides VENV and EXTRA_PIP:
+#   EXTRA_APT   more system packages (e.g. clang)
+#   BUILD_DIR   their own meson build folder (kept between runs: rebuilds are incremental)
+#   MESON_ARGS  meson options, e.g. "-Dfuzz=true -Db_sanitize=address,undefined"
+#   CC          the C compiler
+#   RUN_WITH    a command that runs the built package's Python (e.g. "bash tools/asan_run.sh")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +21,8 @@ cd "$(dirname "$0")/.."
 # stub-library tests run) here too; nothing of it is needed at run time.
 APT_PACKAGES=(pkg-config ffmpeg libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
               libswresample-dev libavfilter-dev libffmpeg-nvenc-dev python3-venv python3-dev gcc g++)
+# shellcheck disable=SC2206  # EXTRA_APT is a list of packages
+APT_PACKAGES+=(${EXTRA_APT:-})
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -35,8 +44,11 @@ echo "== installing build tools and test dependencies into $VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # shellcheck disable=SC2086  # EXTRA_PIP is a list of requirements
 "$VENV/bin/python" -m pip install -q "meson-python>=0.15" "meson>=1.2" ninja "Cython>=3.0.8" numpy pytest ${EXTRA_PIP:-}
-echo "== building and installing torchcodec"
-"$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps .
-"$VENV/bin/python" -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version(), '- default bridge:', torchcodec.get_bridge())"
+echo "== building and installing torchcodec${MESON_ARGS:+ ($MESON_ARGS)}"
+BUILD_OPTIONS=()
+[ -n "${BUILD_DIR:-}" ] && BUILD_OPTIONS+=("-Cbuild-dir=$BUILD_DIR")
+for arg in ${MESON_ARGS:-}; do BUILD_OPTIONS+=("-Csetup-args=$arg"); done
+"$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps "${BUILD_OPTIONS[@]}" .
+${RUN_WITH:-} "$VENV/bin/python" -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version(), '- default bridge:', torchcodec.get_bridge())"
 # CUDA kernels are built when nvcc is on PATH (-Dcuda=auto); no GPU is needed for that.
-"$VENV/bin/python" -P -c "from torchcodec._core import _build_config as b; print('CUDA kernels:', 'built by ' + b.NVCC if b.CUDA_KERNELS else 'not built (-Dcuda=' + b.CUDA_OPTION + ', nvcc not found)' if b.CUDA_OPTION != 'disabled' else 'not built (-Dcuda=disabled)')"
+${RUN_WITH:-} "$VENV/bin/python" -P -c "from torchcodec._core import _build_config as b; print('CUDA kernels:', 'built by ' + b.NVCC if b.CUDA_KERNELS else 'not built (-Dcuda=' + b.CUDA_OPTION + ', nvcc not found)' if b.CUDA_OPTION != 'disabled' else 'not built (-Dcuda=disabled)')"
