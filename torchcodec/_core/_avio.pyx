@@ -129,7 +129,12 @@ cdef int file_read(void *opaque, uint8_t *buf, int buf_size) noexcept with gil:
     cdef Py_ssize_t n
     try:
         if source.readinto is not None:
-            result = source.readinto(<uint8_t[:buf_size]>buf)
+            try:
+                result = source.readinto(<uint8_t[:buf_size]>buf)
+            except NotImplementedError:
+                # io.RawIOBase's own readinto: a subclass that implements read() alone.
+                source.readinto = None
+                return file_read(opaque, buf, buf_size)
             if result is None:          # a non-blocking stream with no data: treat as an I/O error
                 raise OSError("the file object's readinto() returned None (non-blocking stream?)")
             n = result

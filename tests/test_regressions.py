@@ -1,0 +1,72 @@
+"""What fuzzing (tools/fuzz.sh) and the sanitizer build (tools/sanitize.sh) found, kept as tests.
+
+Inputs that made a fuzz target fail live in tests/regressions/, named ``<target>-<what>.<ext>``
+after the target of tools/fuzz/targets.py that found them; each has a test here that opens it
+through the public API and expects what the fix promises (a clean exception of a documented type,
+or frames). tools/sanitize.sh also replays the folder through the fuzz targets under ASan and
+UBSan, where findings of undefined behaviour that are silent in a normal build show.
+"""
+from __future__ import annotations
+
+import io
+import pathlib
+
+import numpy as np
+import pytest
+
+from torchcodec.decoders import AudioDecoder, VideoDecoder
+
+REGRESSIONS = pathlib.Path(__file__).resolve().parent / "regressions"
+
+
+class ReadOnlyRawFile(io.RawIOBase):
+    """An io.RawIOBase subclass that implements read() but not readinto(), as users write them."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data, self._pos = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self._data) if size is None or size < 0 else self._pos + size
+        chunk = self._data[self._pos:end]
+        self._pos += len(chunk)
+        return chunk
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self._pos = (0, self._pos, len(self._data))[whence] + offset
+        return self._pos
+
+
+def test_raw_io_subclass_with_only_read_is_read_through_read(h264):
+    # Found by the video_file target: io.RawIOBase's inherited readinto() raises
+    # NotImplementedError, which used to end every decode through such a file object.
+    data = h264.read_bytes()
+    decoder = VideoDecoder(ReadOnlyRawFile(data))
+    assert len(decoder) == 90
+    np.testing.assert_array_equal(decoder.get_frames_at([0, 45, 89]).data,
+                                  VideoDecoder(data).get_frames_at([0, 45, 89]).data)
+
+
+def test_mp3_range_after_reading_to_the_end(media):
+    # Found by UBSan on the audio target: a seek after the whole stream was read scanned from the
+    # end of the file, got an empty frame index and sorted it with qsort(NULL, 0) (undefined in C).
+    decoder = AudioDecoder(media["mp3_music_22050_8s.mp3"])
+    everything = decoder.get_all_samples()
+    part = decoder.get_samples_played_in_range(4.0, 5.0)
+    first = round((4.0 - everything.pts_seconds) * everything.sample_rate)
+    assert part.data.shape == (1, 22050)
+    np.testing.assert_array_equal(part.data, everything.data[:, first:first + 22050])
+
+
+@pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*")) if REGRESSIONS.is_dir() else [],
+                         ids=lambda p: p.name)
+def test_regression_inputs_are_listed_here(path):
+    # Every file of tests/regressions/ is named after the target that found it and has its own
+    # test here, test_<target>_<what>.
+    assert path.name.split("-")[0] in {"video_bytes", "video_file", "audio", "wav", "frame_mappings"}
+    assert f"test_{path.stem.replace('-', '_')}" in globals()
