@@ -24,9 +24,10 @@ import pytest
 from torchcodec._core import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, CXX, REPO, STUBS, build_emulating_libcuda, run_python  # noqa: E402
+from stub_build import CC, CXX, STUBS, build_emulating_libcuda, run_python  # noqa: E402
+from corpus import make_media  # noqa: E402
 
-MEDIA = REPO / "media-cache"
+MEDIA = make_media.MEDIA_DIR
 
 
 def build_device_frames(directory: pathlib.Path) -> None:

@@ -14,7 +14,6 @@
 #                               LeakSanitizer would report them (not our allocations) at every exit.
 #   allocator_may_return_null=1 an impossible allocation returns NULL (as glibc does), so that it
 #                               surfaces as MemoryError instead of aborting the interpreter.
-#   UBSan suppressions          tools/ubsan.supp (generated code that is not ours, each entry explained)
 #   log_path                    with SANITIZER_LOG_DIR set (tools/sanitize.sh): every report, also from
 #                               child processes, lands in SANITIZER_LOG_DIR/{asan,ubsan}.PID, which the
 #                               caller checks; UBSan then goes on after a report, to list them all.
@@ -37,7 +36,7 @@ if [ ! -f "$runtime" ]; then
 fi
 export LD_PRELOAD="$runtime${LD_PRELOAD:+:$LD_PRELOAD}"
 options="detect_leaks=0:allocator_may_return_null=1"
-ubsan_options="print_stacktrace=1:report_error_type=1:suppressions=$(cd "$(dirname "$0")" && pwd)/ubsan.supp"
+ubsan_options="print_stacktrace=1:report_error_type=1"
 if [ -n "${SANITIZER_LOG_DIR:-}" ]; then
   mkdir -p "$SANITIZER_LOG_DIR"
   SANITIZER_LOG_DIR=$(cd "$SANITIZER_LOG_DIR" && pwd)

@@ -25,6 +25,7 @@ from typing import Callable
 
 import torchcodec
 from torchcodec.decoders import AudioDecoder, VideoDecoder, WavDecoder
+from torchcodec.transforms import CenterCrop, RandomCrop, Resize
 
 torchcodec.set_bridge("numpy")
 
@@ -52,11 +53,26 @@ def _calls(rng: random.Random, calls: list[Callable[[], object]], count: int,
 
 # ---- video ------------------------------------------------------------------------------------
 
+def _stream_index(rng: random.Random) -> int | None:
+    """Mostly FFmpeg's best stream; now and then an explicit one, which may not exist or be of the
+    other kind."""
+    return None if rng.random() < 0.8 else rng.randrange(3)
+
+
+def _transforms(rng: random.Random) -> list | None:
+    """Mostly none; else a resize or crop, which may be larger than the frame (then ValueError)."""
+    if rng.random() < 0.75:
+        return None
+    size = (rng.randint(1, 70), rng.randint(1, 70))
+    return [rng.choice((Resize, CenterCrop, RandomCrop))(size)]
+
+
 def _open_video(source: object, rng: random.Random, **options: object) -> VideoDecoder:
     seek_mode = "exact" if "custom_frame_mappings" in options else rng.choice(("exact", "approximate"))
     return VideoDecoder(source, seek_mode=seek_mode, dimension_order=rng.choice(("NCHW", "NHWC")),
                         output_dtype=rng.choice(("uint8", "uint8", "float32", "auto")),
-                        num_ffmpeg_threads=rng.choice((1, 1, 1, 2)), **options)
+                        num_ffmpeg_threads=rng.choice((1, 1, 1, 2)), stream_index=_stream_index(rng),
+                        transforms=_transforms(rng), **options)
 
 
 def _read_metadata(decoder: VideoDecoder | AudioDecoder | WavDecoder) -> None:
@@ -194,7 +210,8 @@ def audio(data: bytes) -> None:
     """AudioDecoder over the bytes, sometimes resampling and remixing: metadata and sample ranges."""
     rng = _rng(data)
     try:
-        decoder = AudioDecoder(data, sample_rate=rng.choice((None, None, 8000, 44100)),
+        decoder = AudioDecoder(data, stream_index=_stream_index(rng),
+                               sample_rate=rng.choice((None, None, 8000, 44100)),
                                num_channels=rng.choice((None, None, 1, 2, 6)),
                                seek_mode=rng.choice(("exact", "approximate")))
     except EXPECTED:
