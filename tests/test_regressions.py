@@ -63,6 +63,22 @@ def test_mp3_range_after_reading_to_the_end(media):
     np.testing.assert_array_equal(part.data, everything.data[:, first:first + 22050])
 
 
+@pytest.mark.parametrize("mappings", [
+    '{"frames": 5}',                                                            # not a list
+    '{"frames": [1, 2]}',                                                       # not objects
+    '{"frames": [{"pts": null, "duration": 1, "key_frame": 1}]}',               # not integers
+    '{"frames": [{"pts": "x", "duration": 1, "key_frame": 1}]}',
+    '{"frames": [{"pts": 0, "duration": 1e400, "key_frame": 1}]}',
+    '{"frames": [{"pts": 99999999999999999999999, "duration": 1, "key_frame": 1}]}',  # beyond int64
+    b'\xff\xfe{"frames": []}',                                                  # not UTF-8
+], ids=["frames-int", "frames-of-ints", "null", "string", "infinity", "beyond-int64", "not-utf8"])
+def test_malformed_frame_mappings_raise_value_error(h264, mappings):
+    # Found while writing the frame_mappings target: JSON of another shape escaped as TypeError,
+    # AttributeError or OverflowError, which the documented ValueError does not catch.
+    with pytest.raises(ValueError, match="custom_frame_mappings|utf-8"):
+        VideoDecoder(h264, custom_frame_mappings=mappings)
+
+
 @pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*")) if REGRESSIONS.is_dir() else [],
                          ids=lambda p: p.name)
 def test_regression_inputs_are_listed_here(path):

@@ -440,6 +440,9 @@ def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> Fr
         frames = json.loads(mappings)["frames"]
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(f"custom_frame_mappings is not ffprobe -show_frames JSON output: {e}") from None
+    if not isinstance(frames, list) or not all(isinstance(frame, dict) for frame in frames):
+        raise ValueError("custom_frame_mappings is not ffprobe -show_frames JSON output: 'frames' must be "
+                         "a list of objects")
     pts, durations, keys = [], [], []
     for frame in frames:
         if frame.get("stream_index", stream_index) != stream_index or frame.get("media_type", "video") != "video":
@@ -451,6 +454,12 @@ def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> Fr
         except KeyError as e:
             raise ValueError(f"custom_frame_mappings: a frame lacks {e} (needs pts or pkt_pts, "
                              f"duration or pkt_duration, and key_frame)") from None
+        except (TypeError, ValueError, OverflowError) as e:     # null, "x", 1e400...
+            raise ValueError(f"custom_frame_mappings: frame {len(pts)} has a value that is not an integer "
+                             f"({e})") from None
     if not pts:
         raise ValueError(f"custom_frame_mappings has no frame of video stream {stream_index}")
-    return FrameIndex.from_lists(time_base, pts, durations, keys)
+    try:
+        return FrameIndex.from_lists(time_base, pts, durations, keys)
+    except OverflowError:
+        raise ValueError("custom_frame_mappings: a pts or duration does not fit in 64 bits") from None
