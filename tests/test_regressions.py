@@ -14,6 +14,8 @@ import pathlib
 import numpy as np
 import pytest
 
+import reference
+
 from torchcodec.decoders import AudioDecoder, VideoDecoder
 
 REGRESSIONS = pathlib.Path(__file__).resolve().parent / "regressions"
@@ -61,6 +63,21 @@ def test_mp3_range_after_reading_to_the_end(media):
     first = round((4.0 - everything.pts_seconds) * everything.sample_rate)
     assert part.data.shape == (1, 22050)
     np.testing.assert_array_equal(part.data, everything.data[:, first:first + 22050])
+
+
+def test_video_bytes_approximate_mode_without_frame_rate():
+    # Found by the video_bytes target (11,491 runs): an H.264 stream whose header gives a frame
+    # count but a frame rate of 1/0. Approximate mode places frame i at begin + i / fps, and every
+    # request escaped as a TypeError (None in the division); now the decoder refuses to open in
+    # that mode, as it does when the header has no frame count. Exact mode needs no rate.
+    path = REGRESSIONS / "video_bytes-approximate_mode_without_frame_rate.mp4"
+    with pytest.raises(ValueError, match="frame rate"):
+        VideoDecoder(path.read_bytes(), seek_mode="approximate")
+    decoder = VideoDecoder(path.read_bytes())
+    assert decoder.metadata.average_fps_from_header is None
+    assert len(decoder) == len(reference.ffprobe_packets(path, 0))      # none: the cut lost them all
+    with pytest.raises(IndexError):
+        decoder[0]
 
 
 @pytest.mark.parametrize("mappings", [

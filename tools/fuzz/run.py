@@ -63,11 +63,14 @@ def replay(target: str, paths: list[str], quiet: bool = False) -> int:
 
 
 def _python_failure(run, data: bytes) -> str | None:
-    """The type and message head of the exception that ``run(data)`` lets escape, else None."""
+    """The type of the exception that ``run(data)`` lets escape and the package function it left
+    from (the innermost frame in torchcodec), else None."""
     try:
         run(data)
     except Exception as e:       # noqa: BLE001  (any escape is the finding)
-        return type(e).__name__
+        frames = [f for f in traceback.extract_tb(e.__traceback__)
+                  if "/torchcodec/" in f.filename and "/tools/fuzz/" not in f.filename]
+        return f"{type(e).__name__} in {frames[-1].name if frames else '?'}"
     return None
 
 

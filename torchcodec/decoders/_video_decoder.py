@@ -129,6 +129,10 @@ class VideoDecoder(Reopenable):
         if self._num_frames is None:
             raise ValueError(f"cannot tell the number of frames of stream {self.stream_index} from its header; "
                              f"use seek_mode='exact'")
+        rate = self.metadata.average_fps
+        if index is None and not (rate is not None and math.isfinite(rate) and rate > 0):
+            raise ValueError(f"cannot tell the frame rate of stream {self.stream_index} from its header "
+                             f"(approximate mode places frame i at begin + i / fps); use seek_mode='exact'")
         if transforms is not None and not (self.metadata.height and self.metadata.width):
             raise ValueError(f"stream {self.stream_index} has no frame size in its header: transforms need one")
         applied, stages, (self._height, self._width) = make_plan(transforms, (self.metadata.height, self.metadata.width))
