@@ -47,18 +47,25 @@ for t in $targets; do
   mkdir -p "$WORK/corpus/$t" "$WORK/crashes/$t"
   echo "== fuzzing $t for $seconds s (corpus: $(find "$WORK/corpus/$t" -type f | wc -l) inputs + $(find "$WORK/seeds/$t" -type f | wc -l) seeds)"
   # -timeout: an input running longer is a hang. -rss_limit_mb: ASan's shadow memory and Python
-  # come to about 600 MB; more than 2.5 GB is a leak or an unbounded allocation.
+  # come to about 600 MB; more than 2.5 GB resident is a leak or an unbounded allocation.
+  # -malloc_limit_mb: a single allocation may be larger as long as it is not touched: the decoders
+  # size outputs from header values, which a hostile header inflates (an MP3 claiming 45 hours:
+  # 5 GB reserved, a few KB written). Bounding those is the memory-limit work of issue 15 item 3;
+  # until the targets run under that limit, only resident memory counts here.
   # -max_len: the largest seed is 10 KB; room to grow, small enough to stay fast.
   set +e
   $PY tools/fuzz/run.py fuzz "$t" "$WORK/corpus/$t" "$WORK/seeds/$t" \
-    -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2560 -max_len=20000 \
+    -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2560 -malloc_limit_mb=65536 -max_len=20000 \
     -dict=tools/fuzz/media.dict -artifact_prefix="$WORK/crashes/$t/" -print_final_stats=1 "$@" \
     2>&1 | grep -v -e '^#[0-9]*[[:space:]]*\(NEW\|REDUCE\)' -e '^[[:space:]]*NEW_FUNC'
   rc=${PIPESTATUS[0]}
   set -e
   for crash in "$WORK/crashes/$t"/*; do
     [ -f "$crash" ] || continue
-    case "$crash" in *.min|*.try) continue ;; esac
+    case "$(basename "$crash")" in
+      slow-unit-*) echo "   note: an input took over 10 s (not a failure; look at it): $crash"; continue ;;
+      *.min|*.try) continue ;;
+    esac
     [ -f "$crash.min" ] || $PY tools/fuzz/run.py minimize "$t" "$crash" "$crash.min" || true
     echo "!! $t crashed: $crash (minimised: $crash.min); replay: $PY tools/fuzz/run.py replay $t $crash.min"
     status=1
