@@ -69,11 +69,12 @@ __device__ __forceinline__ void convert(const tc_yuv_to_rgb_params &p)
         tc_yuv8_to_rgbf(&c, s.y, s.u, s.v, r, g, b);
     } else {
         const int shift = p.sample_shift;
+        const float scale = tc_sample16_scale(p.full_range, p.sample_bits);
         const uint16_t y16 = aligned16(s.y, shift), u16 = aligned16(s.u, shift), v16 = aligned16(s.v, shift);
         if constexpr (sizeof(Out) == 1)
-            tc_yuv16_to_rgb8(&c, y16, u16, v16, r, g, b);
+            tc_yuv16_to_rgb8(&c, scale, y16, u16, v16, r, g, b);
         else
-            tc_yuv16_to_rgbf(&c, y16, u16, v16, r, g, b);
+            tc_yuv16_to_rgbf(&c, scale, y16, u16, v16, r, g, b);
     }
 }
 

@@ -15,11 +15,13 @@ void probe_coeffs(int matrix, int full_range, int32_t ints[6], float floats[6])
 
 /* n pixels of planes y, u, v into interleaved RGB: uint8 into rgb8 when it is not NULL, else float
  * into rgbf. bits == 8: uint8_t samples; otherwise uint16_t samples of `bits` bits, LSB-aligned
- * (as yuv420p10le stores them), MSB-aligned here as the 16-bit path takes them. */
+ * (as yuv420p10le stores them), MSB-aligned here as the 16-bit path takes them, and scaled as a
+ * `bits`-bit stream (tc_sample16_scale). */
 void probe_convert(int matrix, int full_range, int bits, const void *y, const void *u, const void *v,
                    int64_t n, uint8_t *rgb8, float *rgbf)
 {
     tc_colour_coeffs c = tc_colour_coeffs_for(matrix, full_range);
+    float scale = tc_sample16_scale(full_range, bits);
     for (int64_t i = 0; i < n; i++) {
         uint8_t *o8 = rgb8 ? rgb8 + 3 * i : NULL;
         float *of = rgbf ? rgbf + 3 * i : NULL;
@@ -34,9 +36,9 @@ void probe_convert(int matrix, int full_range, int bits, const void *y, const vo
             uint16_t u16 = tc_msb_align16(((const uint16_t *)u)[i], bits);
             uint16_t v16 = tc_msb_align16(((const uint16_t *)v)[i], bits);
             if (o8)
-                tc_yuv16_to_rgb8(&c, y16, u16, v16, o8, o8 + 1, o8 + 2);
+                tc_yuv16_to_rgb8(&c, scale, y16, u16, v16, o8, o8 + 1, o8 + 2);
             else
-                tc_yuv16_to_rgbf(&c, y16, u16, v16, of, of + 1, of + 2);
+                tc_yuv16_to_rgbf(&c, scale, y16, u16, v16, of, of + 1, of + 2);
         }
     }
 }

@@ -361,3 +361,33 @@ def ffmpeg_audio_samples(
                              f"{channels}-channel float32 samples")
     return np.frombuffer(data, dtype="<f4").reshape(-1, channels).T.astype(np.float32, order="C")
 
+
+
+# ------------------------------------------------------------------------------------------------
+# Log lines
+
+
+def ffmpeg_log_lines(path: PathLike, *, stream_index: int | None = None) -> list[tuple[str, str, str]]:
+    """What FFmpeg's libraries log while the CLI decodes a video stream (one decoding thread),
+    as ``(component, level, text)``: ``("h264", "error", "error while decoding MB 0 2, ...")``.
+
+    The component is the name before `` @ 0x...`` in FFmpeg's prefix (``"NULL"`` for a parser);
+    the level is FFmpeg's name (``panic``, ``fatal``, ``error``, ``warning``, ``info``, ``verbose``,
+    ``debug``, ``trace``). Lines of the CLI itself (without a component) are left out. Repeated
+    lines are kept (``-loglevel repeat``).
+    """
+    stream = _resolve(path, stream_index, "video")
+    proc = subprocess.run([
+        FFMPEG, "-hide_banner", "-nostdin", "-loglevel", "repeat+level+verbose", "-threads", "1",
+        "-i", os.fspath(path), "-map", f"0:{stream['index']}", "-f", "null", "-",
+    ], stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    lines = []
+    for line in proc.stderr.decode(errors="replace").splitlines():
+        if not line.startswith("[") or " @ 0x" not in line.split("]", 1)[0]:
+            continue
+        prefix, rest = line.split("] ", 1)
+        if not rest.startswith("["):
+            continue
+        level, text = rest[1:].split("] ", 1) if "] " in rest else (rest[1:-1], "")
+        lines.append((prefix[1:].split(" @ ")[0], level, text))
+    return lines

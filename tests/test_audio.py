@@ -213,9 +213,9 @@ def test_range_semantics(media):
     tail = decoder.get_samples_played_in_range(3.0)
     np.testing.assert_array_equal(tail.data, whole[:, round(1.5 * rate):])
     # ranges with no sample at all, as in TorchCodec
-    with pytest.raises(RuntimeError, match="No audio samples"):
+    with pytest.raises(RuntimeError, match="No audio frames were decoded"):
         decoder.get_samples_played_in_range(3.6, 4.0)
-    with pytest.raises(RuntimeError, match="No audio samples"):
+    with pytest.raises(RuntimeError, match="No audio frames were decoded"):
         decoder.get_samples_played_in_range(0.0, 1.0)
     # half-open, rounded to the nearest sample with halves up: sample k is at begin + k / rate
     k = 1000
@@ -234,7 +234,7 @@ def test_far_stop_allocates_only_what_the_stream_holds(media):
 
 def test_output_grows_when_the_header_is_short(media, monkeypatch):
     decoder = AudioDecoder(media["mp3_music_22050_8s.mp3"])
-    monkeypatch.setattr(decoder.metadata, "duration_seconds_from_header", 0.01)
+    monkeypatch.setattr(decoder.metadata, "duration_seconds", 0.01)
     np.testing.assert_array_equal(decoder.get_all_samples().data, cli_samples(media["mp3_music_22050_8s.mp3"]))
 
 
@@ -290,7 +290,7 @@ def test_stream_errors(media):
 @pytest.mark.parametrize("kwargs", [dict(sample_rate=0), dict(sample_rate=-8000), dict(sample_rate=44100.5), dict(sample_rate=2**40),
                                     dict(num_channels=0), dict(num_channels=True), dict(seek_mode="fast")])
 def test_argument_errors(media, kwargs):
-    with pytest.raises(ValueError):
+    with pytest.raises((ValueError, TypeError)):     # TypeError for non-int sample_rate / num_channels
         AudioDecoder(media["wav_s16_stereo_44100.wav"], **kwargs)
 
 

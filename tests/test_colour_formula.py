@@ -161,6 +161,27 @@ def test_formula_on_10bit_yuv444_sweep_is_close_to_swscale(formula, matrix, rng)
     assert difff.max() <= 0.005
 
 
+@pytest.mark.parametrize("bits", [10, 12, 16])
+def test_full_range_deep_samples_are_scaled_by_their_true_maximum(formula, bits):
+    """ITU-T H.273's full range at ``bits`` bits: code 2^bits - 1 is white and chroma is centred on
+    2^(bits - 1), so a grey ramp (Cb = Cr = centre) gives Y / (2^bits - 1), and 255 exactly at the top
+    (scaling by 2^(bits - 8) instead made 10-bit white 255.75 and 1000 -> 250). FFmpeg 5.1's swscale
+    shifts; the sweep above bounds that difference by 1."""
+    top = (1 << bits) - 1
+    y = np.unique(np.linspace(0, top, 4096).round().astype(np.uint16))
+    centre = np.full_like(y, 1 << (bits - 1))
+    for matrix in MATRICES.values():
+        rgbf = formula.rgbf(matrix, True, y, centre, centre, bits=bits)
+        np.testing.assert_allclose(rgbf, np.repeat((y / top)[:, None], 3, 1), rtol=0, atol=2e-7)
+        rgb8 = formula.rgb8(matrix, True, y, centre, centre, bits=bits)
+        expected8 = np.floor(y.astype(np.float64) * 255 / top + 0.5)
+        near_half = np.abs(y.astype(np.float64) * 255 / top % 1 - 0.5) < 1e-4
+        assert (rgb8[~near_half] == expected8[~near_half, None]).all()
+        assert rgb8[-1].tolist() == [255, 255, 255] and rgbf[-1].tolist() == [1.0, 1.0, 1.0]
+    if bits == 10:
+        assert formula.rgb8(1, True, np.array([1000], np.uint16), centre[:1], centre[:1], bits=10)[0, 0] == 249
+
+
 # name -> (max |difference| of uint8 output, bound on its mean, max |difference| of float32 output),
 # measured with FFmpeg 5.1 on x86. 8-bit 4:2:0 of even size is equal; float32 differs because the
 # CPU's float output is swscale's RGB48 (its C table converter at 8-bit precision for these frames).

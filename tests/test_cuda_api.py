@@ -61,8 +61,10 @@ def test_nvdec_cache_capacity_defaults_to_20_and_is_validated():
         assert get_nvdec_cache_capacity() == 0
         set_nvdec_cache_capacity(3)
         assert get_nvdec_cache_capacity() == 3
-        for bad in (-1, 2.5, "4", True, None):
-            with pytest.raises(ValueError, match="int >= 0"):
+        with pytest.raises(ValueError, match="must be non-negative"):    # also a RuntimeError
+            set_nvdec_cache_capacity(-1)
+        for bad in (2.5, "4", True, None):
+            with pytest.raises(TypeError, match="must be an int"):            # also a RuntimeError
                 set_nvdec_cache_capacity(bad)
         assert get_nvdec_cache_capacity() == 3
     finally:

@@ -316,7 +316,11 @@ finish({{"repeat_equal": bool(np.array_equal(gpu[0], gpu[1])),
         "three planes uploaded for each of the three converted frames, on the stream set"
 
 
-def test_an_nvdec_frame_is_converted_and_its_event_recorded_after_the_launch(stub):
+def test_an_nvdec_frame_waits_for_ready_and_every_reader_is_kept_in_done(stub):
+    """An NVDEC frame: the stream waits on the device for the slot's `ready` event, the kernel reads,
+    `done` is recorded after it. Converted again on a second stream, that stream first waits for
+    `done` as the first stream recorded it, so the new `done` covers both reads (the decoder unmaps
+    the surface only when both have passed); again on the same stream, no wait is needed."""
     code = f"""
 path = {str(MEDIA / "h264_25fps_2s.mp4")!r}
 y, u, v = decoded_planes(path, 12)
@@ -330,23 +334,46 @@ surface.array[top:top + height, :width] = y
 chroma = surface.array[height + top + 4:]
 chroma[top // 2:top // 2 + height // 2, 0:width:2] = u
 chroma[top // 2:top // 2 + height // 2, 1:width:2] = v
-event = ctypes.c_void_p()
-assert stub.cuCtxPushCurrent_v2(primary) == 0 and stub.cuEventCreate(ctypes.byref(event), 0) == 0
+ready, done = ctypes.c_void_p(), ctypes.c_void_p()
+assert stub.cuCtxPushCurrent_v2(primary) == 0
+assert stub.cuEventCreate(ctypes.byref(ready), 0) == 0 and stub.cuEventCreate(ctypes.byref(done), 0) == 0
+# the decoder's map: both events recorded on its stream after the post-processing
+assert stub.cuEventRecord(ready, ctypes.c_void_p(0x6000)) == 0 and stub.cuEventRecord(done, ctypes.c_void_p(0x6000)) == 0
 stub.cuCtxPopCurrent_v2(None)
+sync = device_frames.Sync(ready.value, done.value)
+stub.stub_event_covers.restype = ctypes.c_ulonglong
+stub.stub_stream_bit.restype = ctypes.c_ulonglong
+bits = {{hex(s): stub.stub_stream_bit(ctypes.c_void_p(s)) for s in (0x6000, 0x7000, 0x8000)}}
 out = DeviceArray((height, width, 3), np.uint8)
 converter = CudaConverter(context)
-converter.set_stream(0x7000)
-stub.stub_clear_log()
-device_frames.convert_device_frame(converter, "nv12", [surface.address, surface.address + (height + top + 4) * pitch],
-                                   [pitch, pitch], width, height, out.address, width * 3, crop_top=top,
-                                   colorspace=2, color_range=1, event=event.value)
-calls = log()
-finish({{"equal": bool(np.array_equal(out.array, reference)), "calls": calls, "event": hex(event.value)}})
+result = {{"ready": hex(ready.value), "done": hex(done.value), "equal": [], "calls": [], "covers": []}}
+for stream in (0x7000, 0x8000, 0x8000):
+    converter.set_stream(stream)
+    out.array[...] = 0
+    stub.stub_clear_log()
+    device_frames.convert_device_frame(converter, "nv12", [surface.address, surface.address + (height + top + 4) * pitch],
+                                       [pitch, pitch], width, height, out.address, width * 3, crop_top=top,
+                                       colorspace=2, color_range=1, sync=sync)
+    result["calls"].append(log())
+    result["equal"].append(bool(np.array_equal(out.array, reference)))
+    covers = stub.stub_event_covers(done)
+    result["covers"].append(sorted(name for name, bit in bits.items() if covers & bit))
+result["readers"], result["done_stream"] = sync.readers, hex(sync.done_stream)
+finish(result)
 """
     out = run(code, stub)
-    assert out["equal"], "NVDEC's NV12 layout, cropped, gives the CPU decoder's pixels"
-    assert out["calls"] == ["cuLaunchKernel(tc_convert_yuv8_to_rgb8, grid=10x30x1, block=32x8x1, stream=0x7000)",
-                            f"cuEventRecord({out['event']}, stream=0x7000)"]
+    assert out["equal"] == [True] * 3, "NVDEC's NV12 layout, cropped, gives the CPU decoder's pixels"
+    ready, done = out["ready"], out["done"]
+    launch = "cuLaunchKernel(tc_convert_yuv8_to_rgb8, grid=10x30x1, block=32x8x1, stream={})"
+    assert out["calls"][0] == [f"cuStreamWaitEvent(stream=0x7000, {ready})", launch.format("0x7000"),
+                               f"cuEventRecord({done}, stream=0x7000)"]
+    assert out["calls"][1] == [f"cuStreamWaitEvent(stream=0x8000, {ready})", launch.format("0x8000"),
+                               f"cuStreamWaitEvent(stream=0x8000, {done})", f"cuEventRecord({done}, stream=0x8000)"]
+    assert out["calls"][2] == [f"cuStreamWaitEvent(stream=0x8000, {ready})", launch.format("0x8000"),
+                               f"cuEventRecord({done}, stream=0x8000)"], "the same stream: ordered already"
+    assert out["covers"][0] == ["0x6000", "0x7000"]
+    assert out["covers"][1] == out["covers"][2] == ["0x6000", "0x7000", "0x8000"], "done gates on both reads"
+    assert out["readers"] == 3 and out["done_stream"] == "0x8000"
     assert out["pushes"] == out["pops"] and out["depth"] == 0
 
 
@@ -403,7 +430,7 @@ except _cuda_driver.CudaError as error:
 surface = DeviceArray((16, 64), np.uint8)
 try:
     device_frames.convert_device_frame(converter, "yuv422p", [surface.address] * 3, [64] * 3, 8, 8,
-                                       surface.address, 64, event=1)
+                                       surface.address, 64, sync=device_frames.Sync(1, 1))
 except RuntimeError as error:
     out["format"] = str(error)
 surface.free()

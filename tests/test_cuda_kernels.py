@@ -192,7 +192,8 @@ class YuvToRgbParams(ctypes.Structure):   # tc_yuv_to_rgb_params (include/torchc
                 ("width", ctypes.c_int32), ("height", ctypes.c_int32),
                 ("crop_left", ctypes.c_int32), ("crop_top", ctypes.c_int32),
                 ("chroma", ctypes.c_int32), ("matrix", ctypes.c_int32),
-                ("full_range", ctypes.c_int32), ("sample_shift", ctypes.c_int32)]
+                ("full_range", ctypes.c_int32), ("sample_shift", ctypes.c_int32),
+                ("sample_bits", ctypes.c_int32), ("reserved", ctypes.c_int32)]
 
 
 class CopyParams(ctypes.Structure):   # tc_copy_params
@@ -203,7 +204,7 @@ class CopyParams(ctypes.Structure):   # tc_copy_params
 
 
 def test_ctypes_mirrors_of_the_launch_structs_have_the_c_sizes():
-    assert ctypes.sizeof(YuvToRgbParams) == 128 and ctypes.sizeof(CopyParams) == 64
+    assert ctypes.sizeof(YuvToRgbParams) == 136 and ctypes.sizeof(CopyParams) == 64
 
 
 class Gpu:
@@ -284,7 +285,7 @@ def formula(tmp_path_factory) -> colour_probe.Formula:
 
 def convert_on_gpu(gpu: Gpu, function: str, planes: list[np.ndarray], chroma: int, matrix: int,
                    full_range: bool, width: int, height: int, *, crop=(0, 0), planar_out=False,
-                   out_dtype=np.uint8, shift: int = 0) -> np.ndarray:
+                   out_dtype=np.uint8, shift: int = 0, bits: int = 8) -> np.ndarray:
     """One frame through ``function``; planes are 2-D arrays (NV12's chroma: (h/2, w) interleaved)."""
     params = YuvToRgbParams()
     for i, plane in enumerate(planes):
@@ -300,6 +301,7 @@ def convert_on_gpu(gpu: Gpu, function: str, planes: list[np.ndarray], chroma: in
     params.width, params.height = width, height
     params.crop_left, params.crop_top = crop
     params.chroma, params.matrix, params.full_range, params.sample_shift = chroma, matrix, int(full_range), shift
+    params.sample_bits = bits
     gpu.launch(function, params, ((width + 31) // 32, (height + 7) // 8, 1))
     result = gpu.download(params.dst, out)
     return result.transpose(1, 2, 0) if planar_out else result
@@ -330,9 +332,10 @@ def test_nv12_kernel_gives_the_cpu_formula_for_every_8bit_triple(gpu, formula, m
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("full_range", [False, True])
 @pytest.mark.parametrize("planar_out", [False, True])
 @pytest.mark.parametrize("out_dtype", [np.uint8, np.float32])
-def test_kernels_on_odd_sized_crops_of_every_layout(gpu, formula, planar_out, out_dtype):
+def test_kernels_on_odd_sized_crops_of_every_layout(gpu, formula, planar_out, out_dtype, full_range):
     rng = np.random.default_rng(5)
     coded_w, coded_h, crop, width, height = 180, 130, (4, 2), 161, 121
     suffix = "rgb8" if out_dtype == np.uint8 else "rgbf"
@@ -354,9 +357,9 @@ def test_kernels_on_odd_sized_crops_of_every_layout(gpu, formula, planar_out, ou
         cases.append((kernel, [y, u420, v420], CHROMA_420_PLANAR, shift, bits, (y, up_u, up_v)))
         cases.append((kernel, [y, u444, v444], CHROMA_444_PLANAR, shift, bits, (y, u444, v444)))
     for kernel, planes, chroma, shift, bits, (y, u, v) in cases:
-        got = convert_on_gpu(gpu, kernel, planes, chroma, 1, False, width, height, crop=crop,
-                             planar_out=planar_out, out_dtype=out_dtype, shift=shift)
-        expected = compare(1, False, y[window], u[window], v[window], bits=bits)
+        got = convert_on_gpu(gpu, kernel, planes, chroma, 1, full_range, width, height, crop=crop,
+                             planar_out=planar_out, out_dtype=out_dtype, shift=shift, bits=bits)
+        expected = compare(1, full_range, y[window], u[window], v[window], bits=bits)
         np.testing.assert_allclose(got, expected, atol=tolerance, rtol=0, err_msg=f"{kernel} chroma {chroma}")
 
 

@@ -169,6 +169,27 @@ def test_a_stream_nvdec_refuses_is_decoded_on_the_cpu_and_converted_by_the_kerne
     assert_balanced(out["counters"])
 
 
+def test_the_fallback_is_logged_at_info(stubs, media):
+    # As TorchCodec's "ALL": the fallback and its reason are told through the "torchcodec" logger.
+    out = run(stubs, f"""
+import logging
+messages = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        messages.append((record.levelname, record.getMessage()))
+logging.getLogger().addHandler(Keep())
+torchcodec.set_log_level("INFO")
+decoder = VideoDecoder({os.fspath(media["h264_bt709.mp4"])!r}, device="cuda")
+out = {{"messages": [m for m in messages if "NVDEC" in m[1]]}}
+del decoder
+finish(out)
+""", STUB_NVDEC_UNSUPPORTED="h264")
+    [(level, message)] = out["messages"]
+    assert level == "INFO"
+    assert message.startswith("Video stream not supported by NVDEC; falling back to CPU decoding: "
+                              "NVDEC on Stub GPU 0 cannot decode h264 4:2:0 8-bit")
+
+
 def test_the_ffmpeg_backend_reports_its_fallback_after_the_first_frame(stubs, media):
     """The stub's NVDEC cannot start FFmpeg's hwaccel (the stub parses nothing), so FFmpeg decodes on the
     CPU: the status is unknown until the first frame, then says so; pixels are the CPU decoder's."""
@@ -273,4 +294,114 @@ def test_a_forked_child_is_told_to_use_spawn_and_the_parent_goes_on(stubs, media
     assert "CUDA was initialised in the parent of this forked process" in out["child"]
     assert "'spawn'" in out["child"]
     assert len(out["parent"]) == 1
+    assert_balanced(out["counters"])
+
+
+NO_HOST_WAITS = """
+cuda.stub_call_log.restype = ctypes.c_char_p
+decoder = VideoDecoder({path!r}, device="cuda")
+decoder.get_frame_at(0)
+cuda.stub_clear_log()
+before = {{name: ctypes.c_int.in_dll(cuda, "stub_" + name).value
+          for name in ("event_syncs", "stream_syncs", "ctx_syncs", "event_not_ready")}}
+batches = [decoder.get_frames_in_range(0, 45), decoder.get_frames_at([89, 60, 61, 30]),
+           decoder.get_frames_in_range(46, 90, 2)]
+waits = [line for line in cuda.stub_call_log().decode().splitlines()
+         if line.startswith(("cuEventSynchronize", "cuStreamSynchronize", "cuCtxSynchronize"))]
+after = {{name: ctypes.c_int.in_dll(cuda, "stub_" + name).value for name in before}}
+out = {{"waits": waits, "counts": {{name: after[name] - before[name] for name in before}},
+        "values": [[sorted(set(f.ravel().tolist())) for f in host(batch.data)] for batch in batches],
+        "ticks": [[round(t * 15360) for t in batch.pts_seconds] for batch in batches],
+        "decoded": sum(len(b.pts_seconds) for b in batches)}}
+del decoder, batches
+finish(out)
+"""
+
+
+@pytest.mark.parametrize("pending", ["0", "2"])
+def test_decoding_through_the_public_api_waits_on_the_host_for_nothing(stubs, media, grey, pending):
+    """No host synchronisation per frame (or at all) while NVDEC frames are decoded and converted:
+    the converter's stream waits for the map's post-processing on the device (cuStreamWaitEvent),
+    released surfaces are unmapped once cuEventQuery says their readers are done. With the stub's
+    events answering "not ready" to their first two queries (readers still running), the released
+    surfaces are polled again at later maps, and there are still enough of them: no host wait."""
+    out = run(stubs, NO_HOST_WAITS.format(path=os.fspath(media["h264_bframes.mp4"])),
+              STUB_EVENT_PENDING_QUERIES=pending)
+    assert out["waits"] == [] and out["counts"]["event_syncs"] == out["counts"]["stream_syncs"] == 0
+    assert out["counts"]["ctx_syncs"] == 0
+    if pending != "0":
+        assert out["counts"]["event_not_ready"] > 0, "readers were seen still running"
+    for values, ticks in zip(out["values"], out["ticks"]):
+        assert values == [[grey(t)] for t in ticks]
+    assert_balanced(out["counters"])
+
+
+TWO_STREAMS = """
+from torchcodec._core import _cuda_driver, _device_buffer
+cuda.stub_call_log.restype = ctypes.c_char_p
+cuda.stub_event_covers.restype = ctypes.c_ulonglong
+cuda.stub_stream_bit.restype = ctypes.c_ulonglong
+context = _cuda_driver.load_driver().context(0)
+
+class OnStream:
+    '''Memory of a DeviceBuffer offered through a CUDA Array Interface v3 that names a stream.'''
+    def __init__(self, stream):
+        self.buffer = _device_buffer.DeviceBuffer.empty(context, (1, 240, 320, 3), "uint8", 1)
+        self.__cuda_array_interface__ = {{"version": 3, "shape": (1, 240, 320, 3), "typestr": "|u1",
+                                          "data": (self.buffer.ptr, False), "strides": None, "stream": stream}}
+
+decoder = VideoDecoder({path!r}, device="cuda", dimension_order="NHWC")
+first, second = OnStream(0x7000), OnStream(0x8000)
+decoder.get_frames_at([40], out=first)
+cuda.stub_clear_log()
+decoder.get_frames_at([40], out=second)          # the engine's held frame, converted again elsewhere
+calls = cuda.stub_call_log().decode().splitlines()
+record = [line for line in calls if line.startswith("cuEventRecord")][-1]
+done = int(record[len("cuEventRecord("):record.index(",")], 16)
+covers = cuda.stub_event_covers(ctypes.c_void_p(done))
+out = {{"calls": [line for line in calls if line.startswith(("cuStreamWaitEvent", "cuLaunchKernel", "cuEventRecord"))],
+        "done": hex(done), "covers_both": all(covers & cuda.stub_stream_bit(ctypes.c_void_p(s)) for s in (0x7000, 0x8000)),
+        "values": [sorted(set(host(o.buffer).ravel().tolist())) for o in (first, second)]}}
+del decoder, first, second
+finish(out)
+"""
+
+
+def test_a_frame_converted_again_on_another_stream_is_unmapped_after_both_reads(stubs, media, grey):
+    """The video engine converts its held frame again when the same frame is asked for into memory
+    written on another stream: that stream waits for the first read's `done` before recording it,
+    so the event that gates the surface's unmap covers both streams' reads."""
+    out = run(stubs, TWO_STREAMS.format(path=os.fspath(media["h264_bframes.mp4"])))
+    waits = [line for line in out["calls"] if line.startswith("cuStreamWaitEvent(stream=0x8000")]
+    assert len(waits) == 2 and waits[1] == f"cuStreamWaitEvent(stream=0x8000, {out['done']})"
+    assert out["calls"][-1] == f"cuEventRecord({out['done']}, stream=0x8000)"
+    assert out["covers_both"]
+    assert out["values"][0] == out["values"][1] == [grey(40 * 512)]
+    assert_balanced(out["counters"])
+
+
+CODED_SIZE = """
+decoder = VideoDecoder({path!r}, device="cuda", dimension_order="NHWC")
+batch = decoder.get_frames_at([0, 7, 20])
+frames = host(batch.data)
+out = {{"shape": list(frames.shape), "values": [sorted(set(f.ravel().tolist())) for f in frames],
+        "ticks": [round(t / {tb}) for t in batch.pts_seconds]}}
+del decoder, batch
+finish(out)
+"""
+
+
+@pytest.mark.parametrize("name, coded, tb", [("h264_1080p.mp4", "1920x1088", 1 / 15360),
+                                             ("h264_350x198.mp4", "352x208", 1 / 15360)])
+def test_frames_of_a_larger_coded_size_are_cropped_and_read_their_chroma_after_the_coded_rows(
+        stubs, media, grey, name, coded, tb):
+    """NVDEC surfaces hold the coded picture (1920x1088 for 1080p H.264): the chroma plane starts
+    after the coded luma rows, not the displayed ones. Reading it from the displayed height would
+    take luma samples for chroma, and the grey would turn to a colour."""
+    from torchcodec.decoders import VideoDecoder as CpuDecoder
+    width, height = (CpuDecoder(media[name]).metadata.width, CpuDecoder(media[name]).metadata.height)
+    out = run(stubs, CODED_SIZE.format(path=os.fspath(media[name]), tb=tb), STUB_NVDEC_CODED=coded,
+              STUB_NVDEC_DISPLAY=f"0,0,{width},{height}")
+    assert out["shape"] == [3, height, width, 3]
+    assert out["values"] == [[grey(t)] for t in out["ticks"]]
     assert_balanced(out["counters"])

@@ -9,16 +9,23 @@ GPU tests (``cuda`` marker) hand the buffer to torch and cupy on a real device.
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
 import sys
 import textwrap
 
 import pytest
 
+import torchcodec
 from torchcodec._core import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
 from stub_build import CC, build_stub, run_python  # noqa: E402
+
+# The folder torchcodec is imported from: kept on the path of the subprocesses that clear PYTHONPATH
+# (to hide the test's own stand-in modules), for a torchcodec found through PYTHONPATH (a
+# pip --target build, as tools/gpu_check.sh makes).
+TORCHCODEC_PARENT = str(pathlib.Path(torchcodec.__file__).resolve().parent.parent)
 
 
 @pytest.fixture(scope="module")
@@ -291,6 +298,8 @@ def test_dlpack_capsules_describe_the_buffer_in_both_versions(stubs):
 
 
 def test_indexing_gives_a_frame_view_found_through_dlpack_and_the_array_interface(stubs):
+    """A view's DLPack data is its element 0 and byte_offset 0 (what torch exports): a consumer that
+    ignores byte_offset, as older torch releases and cuda.core did, still reads this frame."""
     out = run(stubs, """
         buffer = DeviceBuffer.empty(context, (3, 2, 5, 3), "uint8", 1)
         expected = numpy.arange(90, dtype=numpy.uint8).reshape(3, 2, 5, 3)
@@ -299,7 +308,7 @@ def test_indexing_gives_a_frame_view_found_through_dlpack_and_the_array_interfac
         frame = nchw[-1]
         capsule = frame.__dlpack__(max_version=(1, 0))
         t = managed(capsule).dl_tensor
-        seen = host_view(t.data + t.byte_offset, tuple(t.shape[:3]), tuple(t.strides[:3]), numpy.uint8)
+        seen = host_view(t.data, tuple(t.shape[:3]), tuple(t.strides[:3]), numpy.uint8)
         interface = frame.__cuda_array_interface__
         errors = []
         for index in (3, -4, 1.0, slice(0, 1)):
@@ -308,13 +317,13 @@ def test_indexing_gives_a_frame_view_found_through_dlpack_and_the_array_interfac
             except (IndexError, TypeError) as error:
                 errors.append(type(error).__name__)
         print(json.dumps({"shape": frame.shape, "len": len(nchw), "offset": t.byte_offset,
-                          "data_is_allocation": t.data == buffer.ptr,
+                          "data": t.data - buffer.ptr,
                           "dlpack": bool((seen == expected[2].transpose(2, 0, 1)).all()),
                           "cai_data": interface["data"][0] - buffer.ptr, "ptr": frame.ptr - buffer.ptr,
                           "cai_strides": interface["strides"], "errors": errors}))
     """)
     assert out["shape"] == [3, 2, 5] and out["len"] == 3
-    assert out["offset"] == 60 and out["data_is_allocation"], "data stays aligned; the frame is at byte_offset"
+    assert out["offset"] == 0 and out["data"] == 60, "data is the frame's first element, byte_offset 0"
     assert out["dlpack"] and out["cai_data"] == out["ptr"] == 60 and out["cai_strides"] == [1, 15, 3]
     assert out["errors"] == ["IndexError", "IndexError", "TypeError", "TypeError"]
 
@@ -539,7 +548,7 @@ def test_without_torch_or_cupy_the_numpy_bridge_gets_the_own_buffer_on_the_legac
             del output, finished
         result["imported"] = [name for name in ("torch", "cupy", "jax") if name in sys.modules]
         print(json.dumps(result))
-    """, PYTHONPATH="")
+    """, PYTHONPATH=TORCHCODEC_PARENT)
     assert "numpy" in out
     for bridge in ("numpy", "auto"):
         if bridge not in out:
@@ -603,7 +612,7 @@ def test_the_numpy_bridge_prefers_cupy_and_writes_on_its_current_stream(stubs, t
                                                              (2, 4, 5, 3), "float32", 0))
         entry["allocs"] = counter("stub_allocs") + counter("stub_async_allocs")
         print(json.dumps(entry))
-    """, PYTHONPATH=str(tmp_path))
+    """, PYTHONPATH=os.pathsep.join([str(tmp_path), TORCHCODEC_PARENT]))
     assert out["type"] == "ndarray" and out["stream"] == 0x5151 and out["packed"] and out["finished_same"]
     assert out["strides"] == [240, 60, 12, 4]
     assert out["calls"] == [["enter", 0], ["empty", [2, 4, 5, 3], "float32"], ["stream"], ["exit", 0]]
@@ -628,7 +637,7 @@ def test_missing_libraries_give_clear_errors(stubs):
         except ValueError as error:
             errors["dtype"] = str(error)
         print(json.dumps(errors))
-    """, PYTHONPATH="")
+    """, PYTHONPATH=TORCHCODEC_PARENT)
     for bridge in ("cupy", "torch", "jax"):
         if bridge in out:
             assert out[bridge][0] == "ImportError" and f"pip install {bridge}" in out[bridge][1]

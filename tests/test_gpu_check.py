@@ -1,9 +1,13 @@
-"""tools/gpu_check.py in its dry run (--device cpu), and tools/gpu_bundle.sh's FFmpeg configuration.
+"""tools/gpu_check.py in its dry run (--device cpu) and against the stub driver, its tolerance table
+(tools/gpu_tolerances.py), tools/gpu_check.sh's dry run, and tools/gpu_bundle.sh's FFmpeg
+configuration.
 
 The dry run compares the CPU decoder with itself, so every difference must be 0: that checks the
 comparison, the race bookkeeping and the table, which on a GPU machine report real differences.
-The bundle's configure line is read from the script (nothing is built) and checked against what
-the corpus holds, as ffprobe reports it, and against what the NVDEC input's bitstream filters are.
+Against the stub libcuda (kernels run on the CPU) without libnvcuvid, --device cuda must FAIL: a GPU
+machine without NVDEC never passes. The bundle's configure line is read from the script (nothing is
+built) and checked against what the corpus holds, as ffprobe reports it, and against what the NVDEC
+input's bitstream filters are.
 """
 from __future__ import annotations
 
@@ -11,25 +15,38 @@ import importlib.util
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 import reference
 
+from torchcodec._core import _build_config
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 GPU_CHECK = REPO / "tools" / "gpu_check.py"
+GPU_CHECK_SH = REPO / "tools" / "gpu_check.sh"
+sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(REPO / "tests" / "cuda_stubs"))
+import gpu_tolerances  # noqa: E402
+from stub_build import CC, CXX, build_emulating_libcuda, build_stub  # noqa: E402
 GPU_BUNDLE = REPO / "tools" / "gpu_bundle.sh"
 FILES = ("h264_bframes.mp4", "hevc_bframes.mp4")
 
 
-def run_gpu_check(media, out: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
+def run_gpu_check(media, out: pathlib.Path, *args: str, device: str = "cpu", libdir: pathlib.Path | None = None,
+                  **env: str) -> subprocess.CompletedProcess:
     media_dir = media["h264_bframes.mp4"].parent
+    environ = dict(os.environ, **env)
+    if libdir is not None:
+        environ["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(libdir), os.environ.get("LD_LIBRARY_PATH")]))
     return subprocess.run(
-        [sys.executable, "-P", str(GPU_CHECK), "--device", "cpu", "--quick", "--media", str(media_dir),
+        [sys.executable, "-P", str(GPU_CHECK), "--device", device, "--quick", "--media", str(media_dir),
          "--out", str(out), *args],
-        capture_output=True, text=True, timeout=300, check=False)
+        capture_output=True, text=True, timeout=300, check=False, env=environ)
 
 
 def table_rows(stdout: str) -> list[list[str]]:
@@ -55,7 +72,10 @@ def test_dry_run_prints_one_table_with_the_rows_of_the_report(dry_run):
     assert [[r["check"], r["subject"], r["status"]] for r in report["rows"]] == \
         [[cells[0], cells[1], cells[3]] for cells in printed]
     races = 4 if importlib.util.find_spec("torch") else 3    # torch, cupy's stand-in, DLPack (2, or 1 skipped)
-    assert [cells[0] for cells in printed] == ["frames"] * 2 + ["race"] * races + ["bench"] * 4
+    probe = [cells[0] for cells in printed if cells[0] == "probe"]
+    assert probe in (["probe"], ["probe"] * 9), "libcuda absent (skipped), or the stubs: 2 + 7 codecs"
+    assert [cells[0] for cells in printed] == probe + ["frames"] * 2 + ["race"] * races + ["interop"] * 4 \
+        + ["bench"] * 4
     assert report["device"] == "cpu" and report["failed"] == 0
 
 
@@ -93,7 +113,7 @@ def test_dry_run_benchmarks_every_contender(dry_run):
     bench = [r for r in report["rows"] if r["check"] == "bench"]
     assert [r["subject"] for r in bench] == [
         "h264_25fps_2s: sequential (32 frames max)", "h264_25fps_2s: open + 10 random frames",
-        "h264_25fps_2s: 1 decoder(s) in 1 thread(s)", "h264_25fps_2s: 2 decoder(s) in 2 thread(s)"]
+        "h264_25fps_2s: 1 decoder(s) in 1 thread(s)", "h264_25fps_2s: 8 decoder(s) in 8 thread(s)"]
     for row in bench:
         numbers = row["numbers"]
         assert row["status"] == "info" and numbers["errors"] == []
@@ -122,6 +142,145 @@ def test_rows_past_the_deadline_are_skipped_and_still_tabled(media, tmp_path):
     statuses = {r["status"] for r in json.loads((tmp_path / "gpu_check.json").read_text())["rows"]}
     assert statuses == {"skipped"}
     assert "not run: --deadline reached" in proc.stdout
+
+
+def test_rows_are_written_as_they_come_and_a_terminated_run_keeps_them(media, tmp_path):
+    """The table (gpu_check.md) and the JSON lines grow row by row: a run stopped by SIGTERM (the
+    step's timeout) keeps what it found, plus a row saying it was cut short."""
+    media_dir = media["h264_bframes.mp4"].parent
+    proc = subprocess.Popen([sys.executable, "-P", str(GPU_CHECK), "--device", "cpu", "--quick", "--media",
+                             str(media_dir), "--out", str(tmp_path), "--only", "frames,bench", "--files",
+                             "h264_25fps_2s.mp4,h264_bframes.mp4", "--bench-clips", "h264_1080p.mp4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = tmp_path / "gpu_check.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if lines.exists() and len(lines.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    output = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 1, output
+    table = (tmp_path / "gpu_check.md").read_text().splitlines()
+    assert table[:2] == ["| step | check | subject | result | status |", "| --- | --- | --- | --- | --- |"]
+    rows = [json.loads(line) for line in lines.read_text().splitlines()]
+    assert [r["subject"] for r in rows[:2]] == ["h264_25fps_2s.mp4", "h264_bframes.mp4"]
+    assert rows[-1]["result"].startswith("terminated (SIGTERM") and rows[-1]["status"] == "ERROR"
+    assert len(table) == 2 + len(rows) and all(line.startswith("| gpu_check | ") for line in table[2:])
+
+
+def test_the_tolerance_table_classifies_every_video_file_of_the_corpus(media):
+    videos = {name for name, path in media.items() if reference.ffprobe_streams(path)
+              and any(s["codec_type"] == "video" for s in reference.ffprobe_streams(path))}
+    assert set(gpu_tolerances.TOLERANCES) == videos
+    assert set(gpu_tolerances.CODED_SIZE_CLIPS) <= videos
+    for name, entry in gpu_tolerances.TOLERANCES.items():
+        assert entry.nvdec in ("required", "caps", "never") and entry.reason, name
+        assert entry.exact == (entry.max_abs == 0 and entry.mean_abs == 0), name
+
+
+@pytest.mark.parametrize("name, max_abs, mean_abs, fallback, verdict", [
+    # one table: what the tests allow, the check allows (a max-2 rule failed all of these)
+    ("h264_10bit.mp4", 80, 1.7, "", "ok"),
+    ("vp9_161x121.webm", 206, 4.8, "", "ok"),
+    ("h264_yuv444.mp4", 3, 0.6, "", "ok"),
+    ("mpeg4_bframes.avi", 12, 0.4, "", "ok"),
+    ("h264_yuv444.mp4", 4, 0.6, "", "FAIL"),
+    ("h264_10bit.mp4", 80, 3.5, "", "FAIL"),
+    ("h264_bframes.mp4", 1, 0.001, "", "FAIL"),
+    # fallbacks: libnvcuvid missing fails everywhere; a stream every NVDEC decodes must not fall back
+    ("h264_bframes.mp4", 0, 0.0, "NVDEC's libnvcuvid.so.1 could not be opened", "FAIL"),
+    ("vp9.webm", 0, 0.0, "NVDEC's libnvcuvid.so.1 could not be opened", "FAIL"),
+    ("hevc_1080p.mp4", 0, 0.0, "NVDEC on X: hevc 4:2:0 8-bit at 1920x1080 exceeds the maximum", "FAIL"),
+    ("av1.mp4", 0, 0.0, "NVDEC on X cannot decode av1 4:2:0 8-bit", "ok"),
+    ("h264_yuv422.mp4", 0, 0.0, "torchcodec's CUDA colour conversion does not handle h264 4:2:2 8-bit", "ok"),
+    ("h264_yuv422.mp4", 0, 0.0, "", "FAIL"),
+])
+def test_frames_are_judged_by_the_table_and_by_why_they_fell_back(name, max_abs, mean_abs, fallback, verdict):
+    assert gpu_tolerances.judge(name, max_abs, mean_abs, fallback, on_gpu=True)[0] == verdict
+    assert gpu_tolerances.judge(name, max_abs, mean_abs, fallback, on_gpu=False)[0] == \
+        ("ok" if max_abs == 0 else "FAIL"), "the dry run asks for equality and ignores fallbacks"
+
+
+@pytest.fixture(scope="module")
+def stub_driver(tmp_path_factory):
+    """(libcuda stub running the kernels on the CPU, without libnvcuvid; the same with the NVDEC stub)."""
+    if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS):
+        pytest.skip("this build has no CUDA driver loader or no kernels")
+    if CC is None or CXX is None:
+        pytest.skip("no C/C++ compiler to build the stub libraries")
+    root = tmp_path_factory.mktemp("gpu_check_stubs")
+    no_nvdec = build_emulating_libcuda(root / "no_nvdec")
+    nvdec = build_emulating_libcuda(root / "nvdec")
+    build_stub(nvdec, "libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
+    return no_nvdec, nvdec
+
+
+def test_a_gpu_machine_without_libnvcuvid_fails_the_check(media, tmp_path, stub_driver):
+    """--device cuda against a driver without libnvcuvid.so.1: the probe FAILs, and every file FAILs
+    although its frames are right (decoded on the CPU, converted by the kernels): NVDEC is absent."""
+    proc = run_gpu_check(media, tmp_path, "--only", "probe,frames", "--bridge", "numpy", "--files",
+                         "h264_bframes.mp4,h264_10bit.mp4", device="cuda", libdir=stub_driver[0])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = {r["subject"]: r for r in json.loads((tmp_path / "gpu_check.json").read_text())["rows"]}
+    assert rows["libcuda.so.1"]["status"] == "ok" and "Stub GPU 0" in rows["libcuda.so.1"]["result"]
+    assert rows["libnvcuvid.so.1"]["status"] == "FAIL"
+    for name in ("h264_bframes.mp4", "h264_10bit.mp4"):
+        assert rows[name]["status"] == "FAIL"
+        assert rows[name]["result"].endswith("NVDEC is missing on a machine with a GPU (libnvcuvid.so.1)")
+    assert rows["h264_bframes.mp4"]["numbers"]["max_abs_diff"] == 0
+    assert rows["h264_10bit.mp4"]["numbers"]["max_abs_diff"] > 2, "within the table's 10-bit bounds, not 2"
+
+
+def test_the_probe_asks_every_codec_and_fails_without_h264(media, tmp_path, stub_driver):
+    proc = run_gpu_check(media, tmp_path, "--only", "probe", device="cuda", libdir=stub_driver[1],
+                         STUB_NVDEC_UNSUPPORTED="h264,vp8")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = {r["subject"]: r for r in json.loads((tmp_path / "gpu_check.json").read_text())["rows"]}
+    assert [s for s in rows if s.startswith("caps ")] == [f"caps {c}" for c in
+                                                          ("h264", "hevc", "vp9", "av1", "vp8", "mpeg4", "mpeg2")]
+    assert rows["caps h264"]["status"] == "FAIL" and rows["caps vp8"]["status"] == "ok", "only H.264/HEVC are required"
+    assert rows["caps h264"]["result"] == "4:2:0 8-bit no; 4:2:0 10-bit no; 4:4:4 8-bit no; 4:4:4 10-bit no"
+    assert rows["caps hevc"]["numbers"] == {"4:2:0 8-bit": True, "4:2:0 10-bit": True, "4:4:4 8-bit": True,
+                                            "4:4:4 10-bit": True}
+
+
+def test_a_pytest_report_becomes_rows_with_each_failure(tmp_path):
+    report = tmp_path / "report.xml"
+    report.write_text("""<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="1"
+ failures="1" skipped="1" tests="5" time="12.5"><testcase classname="tests.test_nvdec" name="test_a" time="1"/>
+<testcase classname="tests.test_nvdec" name="test_b" time="1"><failure message="assert 1 == 2&#10;more">tb</failure>
+</testcase><testcase classname="tests.test_cuda_kernels" name="test_c" time="1"><error message="fixture broke">tb
+</error></testcase><testcase classname="tests.test_cuda_kernels" name="test_d" time="1"><skipped message="no GPU"/>
+</testcase><testcase classname="tests.test_cuda_kernels" name="test_e" time="1"/></testsuite></testsuites>""")
+    proc = subprocess.run([sys.executable, "-P", str(GPU_CHECK), "--junit", str(report), "--out", str(tmp_path),
+                           "--step", "nvdec"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = [json.loads(line) for line in (tmp_path / "gpu_check.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["subject"], r["status"]) for r in rows] == [
+        ("nvdec", "test_cuda_kernels, test_nvdec", "FAIL"), ("nvdec", "test_nvdec::test_b", "FAIL"),
+        ("nvdec", "test_cuda_kernels::test_c", "ERROR")]
+    assert rows[0]["result"] == "2 passed, 1 failed, 1 errors, 1 skipped in 12s"
+    assert rows[1]["result"] == "assert 1 == 2"
+
+
+def test_gpu_check_sh_out_of_budget_still_writes_every_steps_row(tmp_path):
+    """The shell script's table: with a budget too small for anything, each step still has its row
+    (not run: out of time, a FAIL but for the optional benchmark), the table ends with the count of
+    failed rows, and the exit status is 1."""
+    assert subprocess.run(["bash", "-n", str(GPU_CHECK_SH)]).returncode == 0
+    environ = dict(os.environ, OUT=str(tmp_path), PYTHON=sys.executable, GPU_CHECK_BUDGET="3")
+    proc = subprocess.run(["bash", str(GPU_CHECK_SH), "--quick", "--dry-run"], capture_output=True, text=True,
+                          timeout=120, env=environ)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    table = (tmp_path / "gpu_check.md").read_text().splitlines()
+    assert table[0] == "| step | check | subject | result | status |"
+    steps = [line.split(" | ")[2] for line in table[2:] if line.startswith("| ") and " | step | " in line]
+    assert steps == ["setup", "probe", "nvdec", "frames", "outputs", "corpus", "bench"] or \
+        steps == ["setup", "probe", "build", "nvdec", "frames", "outputs", "corpus", "bench"]
+    not_run = [line for line in table[2:] if " | step | " in line and "not run: out of time" in line]
+    assert not_run and all(line.endswith("| FAIL |") for line in not_run if not line.startswith("| bench |"))
+    assert table[-1].startswith(f"{sum(line.endswith('| FAIL |') for line in table)} rows FAILED or ERRORED")
 
 
 def load_gpu_check():

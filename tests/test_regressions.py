@@ -92,7 +92,7 @@ def test_video_bytes_approximate_mode_without_frame_rate():
 def test_malformed_frame_mappings_raise_value_error(h264, mappings):
     # Found while writing the frame_mappings target: JSON of another shape escaped as TypeError,
     # AttributeError or OverflowError, which the documented ValueError does not catch.
-    with pytest.raises(ValueError, match="custom_frame_mappings|utf-8"):
+    with pytest.raises(ValueError, match="Invalid custom frame mappings"):
         VideoDecoder(h264, custom_frame_mappings=mappings)
 
 

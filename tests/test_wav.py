@@ -30,7 +30,7 @@ def test_same_samples_and_metadata_as_audio_decoder(media, name):
         np.testing.assert_array_equal(got.data, expected.data)
         assert got.data.flags.c_contiguous
         assert (got.pts_seconds, got.duration_seconds) == (expected.pts_seconds, expected.duration_seconds)
-    with pytest.raises(RuntimeError, match="No audio samples"):
+    with pytest.raises(RuntimeError, match="No samples to decode"):
         wav.get_samples_played_in_range(100.0, 101.0)
 
 

@@ -7,6 +7,10 @@ that no ``except Exception`` or ``pytest.raises(Exception)`` in a test can swall
 it is called. Missing modules become modules of such stand-ins.
 Names this package has are left alone. Each test's outcome goes to ``$TORCHCODEC_TEST_SHIM_REPORT``
 as JSON: passed, failed (with the message), skipped, or "needs a missing part" (with its name).
+
+It is also imported at the start of the Python processes that those tests start themselves
+(``_torchcodec_test_site/sitecustomize.py``), the test process included, so pytest must not try to
+rewrite it: PYTEST_DONT_REWRITE.
 """
 from __future__ import annotations
 

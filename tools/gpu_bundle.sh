@@ -18,13 +18,19 @@
 #                  meson and Cython versions this repository builds with
 #   .gpu/media/    the test corpus and the 1080p benchmark clips (tools/make_media.py), so that
 #                  nothing is encoded there (its ffmpeg has no encoders for most of the corpus)
+#   .gpu/install/<ABI>/  torchcodec built here with -Dcuda=enabled against this system's FFmpeg (the
+#                  version .gpu/ffmpeg carries), one per Python in GPU_BUNDLE_PYTHONS (default: the
+#                  repository's .venv and python3.12 when present); gpu_check.sh imports it instead of
+#                  building when its Python has that ABI, so nvcc and Cython stay off the GPU machine
+#                  (made every run: the sources change)
 #
 # Each part but the media is skipped when already present (delete it to remake it); the media are
 # brought up to date with tools/make_media.py's recipes every time (rerun after changing them). The FFmpeg source and
 # build tree live in $GPU_BUNDLE_WORK (default /tmp/torchcodec-gpu-bundle), not in .gpu/.
 # Prints the bundle's size at the end and fails if it is over GPU_BUNDLE_MAX_MIB (50).
 #
-# Usage: bash tools/gpu_bundle.sh [--jobs N]     (as root, or with sudo for apt-get)
+# Usage: bash tools/gpu_bundle.sh [--jobs N] [--build-only]     (as root, or with sudo for apt-get)
+#        --build-only makes .gpu/install only (no root needed)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -35,7 +41,15 @@ MAX_MIB=${GPU_BUNDLE_MAX_MIB:-50}
 JOBS=2
 PYTHON=${PYTHON:-python3}
 
-if [[ ${1:-} == --jobs ]]; then JOBS=$2; fi
+BUILD_ONLY=0
+while (($#)); do
+  case $1 in
+    --jobs) JOBS=$2; shift ;;
+    --build-only) BUILD_ONLY=1 ;;
+    *) echo "usage: bash tools/gpu_bundle.sh [--jobs N] [--build-only]" >&2; exit 2 ;;
+  esac
+  shift
+done
 
 log() { printf '[gpu_bundle] %s\n' "$*" >&2; }
 
@@ -298,8 +312,41 @@ sys.exit(f"stale or missing in {sys.argv[2]}: {stale}" if stale else 0)
 EOF
 }
 
+abi_tag() {   # cpython-311-x86_64-linux-gnu: the extension suffix without its dots and .so
+  "$1" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX").strip(".").removesuffix(".so"))'
+}
+
+carry_build() {
+  # One install tree per Python that can build the package here (meson-python, Cython, meson,
+  # ninja importable); each is checked to import with its kernels and driver loader.
+  local py tag dest pythons
+  pythons=${GPU_BUNDLE_PYTHONS:-"$REPO/.venv/bin/python python3.12"}
+  for py in $pythons; do
+    if ! command -v "$py" >/dev/null || ! "$py" -c 'import mesonpy, Cython' 2>/dev/null; then
+      log "no carried build for $py (missing, or without meson-python and Cython)"
+      continue
+    fi
+    tag=$(abi_tag "$py")
+    dest=$BUNDLE/install/$tag
+    log "building torchcodec for $tag into $dest (-Dcuda=enabled)"
+    rm -rf "$dest"
+    "$py" -m pip install -q --no-build-isolation --no-deps --no-cache-dir --target "$dest" \
+      -Csetup-args=-Dcuda=enabled -Cbuild-dir="$REPO/build/carried-$tag" "$REPO" >&2
+    # (an editable install of the repository in that Python would shadow the tree: its finder is dropped)
+    PYTHONPATH=$dest "$py" -P -c '
+import sys
+sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_torchcodec_editable")]
+import torchcodec
+from torchcodec._core import _build_config as b
+assert torchcodec.__file__.startswith(sys.argv[1]), torchcodec.__file__
+assert b.CUDA_KERNELS and b.CUDA_DRIVER, "built without CUDA"' "$dest"
+    git -C "$REPO" rev-parse HEAD >"$dest/.commit"
+  done
+}
+
 main() {
   mkdir -p "$BUNDLE" "$WORK"
+  if ((BUILD_ONLY)); then carry_build; return; fi
   install_build_deps
   make_media
   if [[ ! -x $PREFIX/bin/ffmpeg ]]; then
@@ -313,6 +360,7 @@ main() {
   check_media_is_current
   smoke_test_ffmpeg
   ls "$BUNDLE"/wheels/meson_python-*.whl >/dev/null 2>&1 || download_wheels
+  carry_build
   local kib
   kib=$(du -sk "$BUNDLE" | cut -f1)
   du -sh "$BUNDLE"/* >&2

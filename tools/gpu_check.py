@@ -1,37 +1,48 @@
 #!/usr/bin/env python3
-"""Check torchcodec's CUDA decoding on a machine with an NVIDIA GPU, and print one summary table.
+"""Check torchcodec's CUDA decoding on a machine with an NVIDIA GPU, one row at a time.
 
-    python tools/gpu_check.py [--device cuda|cuda:N|cpu] [--quick] [--out DIR]
+    python tools/gpu_check.py [--device cuda|cuda:N|cpu] [--quick] [--only probe,frames,race,interop,bench]
+                              [--out DIR] [--step NAME] [--summary FILE] [--deadline SECONDS]
 
-Three checks, each row of the table independent (an exception is reported in its row, never
-stops the others):
+Each row is printed and appended to DIR/gpu_check.md (a markdown table: step, check, subject, result,
+status) and DIR/gpu_check.jsonl as soon as it is known, so that a run stopped early still says
+what it found; an exception is reported in its row and never stops the others. The checks:
 
-1. frames: every video file of the test corpus (tools/make_media.py) decoded with the device under
-   test and with the CPU decoder; per file the max and mean absolute difference of the RGB values,
-   the fraction of values that differ, the decoder's ``cpu_fallback`` reason and any exception.
-2. race: frames handed over on non-default streams. torch: decode on ``torch.cuda.Stream()`` made
+1. probe: the driver through ctypes only (no torchcodec needed, so it runs while torchcodec builds):
+   libcuda.so.1 and libnvcuvid.so.1 load, the driver version and device, and cuvidGetDecoderCaps
+   for h264, hevc, vp9, av1, vp8, mpeg4 and mpeg2 at 8 and 10 bits, 4:2:0 and 4:4:4. On a GPU a
+   missing libnvcuvid.so.1, or an NVDEC without H.264 / HEVC 8-bit 4:2:0, is a FAIL.
+2. frames: corpus files (tools/make_media.py) decoded with the device under test and with the CPU
+   decoder; per file the max and mean absolute difference of the RGB values, judged by the table of
+   tools/gpu_tolerances.py (also used by tests/test_cuda_decoding.py), and the decoder's
+   ``cpu_fallback``: a fallback for lack of libnvcuvid, or for a stream every NVDEC decodes, FAILs.
+3. race: frames handed over on non-default streams. torch: decode on ``torch.cuda.Stream()`` made
    current, sum on that stream at once (no synchronisation), copy to the host after
    ``synchronize()``; cupy the same on ``cupy.cuda.Stream(non_blocking=True)``; DLPack hand-offs
    torch -> cupy and cupy -> torch read on a second stream. Every other round first queues a large
    matrix product on the stream, so that output written without waiting for the stream's earlier
    work (or read before the write is done) shows as wrong sums or pixels.
-3. bench: NVDEC against the CPU decoder (``num_ffmpeg_threads`` 0 and 1) on the 1080p H.264 and
-   HEVC clips: sequential decoding of all frames in batches (``get_frames_in_range``), 10 random
-   frames (``get_frames_at``, sorted indices, a fresh decoder each time: the time includes opening
-   the file and its scan), and 1/2/4/8 decoders decoding in parallel threads (each its own decoder,
-   total frames/s); ratios device/CPU.
+4. interop: torchcodec's own device buffers (the numpy bridge on CUDA): each frame view
+   ``batch[i]`` through DLPack into torch and cupy (``data`` must point at frame i, whatever the
+   consumer does with ``byte_offset``), and the batch through ``__cuda_array_interface__`` v3.
+5. bench: NVDEC against the CPU decoder (``num_ffmpeg_threads`` 0 and 1): sequential decoding in
+   batches (``get_frames_in_range``), 10 random frames (``get_frames_at``, sorted indices, a fresh
+   decoder each time: the time includes opening the file and its scan), and one vs several decoders
+   in parallel threads (each its own decoder and stream, total frames/s); ratios device/CPU.
 
 ``--device cpu`` is a dry run for machines without a GPU: the device under test is the CPU
-decoder, the race rows use torch on the CPU (when installed) and numpy in cupy's place, and the
-table has the same rows; every frame difference must then be 0. ``--quick`` decodes fewer frames
-and fewer repetitions. ``--out DIR`` also writes the table (``gpu_check.md``) and all numbers
-(``gpu_check.json``). Exit status 1 when a row failed (an exception, a race mismatch, or a frame
-difference over ``--tolerance``).
+decoder, the race rows use torch on the CPU (when installed) and numpy in cupy's place, the interop
+rows numpy arrays, and the table has the same rows; every frame difference must then be 0 (the
+probe runs against whatever libcuda.so.1 / libnvcuvid.so.1 the library path finds: the stubs of
+tests/cuda_stubs in tools/gpu_check.sh's dry run). ``--quick`` decodes fewer frames and
+repetitions (30 frames per file; the 1080p corpus clips as benchmark, one vs eight decoders).
+Exit status 1 when a row failed.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import dataclasses
 import importlib
 import importlib.util
@@ -44,23 +55,37 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))       # make_media (scripts run with python -P lack their folder)
+sys.path.insert(0, str(HERE))       # make_media, gpu_tolerances (scripts run with python -P lack their folder)
 
+import gpu_tolerances  # noqa: E402
 import make_media  # noqa: E402
 import numpy as np  # noqa: E402
 
-import torchcodec  # noqa: E402
-from torchcodec.decoders import VideoDecoder  # noqa: E402
+
+def torchcodec_module() -> Any:
+    """torchcodec, imported on first use: the probe runs before (and without) a build."""
+    return importlib.import_module("torchcodec")
+
+
+def video_decoder(*args: Any, **kwargs: Any) -> Any:
+    return importlib.import_module("torchcodec.decoders").VideoDecoder(*args, **kwargs)
+
+
+def bridge(name: str) -> contextlib.AbstractContextManager:
+    return torchcodec_module().bridge(name)
+
 
 BENCH_CLIPS = ("bench_1080p_h264.mp4", "bench_1080p_hevc.mp4")
+QUICK_BENCH_CLIPS = gpu_tolerances.CODED_SIZE_CLIPS     # 30 frames of 1080p each, in the corpus
 RACE_CLIP = "h264_bframes.mp4"
 BATCH = 32                      # frames per get_frames_in_range call when benchmarking
 RANDOM_FRAMES = 10
 THREAD_COUNTS = (1, 2, 4, 8)
+QUICK_THREAD_COUNTS = (1, 8)    # one decoder against eight
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +96,8 @@ class Settings:
     files: tuple[str, ...]      # corpus files for the frame comparison
     bench_clips: tuple[str, ...]
     race_clip: str
-    tolerance: int              # largest frame difference that still passes
     cuda_backend: str
+    bridge: str                 # what frames and benchmarks decode into: auto, torch, cupy, numpy
     deadline: float             # time.monotonic() after which no new row is started
 
     def out_of_time(self) -> bool:
@@ -98,7 +123,7 @@ class Settings:
 
     @property
     def thread_counts(self) -> tuple[int, ...]:
-        return THREAD_COUNTS[:2] if self.quick else THREAD_COUNTS
+        return QUICK_THREAD_COUNTS if self.quick else THREAD_COUNTS
 
     @property
     def race_rounds(self) -> int:
@@ -275,35 +300,151 @@ def load_lib(name: str, settings: Settings) -> ArrayLib:
     return CupyLib(settings.device)
 
 
+class OwnBufferLib(NumpyLib):
+    """torchcodec's own device buffers (the numpy bridge on CUDA without torch or cupy), read back
+    with the driver: the buffer's CUDA Array Interface (which waits for its writes), then
+    cuMemcpyDtoH through ctypes in the device's primary context."""
+
+    def __init__(self, device: str) -> None:
+        self.cu = ctypes.CDLL("libcuda.so.1")
+        self.device, self.context = ctypes.c_int(), ctypes.c_void_p()
+        index = int(device.partition(":")[2] or 0)
+        if self.cu.cuDeviceGet(ctypes.byref(self.device), index) or \
+                self.cu.cuDevicePrimaryCtxRetain(ctypes.byref(self.context), self.device):
+            raise RuntimeError(f"cannot reach cuda:{index} through libcuda.so.1")
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        interface = array.__cuda_array_interface__
+        if interface["strides"] is not None:
+            raise ValueError("OwnBufferLib reads C-contiguous buffers only")
+        out = np.empty(interface["shape"], np.dtype(interface["typestr"]))
+        self.cu.cuCtxPushCurrent_v2(self.context)
+        try:
+            ret = self.cu.cuMemcpyDtoH_v2(out.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint64(interface["data"][0]),
+                                          ctypes.c_size_t(out.nbytes))
+        finally:
+            self.cu.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+        if ret != 0:
+            raise RuntimeError(f"cuMemcpyDtoH failed with CUresult {ret}")
+        return out
+
+
 def output_lib(settings: Settings) -> ArrayLib:
-    """The library the frame check and the benchmark decode into: torch when installed (cupy on a
-    GPU machine without torch), numpy in a dry run without torch."""
-    for name in ("torch", "cupy"):
-        if importlib.util.find_spec(name) is not None:
+    """The library the frame check and the benchmark decode into (``--bridge``): by default torch
+    when installed, else cupy, else numpy (torchcodec's own device buffers on a GPU)."""
+    names = ("torch", "cupy") if settings.bridge == "auto" else (settings.bridge,)
+    for name in names:
+        if name in ("torch", "cupy") and importlib.util.find_spec(name) is not None:
             return load_lib(name, settings)
-    if settings.dry_run:
-        return NumpyLib()
-    raise RuntimeError("neither torch nor cupy is installed: CUDA frames need one of them")
+    if settings.bridge not in ("auto", "numpy"):
+        raise RuntimeError(f"--bridge {settings.bridge}: {settings.bridge} is not installed")
+    return NumpyLib() if settings.dry_run else OwnBufferLib(settings.device)
 
 
 def backend_context(settings: Settings) -> contextlib.AbstractContextManager:
     """``set_cuda_backend(settings.cuda_backend)`` for CUDA decoders (a no-op in the dry run, or
     where this torchcodec has no backend choice)."""
-    setter = getattr(torchcodec.decoders, "set_cuda_backend", None)
+    setter = getattr(importlib.import_module("torchcodec.decoders"), "set_cuda_backend", None)
     if settings.dry_run or setter is None:
         return contextlib.nullcontext()
     return setter(settings.cuda_backend)
 
 
-def open_decoder(path: pathlib.Path, device: str, settings: Settings, **options: Any) -> VideoDecoder:
+def open_decoder(path: pathlib.Path, device: str, settings: Settings, **options: Any) -> Any:
     with backend_context(settings):
-        return VideoDecoder(path, device=device, dimension_order="NHWC", **options)
+        return video_decoder(path, device=device, dimension_order="NHWC", **options)
 
 
-def fallback_reason(decoder: VideoDecoder) -> str:
+def fallback_reason(decoder: Any) -> str:
     """Why a CUDA decoder decoded on the CPU ("" when it did not)."""
     fallback = getattr(decoder, "cpu_fallback", False)
     return str(fallback) if fallback else ""
+
+
+# --------------------------------------------------------------------------------------------
+# 0. probe: the driver and NVDEC through ctypes (no torchcodec: runs while it builds)
+
+
+class CuvidDecodeCaps(ctypes.Structure):   # CUVIDDECODECAPS (ffnvcodec's dynlink_cuviddec.h)
+    _fields_ = [("eCodecType", ctypes.c_int), ("eChromaFormat", ctypes.c_int), ("nBitDepthMinus8", ctypes.c_uint),
+                ("reserved1", ctypes.c_uint * 3), ("bIsSupported", ctypes.c_ubyte), ("nNumNVDECs", ctypes.c_ubyte),
+                ("nOutputFormatMask", ctypes.c_ushort), ("nMaxWidth", ctypes.c_uint), ("nMaxHeight", ctypes.c_uint),
+                ("nMaxMBCount", ctypes.c_uint), ("nMinWidth", ctypes.c_ushort), ("nMinHeight", ctypes.c_ushort),
+                ("bIsHistogramSupported", ctypes.c_ubyte), ("nCounterBitDepth", ctypes.c_ubyte),
+                ("nMaxHistogramBins", ctypes.c_ushort), ("reserved3", ctypes.c_uint * 10)]
+
+
+PROBE_CODECS = {"h264": 4, "hevc": 8, "vp9": 10, "av1": 11, "vp8": 9, "mpeg4": 2, "mpeg2": 1}   # cudaVideoCodec
+PROBE_FORMATS = (("4:2:0", 1, 8), ("4:2:0", 1, 10), ("4:4:4", 3, 8), ("4:4:4", 3, 10))   # cudaVideoChromaFormat
+REQUIRED_CAPS = {("h264", "4:2:0", 8), ("hevc", "4:2:0", 8)}     # every NVDEC has them
+
+
+def check_probe(settings: Settings) -> Iterator[Row]:
+    """libcuda.so.1 and libnvcuvid.so.1, the driver version and device, and cuvidGetDecoderCaps per
+    codec. Missing libraries FAIL on a GPU (skipped in a dry run without the stubs)."""
+    missing = "FAIL" if not settings.dry_run else "skipped"
+    index = int(settings.device.partition(":")[2] or 0) if not settings.dry_run else 0
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as error:
+        yield Row("probe", "libcuda.so.1", f"does not load: {error}", missing)
+        return
+    version, count, device = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)
+    major, minor, name = ctypes.c_int(0), ctypes.c_int(0), ctypes.create_string_buffer(256)
+    ret = cuda.cuInit(0)
+    if ret == 0:
+        ret = cuda.cuDeviceGetCount(ctypes.byref(count)) or cuda.cuDeviceGet(ctypes.byref(device), index)
+    if ret != 0:
+        yield Row("probe", "libcuda.so.1", f"loads, but the driver finds no usable device cuda:{index} "
+                                           f"(CUresult {ret})", missing, {"cuda_error": ret})
+        return
+    cuda.cuDriverGetVersion(ctypes.byref(version))
+    cuda.cuDeviceGetName(name, 256, device)
+    capability = ("sm_%d%d" % (major.value, minor.value)
+                  if cuda.cuDeviceComputeCapability(ctypes.byref(major), ctypes.byref(minor), device) == 0 else "sm_?")
+    numbers = {"driver_cuda_version": version.value, "devices": count.value, "name": name.value.decode(),
+               "capability": capability}
+    yield Row("probe", "libcuda.so.1", f"driver CUDA {version.value // 1000}.{version.value % 1000 // 10}, "
+                                       f"{count.value} device(s); cuda:{index} {name.value.decode()} ({capability})",
+              "ok", numbers)
+    try:
+        nvcuvid = ctypes.CDLL("libnvcuvid.so.1")
+    except OSError as error:
+        yield Row("probe", "libnvcuvid.so.1", f"does not load ({error}): no NVDEC, so every CUDA decoder would fall "
+                                              f"back to the CPU (container images need NVIDIA_DRIVER_CAPABILITIES "
+                                              f"with 'video')", missing)
+        return
+    if not hasattr(nvcuvid, "cuvidGetDecoderCaps"):
+        yield Row("probe", "libnvcuvid.so.1", "loads, but has no cuvidGetDecoderCaps (driver too old)", missing)
+        return
+    yield Row("probe", "libnvcuvid.so.1", "loads", "ok")
+    context = ctypes.c_void_p()
+    if cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) != 0:
+        yield Row("probe", "caps", "cannot retain the primary context", "ERROR")
+        return
+    try:
+        for codec, codec_id in PROBE_CODECS.items():
+            if settings.out_of_time():
+                yield out_of_time_row("probe", f"caps {codec}")
+                continue
+            parts, status, found = [], "ok", {}
+            for chroma, chroma_id, depth in PROBE_FORMATS:
+                caps = CuvidDecodeCaps(eCodecType=codec_id, eChromaFormat=chroma_id, nBitDepthMinus8=depth - 8)
+                cuda.cuCtxPushCurrent_v2(context)
+                ret = nvcuvid.cuvidGetDecoderCaps(ctypes.byref(caps))
+                cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+                key = f"{chroma} {depth}-bit"
+                if ret != 0:
+                    parts.append(f"{key} error {ret}")
+                    status = "ERROR"
+                    continue
+                found[key] = bool(caps.bIsSupported)
+                parts.append(f"{key} up to {caps.nMaxWidth}x{caps.nMaxHeight}" if caps.bIsSupported else f"{key} no")
+                if (codec, chroma, depth) in REQUIRED_CAPS and not caps.bIsSupported:
+                    status = "FAIL"
+            yield Row("probe", f"caps {codec}", "; ".join(parts), status, found)
+    finally:
+        cuda.cuDevicePrimaryCtxRelease(device)
 
 
 # --------------------------------------------------------------------------------------------
@@ -314,7 +455,7 @@ def has_video_stream(path: pathlib.Path) -> bool:
     """False only for a file that opens and has no video stream: one that does not open is kept,
     for its row to report why."""
     try:
-        VideoDecoder(path, seek_mode="approximate")
+        video_decoder(path, seek_mode="approximate")
     except ValueError as error:
         return "no video stream" not in str(error)
     except Exception:   # noqa: BLE001
@@ -344,12 +485,12 @@ def frame_differences(actual: np.ndarray, expected: np.ndarray) -> dict[str, Any
 def compare_file(name: str, lib: ArrayLib, settings: Settings) -> Row:
     path = settings.media / name
     try:
-        with torchcodec.bridge(lib.bridge):
+        with bridge(lib.bridge):
             device_decoder = open_decoder(path, settings.device, settings)
             count = min(len(device_decoder), settings.max_frames)
             actual = lib.to_numpy(device_decoder.get_frames_in_range(0, count).data)
-        with torchcodec.bridge("numpy"):
-            expected = VideoDecoder(path, dimension_order="NHWC").get_frames_in_range(0, count).data
+        with bridge("numpy"):
+            expected = video_decoder(path, dimension_order="NHWC").get_frames_in_range(0, count).data
         numbers = {"frames": count, **frame_differences(actual, expected),
                    "cpu_fallback": fallback_reason(device_decoder)}
     except Exception as error:   # noqa: BLE001  (one file failing must not stop the others)
@@ -358,17 +499,27 @@ def compare_file(name: str, lib: ArrayLib, settings: Settings) -> Row:
               f"{100 * numbers['fraction_differing']:.2f}% differ")
     if numbers["cpu_fallback"]:
         result += f"; CPU fallback: {numbers['cpu_fallback']}"
-    status = "ok" if numbers["max_abs_diff"] <= settings.tolerance else "FAIL"
+    try:
+        status, why = gpu_tolerances.judge(name, numbers["max_abs_diff"], numbers["mean_abs_diff"],
+                                           numbers["cpu_fallback"], on_gpu=not settings.dry_run)
+    except KeyError:
+        return Row("frames", name, result + "; not in tools/gpu_tolerances.py's table", "ERROR", numbers)
+    if why:
+        result += f"; {why}"
+    elif not settings.dry_run:
+        entry = gpu_tolerances.tolerance(name)
+        result += f" (bounds: max {entry.max_abs}, mean {entry.mean_abs})"
     return Row("frames", name, result, status, numbers)
 
 
-def check_frames(settings: Settings) -> list[Row]:
+def check_frames(settings: Settings) -> Iterator[Row]:
     try:
         lib = output_lib(settings)
     except Exception as error:   # noqa: BLE001
-        return [Row("frames", "corpus", error_text(error), "ERROR")]
-    return [compare_file(name, lib, settings) if not settings.out_of_time() else out_of_time_row("frames", name)
-            for name in video_files(settings)]
+        yield Row("frames", "corpus", error_text(error), "ERROR")
+        return
+    for name in video_files(settings):
+        yield compare_file(name, lib, settings) if not settings.out_of_time() else out_of_time_row("frames", name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,8 +550,8 @@ class CpuReference:
     """The CPU decoder's frames of one file, and their sums, per set of indices."""
 
     def __init__(self, path: pathlib.Path) -> None:
-        with torchcodec.bridge("numpy"):
-            decoder = VideoDecoder(path, dimension_order="NHWC")
+        with bridge("numpy"):
+            decoder = video_decoder(path, dimension_order="NHWC")
             self.frames = decoder.get_frames_in_range(0, len(decoder)).data
 
     def __len__(self) -> int:
@@ -422,7 +573,7 @@ def race_on_own_stream(lib: ArrayLib, path: pathlib.Path, reference: CpuReferenc
     tally = RaceTally()
     stream = lib.new_stream()
     pending = []
-    with torchcodec.bridge(lib.bridge), lib.on_stream(stream):
+    with bridge(lib.bridge), lib.on_stream(stream):
         decoder = open_decoder(path, settings.device, settings)
         for round_number in range(settings.race_rounds):
             indices = round_indices(round_number, len(reference), 8)
@@ -448,11 +599,11 @@ def race_through_dlpack(producer: ArrayLib, consumer: ArrayLib, path: pathlib.Pa
     stream after it), then read them on another stream of the consumer's."""
     tally = RaceTally()
     producer_stream, consumer_stream = producer.new_stream(), consumer.new_stream()
-    with torchcodec.bridge(producer.bridge):
+    with bridge(producer.bridge):
         decoder = open_decoder(path, settings.device, settings)
     for round_number in range(settings.race_rounds):
         indices = round_indices(1000 + round_number, len(reference), 8)
-        with torchcodec.bridge(producer.bridge), producer.on_stream(producer_stream):
+        with bridge(producer.bridge), producer.on_stream(producer_stream):
             if round_number % 2 == 0:
                 producer.busy()
             frames = decoder.get_frames_at(indices).data
@@ -468,12 +619,13 @@ def race_through_dlpack(producer: ArrayLib, consumer: ArrayLib, path: pathlib.Pa
     return tally.row(f"DLPack {producer.name} -> {consumer.name}, read on another stream")
 
 
-def check_races(settings: Settings) -> list[Row]:
+def check_races(settings: Settings) -> Iterator[Row]:
     path = settings.media / settings.race_clip
     try:
         reference = CpuReference(path)
     except Exception as error:   # noqa: BLE001
-        return [Row("race", settings.race_clip, error_text(error), "ERROR")]
+        yield Row("race", settings.race_clip, error_text(error), "ERROR")
+        return
     libs: dict[str, ArrayLib] = {}
     jobs: list[tuple[str, Callable[[], Row] | str]] = []     # (subject, job or why skipped)
     for name in ("torch", "cupy"):
@@ -491,23 +643,98 @@ def check_races(settings: Settings) -> list[Row]:
                   lambda: race_through_dlpack(other, torch_lib, path, reference, settings))]
     else:
         jobs.append(("DLPack hand-offs", "needs both torch and cupy"))
-    rows = []
     for subject, job in jobs:
         if isinstance(job, str):
-            rows.append(Row("race", subject, job, "skipped"))
+            yield Row("race", subject, job, "skipped")
             continue
         if settings.out_of_time():
-            rows.append(out_of_time_row("race", subject))
+            yield out_of_time_row("race", subject)
             continue
         try:
-            rows.append(job())
+            yield job()
         except Exception as error:   # noqa: BLE001
-            rows.append(Row("race", subject, error_text(error), "ERROR", {"error": error_text(error)}))
-    return rows
+            yield Row("race", subject, error_text(error), "ERROR", {"error": error_text(error)})
 
 
 # --------------------------------------------------------------------------------------------
-# 3. bench: device vs CPU decoder on 1080p clips
+# 4. interop: torchcodec's own device buffers through DLPack and the CUDA Array Interface
+
+INTEROP_FRAMES = [0, 5, 17, 42]
+
+
+def own_buffer(settings: Settings, shape: tuple) -> Any:
+    """Memory torchcodec allocates itself (a DeviceBuffer on the legacy default stream); numpy in a dry run."""
+    if settings.dry_run:
+        return np.zeros(shape, np.uint8)
+    from torchcodec._core import _cuda_driver, _device_buffer
+    context = _cuda_driver.load_driver().context(int(settings.device.partition(":")[2] or 0))
+    return _device_buffer.DeviceBuffer.empty(context, shape, "uint8", 1)
+
+
+def check_interop(settings: Settings) -> Iterator[Row]:
+    """Frames decoded into torchcodec's own buffer, then each view ``buffer[i]`` taken by torch and
+    cupy through DLPack (``data`` must be frame i's address: a consumer ignoring ``byte_offset``
+    reads right), and the batch through ``__cuda_array_interface__`` v3 (cupy.asarray)."""
+    path = settings.media / settings.race_clip
+    if settings.out_of_time():
+        yield out_of_time_row("interop", "DLPack frame views and the CUDA Array Interface")
+        return
+    try:
+        reference = CpuReference(path)
+        expected = reference.batch(INTEROP_FRAMES)
+        buffer = own_buffer(settings, expected.shape)
+        with bridge("numpy"):
+            open_decoder(path, settings.device, settings).get_frames_at(INTEROP_FRAMES, out=buffer)
+    except Exception as error:   # noqa: BLE001
+        yield Row("interop", "decode into an own buffer", error_text(error), "ERROR", {"error": error_text(error)})
+        return
+    consumers: list[tuple[str, Callable[[Any], np.ndarray] | str]] = []
+    for name in ("torch", "cupy"):
+        if importlib.util.find_spec(name) is None:
+            consumers.append((f"DLPack frame views -> {name}", f"{name} is not installed"))
+            continue
+        module = importlib.import_module(name)
+        if name == "torch":
+            consumers.append(("DLPack frame views -> torch", lambda view: module.from_dlpack(view).cpu().numpy()))
+        elif settings.dry_run:
+            consumers.append(("DLPack frame views -> cupy", "a dry run has no cupy device arrays"))
+        else:
+            consumers.append(("DLPack frame views -> cupy", lambda view: module.from_dlpack(view).get()))
+    if settings.dry_run:
+        consumers.append(("DLPack frame views -> numpy (cupy's stand-in)", lambda view: np.from_dlpack(view)))
+    for subject, read in consumers:
+        if isinstance(read, str):
+            yield Row("interop", subject, read, "skipped")
+            continue
+        try:
+            wrong = [i for i, frame in enumerate(expected) if not np.array_equal(read(buffer[i]), frame)]
+        except Exception as error:   # noqa: BLE001
+            yield Row("interop", subject, error_text(error), "ERROR", {"error": error_text(error)})
+            continue
+        yield Row("interop", subject, f"{len(expected) - len(wrong)} of {len(expected)} frames read right"
+                  + (f"; wrong: views {wrong}" if wrong else ""), "FAIL" if wrong else "ok", {"wrong": wrong})
+    subject = "CUDA Array Interface v3 -> cupy" if not settings.dry_run else "buffer protocol -> numpy (CAI's stand-in)"
+    try:
+        if settings.dry_run:
+            seen = np.asarray(buffer)
+        else:
+            if importlib.util.find_spec("cupy") is None:
+                yield Row("interop", subject, "cupy is not installed", "skipped")
+                return
+            import cupy
+            interface = buffer.__cuda_array_interface__
+            if interface["version"] != 3 or interface["stream"] is not None:
+                raise ValueError(f"interface {interface}")
+            seen = cupy.asarray(buffer).get()
+        same = bool(np.array_equal(seen, expected))
+        yield Row("interop", subject, "the batch reads right" if same else "the batch differs from the CPU's",
+                  "ok" if same else "FAIL")
+    except Exception as error:   # noqa: BLE001
+        yield Row("interop", subject, error_text(error), "ERROR", {"error": error_text(error)})
+
+
+# --------------------------------------------------------------------------------------------
+# 5. bench: device vs CPU decoder on 1080p clips
 
 
 @dataclasses.dataclass(frozen=True)
@@ -523,7 +750,7 @@ def contenders(settings: Settings) -> list[Contender]:
             Contender("cpu t0", "cpu", 0), Contender("cpu t1", "cpu", 1)]
 
 
-def decode_sequentially(decoder: VideoDecoder, count: int, lib: ArrayLib) -> None:
+def decode_sequentially(decoder: Any, count: int, lib: ArrayLib) -> None:
     for start in range(0, count, BATCH):
         decoder.get_frames_in_range(start, min(start + BATCH, count))
     lib.synchronize()
@@ -531,7 +758,7 @@ def decode_sequentially(decoder: VideoDecoder, count: int, lib: ArrayLib) -> Non
 
 def sequential_fps(path: pathlib.Path, who: Contender, lib: ArrayLib, settings: Settings) -> float:
     """Frames per second decoding from the start in batches (the decoder opened beforehand)."""
-    with torchcodec.bridge(lib.bridge):
+    with bridge(lib.bridge):
         decoder = open_decoder(path, who.device, settings, num_ffmpeg_threads=who.threads)
         count = min(len(decoder), settings.bench_frames)
         start = time.perf_counter()
@@ -543,7 +770,7 @@ def random_frames_seconds(path: pathlib.Path, who: Contender, lib: ArrayLib, set
     """Median time to open a decoder and get 10 frames at random sorted indices (new draws each
     repetition, the same draws for every contender)."""
     times = []
-    with torchcodec.bridge(lib.bridge):
+    with bridge(lib.bridge):
         for repeat in range(settings.repeats):
             start = time.perf_counter()
             decoder = open_decoder(path, who.device, settings, num_ffmpeg_threads=who.threads)
@@ -558,21 +785,21 @@ def parallel_fps(path: pathlib.Path, who: Contender, lib: ArrayLib, settings: Se
                  num_threads: int) -> float:
     """Total frames per second of ``num_threads`` decoders, one per thread and stream, each decoding
     the same frames from the start (decoders opened before the clock starts)."""
-    def open_one() -> VideoDecoder:
+    def open_one() -> Any:
         return open_decoder(path, who.device, settings, num_ffmpeg_threads=who.threads)
 
-    with torchcodec.bridge(lib.bridge):
+    with bridge(lib.bridge):
         decoders = [open_one() for _ in range(num_threads)]
     count = min(len(decoders[0]), settings.bench_frames)
     ready = threading.Barrier(num_threads + 1)
     errors: list[BaseException] = []
 
-    def work(decoder: VideoDecoder) -> None:
+    def work(decoder: Any) -> None:
         stream = lib.new_stream()    # each thread its own stream, as a data loader's workers would
         ready.wait()
         try:
             # the bridge is per thread (a ContextVar)
-            with torchcodec.bridge(lib.bridge), lib.on_stream(stream):
+            with bridge(lib.bridge), lib.on_stream(stream):
                 decode_sequentially(decoder, count, lib)
         except BaseException as error:   # noqa: BLE001  (re-raised in the calling thread)
             errors.append(error)
@@ -617,27 +844,26 @@ def bench_measure(subject: str, measure: Callable[[Contender], float], settings:
     return Row("bench", subject, result, status, {"unit": unit, **values, **ratios, "errors": errors})
 
 
-def check_bench(settings: Settings) -> list[Row]:
+def check_bench(settings: Settings) -> Iterator[Row]:
     try:
         lib = output_lib(settings)
     except Exception as error:   # noqa: BLE001
-        return [Row("bench", "setup", error_text(error), "ERROR")]
-    rows = []
+        yield Row("bench", "setup", error_text(error), "ERROR")
+        return
     for clip in settings.bench_clips:
         path = settings.media / clip
         short = pathlib.Path(clip).stem.removeprefix("bench_")
-        rows.append(bench_measure(
+        yield bench_measure(
             f"{short}: sequential ({settings.bench_frames} frames max)",
-            lambda who, path=path: sequential_fps(path, who, lib, settings), settings, "fps", True))
-        rows.append(bench_measure(
+            lambda who, path=path: sequential_fps(path, who, lib, settings), settings, "fps", True)
+        yield bench_measure(
             f"{short}: open + {RANDOM_FRAMES} random frames",
-            lambda who, path=path: random_frames_seconds(path, who, lib, settings), settings, "s", False))
+            lambda who, path=path: random_frames_seconds(path, who, lib, settings), settings, "s", False)
         for num_threads in settings.thread_counts:
-            rows.append(bench_measure(
+            yield bench_measure(
                 f"{short}: {num_threads} decoder(s) in {num_threads} thread(s)",
                 lambda who, path=path, n=num_threads: parallel_fps(path, who, lib, settings, n),
-                settings, "fps", True))
-    return rows
+                settings, "fps", True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -645,6 +871,7 @@ def check_bench(settings: Settings) -> list[Row]:
 
 
 def versions() -> dict[str, str]:
+    torchcodec = torchcodec_module()
     found = {"python": sys.version.split()[0], "torchcodec": torchcodec.__version__,
              "ffmpeg": torchcodec.ffmpeg_version(), "numpy": np.__version__,
              "cuda_available": str(torchcodec.cuda_available())}
@@ -669,33 +896,110 @@ def markdown_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def parse_args(argv: Sequence[str] | None) -> tuple[Settings, pathlib.Path | None, list[str]]:
+def junit_rows(path: pathlib.Path) -> Iterator[Row]:
+    """A pytest JUnit XML report as rows: one with the counts, one per failed or erroring test with
+    the first line of its message (the full traceback is in the step's streamed output)."""
+    import xml.etree.ElementTree as ElementTree
+    try:
+        root = ElementTree.parse(path).getroot()
+    except (OSError, ElementTree.ParseError) as error:
+        yield Row("pytest", path.name, f"no report: {error}", "ERROR")
+        return
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    seconds = 0.0
+    for suite in root.iter("testsuite"):
+        for key in counts:
+            counts[key] += int(suite.get(key, 0))
+        seconds += float(suite.get("time", 0))
+    passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
+    bad = counts["failures"] + counts["errors"]
+    files = sorted({case.get("classname", "").split(".")[-1] for case in root.iter("testcase")} - {""})
+    yield Row("pytest", ", ".join(files) or path.name,
+              f"{passed} passed, {counts['failures']} failed, {counts['errors']} errors, {counts['skipped']} skipped "
+              f"in {seconds:.0f}s", "FAIL" if bad else ("ok" if passed else "skipped"), {**counts, "seconds": seconds})
+    for case in root.iter("testcase"):
+        for kind in ("failure", "error"):
+            found = case.find(kind)
+            if found is not None:
+                message = (found.get("message") or found.text or "").strip().splitlines()
+                yield Row("pytest", f"{case.get('classname', '').split('.')[-1]}::{case.get('name')}",
+                          message[0][:300] if message else kind, "FAIL" if kind == "failure" else "ERROR")
+
+
+TABLE_HEADER = "| step | check | subject | result | status |\n| --- | --- | --- | --- | --- |\n"
+
+
+class RowLog:
+    """Rows as they come: printed, and appended to OUT/gpu_check.md (one markdown table shared with
+    tools/gpu_check.sh's own rows, the header written by whoever starts the file) and to
+    OUT/gpu_check.jsonl (one JSON object per row), each flushed at once."""
+
+    def __init__(self, out: pathlib.Path | None, step: str) -> None:
+        self.out, self.step, self.rows = out, step, []
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            table = out / "gpu_check.md"
+            if not table.exists() or table.stat().st_size == 0:
+                table.write_text(TABLE_HEADER)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        print(f"  {row.check:7} {row.status:7} {row.subject}: {row.result}", flush=True)
+        if self.out is None:
+            return
+        with open(self.out / "gpu_check.md", "a") as table:
+            table.write(f"| {self.step} | {row.check} | {cell(row.subject)} | {cell(row.result)} | {row.status} |\n")
+        with open(self.out / "gpu_check.jsonl", "a") as lines:
+            lines.write(json.dumps({"step": self.step, **dataclasses.asdict(row)}) + "\n")
+
+
+@dataclasses.dataclass
+class Outputs:
+    out: pathlib.Path | None
+    step: str
+    summary: pathlib.Path | None
+    only: list[str]
+    junit: pathlib.Path | None
+
+
+def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Outputs]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu for a dry run (default cuda)")
-    parser.add_argument("--quick", action="store_true", help="fewer frames, repetitions and threads")
-    parser.add_argument("--out", type=pathlib.Path, help="also write gpu_check.md and gpu_check.json here")
+    parser.add_argument("--quick", action="store_true",
+                        help="30 frames per file, fewer repetitions; the 1080p corpus clips as benchmark, 1 vs 8 decoders")
+    parser.add_argument("--out", type=pathlib.Path,
+                        help="append the rows to OUT/gpu_check.md and OUT/gpu_check.jsonl as they come")
+    parser.add_argument("--step", default="gpu_check", help="the step name in the table's first column")
+    parser.add_argument("--summary", type=pathlib.Path,
+                        help="write versions, timings and rows here at the end (default OUT/<step>.json)")
     parser.add_argument("--media", type=pathlib.Path, default=make_media.MEDIA_DIR,
                         help=f"the corpus folder (default {make_media.MEDIA_DIR})")
     parser.add_argument("--files", help="comma-separated corpus files to compare (default: the whole corpus)")
-    parser.add_argument("--bench-clips", default=",".join(BENCH_CLIPS), help="comma-separated clips to benchmark")
+    parser.add_argument("--bench-clips", default=None,
+                        help=f"comma-separated clips to benchmark (default {','.join(BENCH_CLIPS)}; "
+                             f"with --quick {','.join(QUICK_BENCH_CLIPS)})")
     parser.add_argument("--race-clip", default=RACE_CLIP)
-    parser.add_argument("--tolerance", type=int, default=None,
-                        help="largest frame difference that passes (default 0 on cpu, 2 on cuda)")
     parser.add_argument("--cuda-backend", default="nvdec", choices=("nvdec", "ffmpeg"))
-    parser.add_argument("--only", default="frames,race,bench", help="comma-separated checks to run")
+    parser.add_argument("--bridge", default="auto", choices=("auto", "torch", "cupy", "numpy"),
+                        help="the output library of the frame check and the benchmark (default: torch, else cupy, "
+                             "else torchcodec's own buffers)")
+    parser.add_argument("--only", default="probe,frames,race,interop,bench", help="comma-separated checks to run")
     parser.add_argument("--deadline", type=float, default=None,
                         help="seconds after which rows not yet started are skipped (the table is still printed)")
+    parser.add_argument("--junit", type=pathlib.Path,
+                        help="instead of checking: put this pytest JUnit XML report into the table")
     args = parser.parse_args(argv)
     if args.device != "cpu" and not args.device.startswith("cuda"):
         parser.error(f"--device must be cuda, cuda:N or cpu, not {args.device!r}")
     files = args.files.split(",") if args.files else make_media.default_names()
-    tolerance = args.tolerance if args.tolerance is not None else (0 if args.device == "cpu" else 2)
+    clips = args.bench_clips if args.bench_clips is not None else ",".join(
+        QUICK_BENCH_CLIPS if args.quick else BENCH_CLIPS)
     settings = Settings(args.device, args.quick, args.media, tuple(files),
-                        tuple(c for c in args.bench_clips.split(",") if c), args.race_clip,
-                        tolerance, args.cuda_backend,
+                        tuple(c for c in clips.split(",") if c), args.race_clip, args.cuda_backend, args.bridge,
                         time.monotonic() + (args.deadline if args.deadline is not None else float("inf")))
-    return settings, args.out, args.only.split(",")
+    summary = args.summary or (args.out / f"{args.step}.json" if args.out is not None else None)
+    return settings, Outputs(args.out, args.step, summary, args.only.split(","), args.junit)
 
 
 class Terminated(BaseException):
@@ -706,46 +1010,46 @@ def terminated(signum: int, frame: Any) -> None:
     raise Terminated()
 
 
-CHECKS: dict[str, Callable[[Settings], list[Row]]] = {
-    "frames": check_frames, "race": check_races, "bench": check_bench}
+CHECKS: dict[str, Callable[[Settings], Iterator[Row]]] = {
+    "probe": check_probe, "frames": check_frames, "race": check_races, "interop": check_interop,
+    "bench": check_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    settings, out, only = parse_args(argv)
-    unknown = set(only) - set(CHECKS)
+    settings, outputs = parse_args(argv)
+    if outputs.junit is not None:
+        outputs.only = ["junit"]
+    unknown = set(outputs.only) - set(CHECKS) - {"junit"}
     if unknown:
         print(f"unknown checks {sorted(unknown)}; choose from {sorted(CHECKS)}", file=sys.stderr)
         return 2
-    env = versions()
+    env = versions() if set(outputs.only) - {"probe", "junit"} else {"python": sys.version.split()[0]}
     print("gpu_check: device " + settings.device + ("" if not settings.dry_run else " (dry run)") + "; "
           + ", ".join(f"{k} {v}" for k, v in env.items()), flush=True)
-    rows: list[Row] = []
+    log = RowLog(outputs.out, outputs.step)
     timings = {}
     signal.signal(signal.SIGTERM, terminated)
-    for name in only:
+    for name in outputs.only:
         start = time.perf_counter()
         try:
-            new = CHECKS[name](settings)
+            for row in (CHECKS[name](settings) if name != "junit" else junit_rows(outputs.junit)):
+                log.add(row)
         except Terminated:
-            rows.append(Row(name, "(rest)", "terminated (SIGTERM, e.g. timeout): rows left out", "ERROR"))
+            log.add(Row(name, "(rest)", "terminated (SIGTERM, e.g. timeout): rows left out", "ERROR"))
             break
         finally:
             timings[name] = time.perf_counter() - start
-        for row in new:
-            print(f"  {row.check:6} {row.status:7} {row.subject}: {row.result}", flush=True)
-        rows += new
-    table = markdown_table(rows)
+    rows = log.rows
     failed = [r for r in rows if r.failed]
     verdict = f"{len(failed)} of {len(rows)} rows failed" if failed else f"all {len(rows)} rows passed"
     print(f"\n## gpu_check summary (device {settings.device}{', quick' if settings.quick else ''}): {verdict}\n")
-    print(table, flush=True)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "gpu_check.md").write_text(f"device {settings.device}: {verdict}\n\n{table}\n")
-        report = {"device": settings.device, "quick": settings.quick, "versions": env,
-                  "seconds": timings, "failed": len(failed),
+    print(markdown_table(rows), flush=True)
+    if outputs.summary is not None:
+        outputs.summary.parent.mkdir(parents=True, exist_ok=True)
+        report = {"device": settings.device, "quick": settings.quick, "step": outputs.step, "versions": env,
+                  "seconds": timings, "failed": len(failed), "verdict": verdict,
                   "rows": [dataclasses.asdict(r) for r in rows]}
-        (out / "gpu_check.json").write_text(json.dumps(report, indent=1) + "\n")
+        outputs.summary.write_text(json.dumps(report, indent=1) + "\n")
     return 1 if failed else 0
 
 

@@ -1,27 +1,38 @@
 #!/usr/bin/env bash
-# Build torchcodec on a machine with an NVIDIA GPU and check its CUDA path, in one command:
+# Check torchcodec's CUDA path on a machine with an NVIDIA GPU, in one command, ordered by what
+# matters, so that a run cut short still answers the important questions first:
 #
-#   bash tools/gpu_check.sh [--quick] [--device cuda|cuda:N|cpu]
+#   bash tools/gpu_check.sh [--quick] [--dry-run] [--device cuda|cuda:N]
 #
-# --device cpu is a dry run for a machine without a GPU (gpu_check.py's dry run; the build still
-# needs nvcc). PYTHON picks the interpreter (python3), GPU_CHECK_BUDGET the seconds (450), and
-# GPU_CHECK_FFMPEG=bundle forces the carried FFmpeg.
+#   setup    FFmpeg (the system's with dev files and CLI, else .gpu/ffmpeg), pkg-config, ffnvcodec,
+#            .gpu/wheels; then the build starts in the background: the carried build
+#            (.gpu/install/<ABI>, made by tools/gpu_bundle.sh) when it matches this Python, else
+#            pip with -Dcuda=enabled
+#   1 probe  libcuda.so.1 and libnvcuvid.so.1 load, driver and device, cuvidGetDecoderCaps of
+#            h264 hevc vp9 av1 vp8 mpeg4 mpeg2 at 8/10-bit 4:2:0/4:4:4 (ctypes: needs no build)
+#   2 build  waits for the build, imports it (kernels and driver loader present)
+#   3 nvdec  pytest -m cuda tests/test_nvdec.py tests/test_cuda_kernels.py: NVDEC planes equal the
+#            CPU's, pts order, flush/seek, HEVC RASL after a seek, 1080p (coded 1088), kernels
+#   4 frames GPU vs CPU RGB of the 1080p H.264 and HEVC clips, 30 frames each, judged by
+#            tools/gpu_tolerances.py
+#   5 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
+#            DLPack views and CUDA Array Interface (gpu_check.py race,interop), and the cuda tests
+#            of tests/test_device_buffer.py
+#   6 corpus every other cuda test (the whole corpus GPU vs CPU, converter, FFmpeg backend)
+#   7 bench  NVDEC vs the CPU decoder, one vs eight decoders, if time remains
 #
-# Steps, each under `timeout` so that the whole stays under GPU_CHECK_BUDGET seconds (450):
-#   1. machine   what the machine has: GPU and driver, Python, torch/cupy, nvcc, whether
-#                libcuda.so.1 and libnvcuvid.so.1 load, whether the system has FFmpeg dev files
-#   2. ffmpeg    the system's FFmpeg if it has dev files and a CLI, else .gpu/ffmpeg (made by
-#                tools/gpu_bundle.sh), put first on PKG_CONFIG_PATH, LD_LIBRARY_PATH and PATH
-#   3. wheels    .gpu/wheels/*.whl (meson-python and friends) installed into /tmp/site
-#   4. build     torchcodec built with -Dcuda=enabled (a missing nvcc or ffnvcodec fails loudly)
-#                and installed into /tmp/torchcodec-install
-#   5. pytest    every `cuda`-marked test (pytest -m cuda tests)
-#   6. check     tools/gpu_check.py: GPU vs CPU frames over the corpus, stream races, benchmark
-# then a summary of the steps. Six files go to $OUT when that variable is set (else to
-# /tmp/gpu_check): gpu_check.log (everything printed), build.log (the whole build), steps.log,
-# pytest-cuda.xml, gpu_check.md and gpu_check.json (the table); each step's own log stays in
-# /tmp/gpu_check-steps.
+# pytest runs with -v --tb=short, its output streamed; every step and every row of gpu_check.py goes
+# into one table, $OUT/gpu_check.md, as it is known (and $OUT/gpu_check.jsonl). Each step runs
+# under `timeout`, within GPU_CHECK_BUDGET seconds (290 with --quick, 450 without), later steps
+# getting what earlier ones left. Files in $OUT (else /tmp/gpu_check): gpu_check.log (everything
+# printed), gpu_check.md, gpu_check.jsonl, build.log, pytest-<step>.xml; step logs and summaries
+# stay in /tmp/gpu_check-steps.
 #
+# --dry-run (or --device cpu) rehearses the whole on a machine without a GPU: the stubs of
+# tests/cuda_stubs stand for libcuda.so.1 and libnvcuvid.so.1 in the probe; the pytest steps run
+# the stub tests (-m "not cuda") of the same files, which build and load their own stubs; gpu_check.py runs with --device cpu;
+# without a carried build the current environment's torchcodec is used. The table has the same
+# shape. PYTHON picks the interpreter (python3); GPU_CHECK_FFMPEG=bundle forces the carried FFmpeg.
 # Nothing is downloaded. Exit status: 0 when every step passed, else 1.
 set -uo pipefail
 
@@ -32,99 +43,77 @@ STEP_LOGS=/tmp/gpu_check-steps
 SITE=/tmp/site
 INSTALL=/tmp/torchcodec-install
 PYTHON=${PYTHON:-python3}
-BUDGET=${GPU_CHECK_BUDGET:-450}
-QUICK_FLAG=
+QUICK=0
+DRY_RUN=0
 DEVICE=cuda
 while (($#)); do
   case $1 in
-    --quick) QUICK_FLAG=--quick ;;
+    --quick) QUICK=1 ;;
+    --dry-run) DRY_RUN=1 ;;
     --device) DEVICE=$2; shift ;;
-    *) echo "usage: bash tools/gpu_check.sh [--quick] [--device cuda|cuda:N|cpu]" >&2; exit 2 ;;
+    *) echo "usage: bash tools/gpu_check.sh [--quick] [--dry-run] [--device cuda|cuda:N]" >&2; exit 2 ;;
   esac
   shift
 done
+[[ $DEVICE == cpu ]] && DRY_RUN=1
+((DRY_RUN)) && DEVICE=cpu
+BUDGET=${GPU_CHECK_BUDGET:-$((QUICK ? 290 : 450))}
+QUICK_FLAG=$( ((QUICK)) && echo --quick)
 
 START=$(date +%s)
-STEPS=()
 FAILED=0
 mkdir -p "$LOGS" "$STEP_LOGS"
-rm -f "$LOGS"/gpu_check.md "$LOGS"/gpu_check.json   # a table left by an earlier run
+rm -f "$LOGS"/gpu_check.md "$LOGS"/gpu_check.jsonl "$LOGS"/pytest-*.xml "$STEP_LOGS"/*
+printf '| step | check | subject | result | status |\n| --- | --- | --- | --- | --- |\n' >"$LOGS/gpu_check.md"
 cd "$REPO" || exit 1
 
 elapsed() { echo $(($(date +%s) - START)); }
 left() { echo $((BUDGET - $(elapsed))); }
 
-# step NAME CAP_SECONDS FUNCTION: run FUNCTION (exported, in a child bash) under timeout: CAP
-# (scaled by GPU_CHECK_BUDGET / 450, for slower machines), or what is left of the budget less
-# RESERVE seconds kept for later steps. Its output is shown and logged to $STEP_LOGS/NAME.log;
-# the outcome goes to STEPS. Returns FUNCTION's status.
+table_row() {   # table_row STEP CHECK SUBJECT RESULT STATUS
+  local result=${4//|/\\|}
+  printf '| %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "${result//$'\n'/ }" "$5" >>"$LOGS/gpu_check.md"
+}
+
+# step NAME CAP FUNCTION: run FUNCTION (exported, in a child bash, STEP_LIMIT in its environment)
+# under timeout: CAP seconds (scaled by the budget for slower machines), or what is left of the
+# budget less RESERVE seconds kept for later steps. Its output is streamed and logged to
+# $STEP_LOGS/NAME.log; the step's own row goes into the table. Returns FUNCTION's status. With
+# OPTIONAL=1 (the benchmark: "if time remains") running out of time is not a failure.
 RESERVE=0
+OPTIONAL=0
 step() {
-  local name=$1 cap=$2 limit status began
+  local name=$1 cap=$2 limit status began took
   shift 2
-  cap=$((cap * BUDGET / 450))
+  cap=$((cap * BUDGET / (QUICK ? 290 : 450)))
   limit=$(($(left) - RESERVE))
   ((limit > cap)) && limit=$cap
-  if ((limit < 5)); then
-    STEPS+=("$name: skipped (out of time)"); FAILED=1; return 1
+  if ((limit < 5)); then   # a check that did not run cannot pass: FAIL, unless it is optional
+    table_row "$name" step "$name" "not run: out of time ($(elapsed)s of ${BUDGET}s)" "$( ((OPTIONAL)) && echo skipped || echo FAIL)"
+    printf '\n==== %s: not run, out of time\n' "$name"
+    ((OPTIONAL)) && return 0
+    FAILED=1; return 1
   fi
-  printf '\n==== %s (limit %ss)\n' "$name" "$limit"
+  printf '\n==== %s (limit %ss, at %ss)\n' "$name" "$limit" "$(elapsed)"
   began=$SECONDS
-  timeout -k 5 "$limit" bash -c '"$@"' "$name" "$@" 2>&1 | tee "$STEP_LOGS/$name.log"
+  STEP_LIMIT=$limit timeout -k 5 "$limit" bash -c '"$@"' "$name" "$@" 2>&1 | tee "$STEP_LOGS/$name.log"
   status=${PIPESTATUS[0]}
-  record "$name" "$status" "$((SECONDS - began))" "$limit"
+  took=$((SECONDS - began))
+  if ((OPTIONAL && (status == 124 || status == 137))); then
+    table_row "$name" step "$name" "stopped after ${limit}s: the budget's end (the rows above are what it measured)" skipped
+    status=0
+  elif ((status == 124 || status == 137)); then
+    table_row "$name" step "$name" "TIMED OUT after ${limit}s" FAIL
+  elif ((status != 0)); then
+    table_row "$name" step "$name" "exit $status after ${took}s (see the rows above and $name.log)" FAIL
+  else
+    table_row "$name" step "$name" "done in ${took}s" ok
+  fi
+  ((status == 0)) || FAILED=1
   return "$status"
 }
 
-record() {   # record NAME STATUS SECONDS [LIMIT]
-  local name=$1 status=$2 took=$3 limit=${4:-}
-  if [[ -n $limit ]] && ((status == 124 || status == 137)); then
-    STEPS+=("$name: TIMED OUT after ${limit}s")
-  elif ((status != 0)); then
-    STEPS+=("$name: FAILED (exit $status, ${took}s)")
-  else
-    STEPS+=("$name: ok (${took}s)")
-  fi
-  ((status == 0)) || FAILED=1
-}
-
-# --- 1. machine -------------------------------------------------------------------------------
-
-describe_machine() {
-  echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n1)"
-  echo "python: $(command -v "$PYTHON") $("$PYTHON" -c 'import sys; print(sys.version.split()[0])')"
-  echo "nvcc: $(command -v nvcc || echo 'not on PATH') $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*')"
-  echo "pkg-config: $(command -v pkg-config || echo none)"
-  echo "cc: $(cc --version 2>/dev/null | head -n1 || echo none); ninja: $(ninja --version 2>/dev/null || echo none)"
-  echo "pip: $("$PYTHON" -m pip --version 2>&1 | cut -d' ' -f1-2)"
-  "$PYTHON" - <<'EOF'
-import ctypes, importlib, importlib.util
-for name in ("torch", "cupy", "Cython", "mesonpy", "numpy", "pytest"):
-    if importlib.util.find_spec(name) is None:
-        print(f"{name}: not installed")
-        continue
-    try:
-        module = importlib.import_module(name)
-        extra = ""
-        if name == "torch":
-            extra = f" (CUDA {module.version.cuda}, device: {module.cuda.is_available() and module.cuda.get_device_name()})"
-        print(f"{name}: {getattr(module, '__version__', '?')}{extra}")
-    except Exception as error:
-        print(f"{name}: import failed: {error}")
-for lib in ("libcuda.so.1", "libnvcuvid.so.1"):
-    try:
-        ctypes.CDLL(lib)
-        print(f"{lib}: loads")
-    except OSError as error:
-        print(f"{lib}: does not load ({error})")
-EOF
-  if system_ffmpeg_usable; then
-    echo "system FFmpeg: dev files $(pkg-config --modversion libavcodec) (libavcodec), CLI $(command -v ffmpeg)"
-  else
-    echo "system FFmpeg: no dev files or no CLI ($(pkg-config --modversion libavcodec 2>&1 | head -n1))"
-  fi
-  ls /usr/lib/x86_64-linux-gnu/libnvcuvid.so* /usr/local/nvidia/lib64/libnvcuvid.so* 2>/dev/null || true
-}
+# --- setup: FFmpeg, pkg-config, ffnvcodec, wheels (in this shell: its exports hold later) -------
 
 system_ffmpeg_usable() {
   command -v pkg-config >/dev/null && command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null &&
@@ -132,12 +121,15 @@ system_ffmpeg_usable() {
       'libswscale >= 6.7' 'libswresample >= 4.7'
 }
 
-# --- 2. ffmpeg --------------------------------------------------------------------------------
+abi_tag() {
+  "$PYTHON" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX").strip(".").removesuffix(".so"))'
+}
 
 use_ffmpeg() {
-  # Exported here (not in a step's subshell): the later steps build and test against it.
-  # GPU_CHECK_FFMPEG=bundle uses .gpu/ffmpeg even where the system has FFmpeg (to test it).
-  if [[ ${GPU_CHECK_FFMPEG:-auto} != bundle ]] && system_ffmpeg_usable; then
+  # The carried build was linked against the FFmpeg that .gpu/ffmpeg carries: with it, that one.
+  local want=${GPU_CHECK_FFMPEG:-auto}
+  [[ -d $BUNDLE/install/$(abi_tag) && -x $BUNDLE/ffmpeg/bin/ffmpeg ]] && want=bundle
+  if [[ $want != bundle ]] && system_ffmpeg_usable; then
     echo "using the system's FFmpeg $(pkg-config --modversion libavcodec)"
   elif [[ -x $BUNDLE/ffmpeg/bin/ffmpeg ]]; then
     export PKG_CONFIG_PATH=$BUNDLE/ffmpeg/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
@@ -152,26 +144,24 @@ use_ffmpeg() {
     [[ -x $BUNDLE/pkgconf/bin/pkg-config ]] || { echo "no pkg-config on this machine, none carried"; return 1; }
     export PATH=$BUNDLE/pkgconf/bin:$PATH
   fi
-  # ffnvcodec's headers (the CUDA loader): the system's, else the carried ones
   if ! pkg-config --exists ffnvcodec && [[ ! -f /usr/include/ffnvcodec/dynlink_loader.h ]]; then
     export PKG_CONFIG_PATH=$BUNDLE/ffnvcodec/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-    echo "using the carried ffnvcodec headers $(pkg-config --modversion ffnvcodec)"
+    echo "using the carried ffnvcodec headers"
   fi
   if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
     export PATH=$PATH:/usr/local/cuda/bin
   fi
   export FFMPEG FFPROBE
   FFMPEG=$(command -v ffmpeg) FFPROBE=$(command -v ffprobe)
-  export TORCHCODEC_MEDIA_DIR=$BUNDLE/media
-  [[ -d $TORCHCODEC_MEDIA_DIR ]] || unset TORCHCODEC_MEDIA_DIR   # then tests make the corpus
-  "$FFMPEG" -hide_banner -version | head -n1
-  echo "libavcodec $(pkg-config --modversion libavcodec), ffnvcodec $(pkg-config --modversion ffnvcodec)"
+  if [[ -d $BUNDLE/media ]]; then
+    export TORCHCODEC_MEDIA_DIR=$BUNDLE/media
+  fi
+  echo "$("$FFMPEG" -hide_banner -version | head -n1); media: ${TORCHCODEC_MEDIA_DIR:-$REPO/media-cache}"
 }
 
-# --- 3. wheels, 4. build ----------------------------------------------------------------------
-
 install_wheels() {
-  # Only the wheels this Python can install (Cython's is for CPython 3.12, the GPU machine's).
+  # Only where meson-python is missing: the wheels this Python can install, into /tmp/site.
+  "$PYTHON" -c 'import mesonpy' 2>/dev/null && { echo "meson-python is installed"; return 0; }
   local wheels
   mapfile -t wheels < <("$PYTHON" - "$BUNDLE"/wheels/*.whl <<'EOF'
 import pathlib, sys
@@ -179,29 +169,52 @@ from packaging.tags import sys_tags
 from packaging.utils import parse_wheel_filename
 supported = set(sys_tags())
 for path in sys.argv[1:]:
-    if supported & set(parse_wheel_filename(pathlib.Path(path).name)[3]):
+    if pathlib.Path(path).exists() and supported & set(parse_wheel_filename(pathlib.Path(path).name)[3]):
         print(path)
-    else:
-        print(f"skipping {pathlib.Path(path).name}: not for this Python", file=sys.stderr)
 EOF
 )
-  ((${#wheels[@]})) || { echo "no wheel in $BUNDLE/wheels to install"; return 1; }
+  ((${#wheels[@]})) || { echo "no meson-python here and no wheel in $BUNDLE/wheels"; return 1; }
   rm -rf "$SITE"
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "$SITE" "${wheels[@]}" && ls "$SITE"
+    --target "$SITE" "${wheels[@]}" && export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH
+  echo "wheels into $SITE: ${wheels[*]##*/}"
 }
 
-build_torchcodec() {
-  rm -rf "$INSTALL" build/gpu-check
-  # the whole output to build.log; on the console without ninja's progress lines
-  "$PYTHON" -m pip install -v --no-build-isolation --no-index --no-deps --no-cache-dir \
-    --target "$INSTALL" -Csetup-args=-Dcuda=enabled -Cbuild-dir=build/gpu-check . 2>&1 |
-    tee "$LOGS/build.log" | grep -vE '^\s*\[[0-9]+/[0-9]+\] (Compiling|Linking|Generating)'
-  return "${PIPESTATUS[0]}"
+# The build, in the background from the start: carried, or pip with -Dcuda=enabled.
+start_build() {
+  local carried=$BUNDLE/install/$(abi_tag)
+  BUILD_RC=$STEP_LOGS/build.rc
+  # (an interpreter with an editable install of the repository imports that one instead: then the
+  # carried build cannot be what runs)
+  if [[ -d $carried ]] && [[ $(PYTHONPATH=$carried "$PYTHON" -P -c 'import torchcodec; print(torchcodec.__file__)' \
+                               2>/dev/null) == "$carried"/* ]]; then
+    INSTALL=$carried
+    BUILD_NOTE="the carried build $carried (commit $(cat "$carried/.commit" 2>/dev/null || echo ?))"
+  elif ((DRY_RUN)); then
+    INSTALL=
+    BUILD_NOTE="dry run: the current environment's torchcodec (no carried build that this interpreter imports)"
+  else
+    BUILD_NOTE="no carried build for $(abi_tag): building with -Dcuda=enabled in the background (build.log)"
+  fi
+  echo "$BUILD_NOTE" >"$LOGS/build.log"
+  if [[ $BUILD_NOTE == "no carried build"* ]]; then
+    rm -rf "$INSTALL" build/gpu-check
+    ( "$PYTHON" -m pip install -v --no-build-isolation --no-index --no-deps --no-cache-dir \
+        --target "$INSTALL" -Csetup-args=-Dcuda=enabled -Cbuild-dir=build/gpu-check . >>"$LOGS/build.log" 2>&1
+      echo $? >"$BUILD_RC" ) &
+    BUILD_PID=$!
+  else
+    echo 0 >"$BUILD_RC"
+  fi
+  export INSTALL BUILD_RC
 }
 
-import_check() {
-  "$PYTHON" -P -c '
+wait_for_build() {
+  # (in the step's child) the background build's end, then an import of what it made
+  while [[ ! -s $BUILD_RC ]]; do sleep 1; done
+  grep -vE '^\s*\[[0-9]+/[0-9]+\] (Compiling|Linking|Generating)' "$LOGS/build.log" | tail -n 25
+  [[ $(cat "$BUILD_RC") == 0 ]] || { echo "the build failed: $LOGS/build.log"; return 1; }
+  PYTHONPATH=${INSTALL:+$INSTALL:}${PYTHONPATH:-} "$PYTHON" -P -c '
 import os, torchcodec
 from torchcodec._core import _build_config as b
 from torchcodec._device import cuda_unavailable_reason
@@ -209,44 +222,122 @@ print("torchcodec", torchcodec.__version__, "from", torchcodec.__file__)
 print("FFmpeg", torchcodec.ffmpeg_version(), "| CUDA kernels:", b.CUDA_KERNELS, "| CUDA driver loader:", b.CUDA_DRIVER)
 print("cuda_available:", torchcodec.cuda_available(), cuda_unavailable_reason() or "")
 assert b.CUDA_KERNELS and b.CUDA_DRIVER, "built without CUDA"
-assert torchcodec.__file__.startswith(os.environ["INSTALL"]), "not the torchcodec just built (an editable install?)"
-'
+if os.environ["INSTALL"]:
+    assert torchcodec.__file__.startswith(os.environ["INSTALL"]), "not the torchcodec just built"'
 }
 
-# --- 5. pytest, 6. check ----------------------------------------------------------------------
+# --- steps --------------------------------------------------------------------------------------
 
-run_cuda_tests() {
-  local extra=()
-  "$PYTHON" -c 'import pytest_timeout' 2>/dev/null && extra=(--timeout 60)
-  "$PYTHON" -P -m pytest tests -m cuda -q -p no:cacheprovider -rfEs "${extra[@]}" \
-    --junitxml "$LOGS/pytest-cuda.xml"
+# The dry run's stand-ins for the driver: the stub libcuda.so.1 (kernels run on the CPU) and
+# libnvcuvid.so.1, on the library path of the probe (the stub tests build and load their own).
+build_stubs() {
+  "$PYTHON" -P - "$REPO/tests/cuda_stubs" "$STEP_LOGS/stubs" <<'EOF'
+import pathlib, sys
+sys.path.insert(0, sys.argv[1])
+from stub_build import build_emulating_libcuda, build_stub
+directory = build_emulating_libcuda(pathlib.Path(sys.argv[2]))
+build_stub(directory, "libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
+print(f"stub libcuda.so.1 and libnvcuvid.so.1 in {directory}")
+EOF
 }
 
-run_gpu_check() {
-  PYTHONUNBUFFERED=1 "$PYTHON" -P tools/gpu_check.py --device "$DEVICE" --out "$LOGS" \
-    --media "${TORCHCODEC_MEDIA_DIR:-$REPO/media-cache}" --deadline "$(($(left) - 15))" $QUICK_FLAG
+with_driver() {   # the real driver, or in a dry run the stubs
+  if ((DRY_RUN)); then
+    LD_LIBRARY_PATH=$STEP_LOGS/stubs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"
+  else
+    "$@"
+  fi
 }
+
+gpu_check_py() {   # gpu_check_py STEP ARGS...: gpu_check.py's rows into the shared table
+  local name=$1
+  shift
+  PYTHONUNBUFFERED=1 "$PYTHON" -P tools/gpu_check.py --device "$DEVICE" --out "$LOGS" --step "$name" \
+    --summary "$STEP_LOGS/$name.json" --media "${TORCHCODEC_MEDIA_DIR:-$REPO/media-cache}" \
+    --deadline "$((STEP_LIMIT > 15 ? STEP_LIMIT - 10 : 5))" $QUICK_FLAG "$@"
+}
+
+run_pytest() {   # run_pytest STEP [pytest args...]: cuda tests (the stub tests in a dry run), streamed
+  local name=$1 marker=cuda extra=() status
+  shift
+  ((DRY_RUN)) && marker="not cuda"
+  "$PYTHON" -c 'import pytest_timeout' 2>/dev/null && extra=(--timeout 120)
+  PYTHONUNBUFFERED=1 "$PYTHON" -P -m pytest -v --tb=short -p no:cacheprovider -rfEs \
+    -m "$marker" "${extra[@]}" --junitxml "$LOGS/pytest-$name.xml" "$@"
+  status=$?
+  "$PYTHON" -P tools/gpu_check.py --junit "$LOGS/pytest-$name.xml" --out "$LOGS" --step "$name" \
+    --summary "$STEP_LOGS/$name-junit.json" >/dev/null
+  # 5: no test selected (a dry run of a file with only cuda tests) is not a failure
+  ((status == 5)) && return 0
+  return $status
+}
+
+probe() {
+  ((DRY_RUN)) && build_stubs
+  echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n1)"
+  echo "python: $(command -v "$PYTHON") $("$PYTHON" -c 'import sys; print(sys.version.split()[0])'); nvcc: $(command -v nvcc || echo none)"
+  with_driver gpu_check_py probe --only probe
+}
+
+nvdec() { run_pytest nvdec tests/test_nvdec.py tests/test_cuda_kernels.py; }
+
+frames() {
+  local clips
+  clips=$("$PYTHON" -c 'import sys; sys.path.insert(0, "tools"); import gpu_tolerances; print(",".join(gpu_tolerances.CODED_SIZE_CLIPS))')
+  gpu_check_py frames --only frames --files "$clips"
+}
+
+outputs() {
+  local status=0
+  gpu_check_py outputs --only race,interop || status=1
+  run_pytest outputs tests/test_device_buffer.py || status=1
+  return $status
+}
+
+corpus() {
+  run_pytest corpus tests/test_cuda_decoding.py tests/test_cuda_convert.py tests/test_cuda_stub_decoding.py \
+    tests/test_cuda_api.py tests/test_cuda_loader.py
+}
+
+bench() { gpu_check_py bench --only bench; }
 
 main() {
-  echo "gpu_check.sh: $(date -u +%FT%TZ) in $REPO, budget ${BUDGET}s, logs in $LOGS"
-  export -f describe_machine system_ffmpeg_usable install_wheels build_torchcodec import_check \
-    run_cuda_tests run_gpu_check left elapsed
-  export PYTHON REPO BUNDLE LOGS STEP_LOGS SITE INSTALL BUDGET START QUICK_FLAG DEVICE
-  step machine 30 describe_machine
-  printf '\n==== ffmpeg\n'
-  use_ffmpeg >"$STEP_LOGS/ffmpeg.log" 2>&1   # in this shell: its exports hold for the next steps
-  record ffmpeg $? 0
-  cat "$STEP_LOGS/ffmpeg.log"
-  step wheels 60 install_wheels && export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH
-  RESERVE=$((150 * BUDGET / 450))   # keep time for the tests and the check
-  step build 240 build_torchcodec && export PYTHONPATH=$INSTALL:$PYTHONPATH && step import 30 import_check
-  RESERVE=$((100 * BUDGET / 450))
-  step pytest 120 run_cuda_tests
-  RESERVE=0
-  step check 300 run_gpu_check
-  printf '\n==== steps (%ss of %ss)\n' "$(elapsed)" "$BUDGET"
-  printf '%s\n' "${STEPS[@]}" | tee "$LOGS/steps.log"
-  [[ -f $LOGS/gpu_check.md ]] && cat "$LOGS/gpu_check.md"
+  echo "gpu_check.sh: $(date -u +%FT%TZ) in $REPO, budget ${BUDGET}s$( ((QUICK)) && echo ', quick')$( ((DRY_RUN)) && echo ', dry run'), logs in $LOGS"
+  export -f system_ffmpeg_usable abi_tag wait_for_build build_stubs with_driver gpu_check_py run_pytest \
+    probe nvdec frames outputs corpus bench left elapsed table_row
+  export PYTHON REPO BUNDLE LOGS STEP_LOGS BUDGET START QUICK_FLAG DEVICE DRY_RUN
+  printf '\n==== setup\n'
+  local began=$SECONDS
+  if use_ffmpeg && install_wheels; then
+    start_build
+    table_row setup step setup "$BUILD_NOTE ($((SECONDS - began))s)" ok
+  else
+    table_row setup step setup "no FFmpeg or no meson-python: nothing can be built" FAIL
+    FAILED=1
+  fi
+  RESERVE=$((BUDGET * 2 / 3))   # the probe must not eat the build's and the tests' time
+  step probe 20 probe
+  RESERVE=$((BUDGET / 3))
+  [[ -n ${BUILD_RC:-} ]] && step build 180 wait_for_build &&
+    { [[ -z ${INSTALL:-} ]] || export PYTHONPATH=$INSTALL${PYTHONPATH:+:$PYTHONPATH}; }
+  RESERVE=$((BUDGET / 4))
+  step nvdec 90 nvdec
+  RESERVE=$((BUDGET / 6))
+  step frames 40 frames
+  RESERVE=$((BUDGET / 10))
+  step outputs 90 outputs
+  RESERVE=$((BUDGET / 15))
+  step corpus 120 corpus
+  RESERVE=8     # timeout's grace (-k 5) and the table's end stay within the budget
+  OPTIONAL=1 step bench 120 bench
+  [[ -n ${BUILD_PID:-} ]] && kill "$BUILD_PID" 2>/dev/null
+  local verdict
+  verdict=$(grep -cE '\| (FAIL|ERROR) \|$' "$LOGS/gpu_check.md")
+  printf '\n%s\n' "$( ((verdict)) && echo "$verdict rows FAILED or ERRORED" || echo 'no row failed'), $(elapsed)s of ${BUDGET}s" \
+    >>"$LOGS/gpu_check.md"
+  printf '\n==== the table (%ss of %ss)\n' "$(elapsed)" "$BUDGET"
+  cat "$LOGS/gpu_check.md"
+  ((verdict)) && FAILED=1
   return $FAILED
 }
 

@@ -165,12 +165,28 @@ def _check_discarded_packets(path: pathlib.Path) -> str | None:
     return None
 
 
+def _check_interlaced(path: pathlib.Path) -> str | None:
+    field_order = _probe(path, "-select_streams", "v:0", "-show_entries", "stream=field_order")["streams"][0]
+    if field_order.get("field_order") not in ("tt", "tb"):
+        return f"field_order is {field_order.get('field_order')}, wanted interlaced (tt or tb)"
+    return None
+
+
 def _check_start_time(lo: float, hi: float) -> Check:
     def check(path: pathlib.Path) -> str | None:
         start = float(_probe(path, "-show_format")["format"].get("start_time", "nan"))
         if not lo <= start <= hi:
             return f"start_time is {start}, wanted within [{lo}, {hi}]"
         return None
+
+    return check
+
+
+def _check_sample_aspect_ratio(expected: str) -> Check:
+    def check(path: pathlib.Path) -> str | None:
+        stream = _probe(path, "-show_streams", "-select_streams", "v:0")["streams"][0]
+        found = stream.get("sample_aspect_ratio")
+        return None if found == expected else f"sample_aspect_ratio is {found}, wanted {expected}"
 
     return check
 
@@ -228,6 +244,12 @@ MEDIA: dict[str, Spec] = {
     "h264_25fps_2s.mp4": _spec(
         "H.264 320x240 yuv420p, constant 25 fps, exactly 2 s (50 frames), no B-frames, GOP 25",
         *_testsrc(rate=25, duration=2), *_x264(gop=25, bframes=0),
+    ),
+    "h264_sar4_3.mp4": _spec(
+        "H.264 with a 4:3 sample aspect ratio (anamorphic: 240x240 coded, 320x240 shown), "
+        "30 fps 1 s",
+        *_testsrc(size="240x240", duration=1), "-vf", "setsar=4/3", *_x264(),
+        check=_check_sample_aspect_ratio("4:3"),
     ),
     "h264_bframes.mp4": _spec(
         "H.264 320x240 yuv420p 30 fps, 3 s (90 frames), GOP 30 (3 GOPs), 3 B-frames (pts != dts)",
@@ -339,6 +361,27 @@ MEDIA: dict[str, Spec] = {
         *_testsrc(size="160x120"), *_lavfi("mandelbrot=size=320x240:rate=30,trim=duration=2"),
         "-map", "0:v", "-map", "1:v", *_x264(),
         "-disposition:v:0", "0", "-disposition:v:1", "default",
+    ),
+    # --- what NVDEC sees differently: coded size != display size, interlaced coding -------------
+    "h264_1080p.mp4": _spec(
+        "H.264 1920x1080 yuv420p (coded 1920x1088: 8 rows cropped), 30 fps 1 s (30 frames), GOP 15, "
+        "3 B-frames",
+        *_testsrc(size="1920x1080", duration=1), *_x264(gop=15, bframes=3),
+    ),
+    "hevc_1080p.mp4": _spec(
+        "HEVC 1920x1080 yuv420p, 30 fps 1 s (30 frames), GOP 15, 3 B-frames",
+        *_testsrc(size="1920x1080", duration=1), *_x265(gop=15),
+    ),
+    "h264_350x198.mp4": _spec(
+        "H.264 yuv420p at 350x198 (coded 352x208: 2 columns and 10 rows cropped), 30 fps 2 s, B-frames",
+        *_lavfi(f"{_TESTSRC_320x240},scale=350:198"), *_x264(),
+    ),
+    "h264_interlaced.mp4": _spec(
+        "H.264 interlaced (MBAFF, top field first), 320x240 yuv420p 30 fps 2 s, each frame's fields "
+        "from two instants of a 60 fps source (tinterlace), B-frames",
+        *_lavfi("testsrc2=size=320x240:rate=60:duration=2,tinterlace=mode=interleave_top,setfield=tff"),
+        *_x264(), "-x264-params", "b-adapt=0:interlaced=1:tff=1",
+        check=_check_interlaced,
     ),
     # --- other video codecs ---------------------------------------------------------------------
     "hevc_bframes.mp4": _spec(

@@ -39,12 +39,14 @@ PUBLIC_API_FILES = ("test_decoders.py", "test_samplers.py", "test_transform_ops.
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkout", type=Path, help="a checkout of meta-pytorch/torchcodec")
-    parser.add_argument("--python", type=Path, default=REPO / ".venv-torch" / "bin" / "python",
+    parser.add_argument("--python", type=lambda p: Path(p).absolute(), default=REPO / ".venv-torch" / "bin" / "python",
                         help="a Python with this package, torch and torchvision installed")
     parser.add_argument("--files", nargs="+", default=list(PUBLIC_API_FILES), help="test files to run")
     parser.add_argument("--show-missing", action="store_true", help="list every test that needs a missing part")
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: passed to pytest")
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    args.pytest_args = argv[split + 1:]             # after --: passed to pytest as they are
     checkout = args.checkout.resolve()
     if REPO in checkout.parents or checkout == REPO:
         raise SystemExit("run TorchCodec's tests from a checkout outside this repository")
@@ -52,9 +54,10 @@ def main() -> int:
         raise SystemExit(f"{checkout} has no test/conftest.py: not a checkout of meta-pytorch/torchcodec")
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "outcomes.json"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(TOOLS), os.environ.get("PYTHONPATH")])),
+        path = [str(TOOLS), str(TOOLS / "_torchcodec_test_site"), os.environ.get("PYTHONPATH")]   # see its sitecustomize
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)),
                    TORCHCODEC_TEST_SHIM_REPORT=str(report), TORCHCODEC_TEST_SHIM_TESTS=str(checkout / "test"))
-        extra = [a for a in args.pytest_args if a != "--"]
+        extra = args.pytest_args
         command = [str(args.python), "-m", "pytest", "-p", "_torchcodec_test_shim", "-q", "-rN", "--tb=line",
                    "-p", "no:cacheprovider", *[f"test/{name}" for name in args.files], *extra]
         print("$ " + " ".join(command), flush=True)

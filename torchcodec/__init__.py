@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import os
 
+from torchcodec._logging import get_log_level, set_log_level   # first: FFmpeg logs from the start
 from torchcodec import decoders, samplers, transforms
 from torchcodec._bridge import bridge, get_bridge, set_bridge
-from torchcodec._core._info import ffmpeg_versions, set_log_level
+from torchcodec._core._info import ffmpeg_major_version as _ffmpeg_major_version
+from torchcodec._core._info import ffmpeg_versions
 from torchcodec._device import cuda_available
 from torchcodec._frame import AudioSamples, Frame, FrameBatch
+from torchcodec._memory import get_memory_limit, set_memory_limit
 
 from torchcodec._version import version as __version__
 
-set_log_level(os.environ.get("TORCHCODEC_FFMPEG_LOG_LEVEL", "fatal"))
+ffmpeg_major_version: int = _ffmpeg_major_version()
+"""The major version of the FFmpeg loaded at run time (5 for FFmpeg 5.1), as TorchCodec's."""
 
 
 def ffmpeg_version() -> str:
@@ -32,6 +36,7 @@ def get_include() -> str:
 
 
 __all__ = [
-    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "ffmpeg_version", "ffmpeg_versions",
-    "get_bridge", "get_include", "samplers", "set_bridge", "set_log_level", "transforms",
+    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "ffmpeg_major_version",
+    "ffmpeg_version", "ffmpeg_versions", "get_bridge", "get_include", "get_log_level", "get_memory_limit", "samplers",
+    "set_bridge", "set_log_level", "set_memory_limit", "transforms",
 ]

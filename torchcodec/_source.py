@@ -8,7 +8,7 @@ import re
 from typing import Any, Union
 
 from torchcodec._core._avio import FileObjectSource, MemorySource
-from torchcodec._core._error import MediaIsADirectoryError, MediaNotFoundError
+from torchcodec._core._error import InvalidArgumentTypeError, MediaIsADirectoryError, MediaNotFoundError
 
 SourceLike = Union[str, os.PathLike, bytes, bytearray, memoryview, Any]
 
@@ -17,6 +17,9 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 def open_source(source: SourceLike) -> tuple[Any, str]:
     """Return (demuxer input, description): a str path/URL, or an IOSource for bytes/file objects.
+
+    In-memory sources (bytes, bytearray, memoryview, 1-D uint8 arrays and tensors) are read in
+    place, never copied (TorchCodec copies them): they must not change while a decoder reads them.
 
     Raises TypeError for unsupported types (and for text-mode files, suggesting 'rb'),
     MediaNotFoundError / MediaIsADirectoryError (also RuntimeErrors) for bad local paths.
@@ -32,7 +35,7 @@ def open_source(source: SourceLike) -> tuple[Any, str]:
                 raise MediaIsADirectoryError(f"could not open {source!r}: it is a directory, not a media file")
         return source, repr(source)
     if isinstance(source, io.TextIOBase):
-        raise TypeError("the file object is in text mode; open it in binary mode ('rb')")
+        raise TypeError("the file object is in text mode; open it for binary reading, with mode 'rb'")
     if type(source).__module__.split(".")[0] == "torch" and hasattr(source, "data_ptr"):
         return _tensor_source(source), f"a tensor of {source.numel()} bytes"
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -45,20 +48,20 @@ def open_source(source: SourceLike) -> tuple[Any, str]:
             raise TypeError(f"an array source must be 1-D encoded bytes (uint8), got shape {tuple(shape)}")
         return MemorySource(source), f"a 1-D array of {len(source)} bytes"
     raise TypeError(
-        f"unsupported source type {type(source).__name__}: pass a path (str or pathlib.Path), "
-        f"bytes/bytearray/memoryview, a 1-D uint8 array of encoded bytes, or a binary file object "
-        f"with read() and seek()")
+        f"Unknown source type: {type(source).__name__}. Supported types are a path (str or pathlib.Path), "
+        f"bytes/bytearray/memoryview, a 1-D uint8 array or tensor of encoded bytes, or a binary file object "
+        f"with read(size) and seek(offset, whence)")
 
 
 def _tensor_source(tensor: Any) -> MemorySource:
     """A 1-D contiguous uint8 CPU tensor of encoded bytes, read in place (no numpy needed)."""
     if tensor.dim() != 1 or str(tensor.dtype) != "torch.uint8":
-        raise TypeError(f"a tensor source must be 1-D uint8 encoded bytes, got shape {tuple(tensor.shape)} "
+        raise InvalidArgumentTypeError(f"a tensor source must be 1-D uint8 encoded bytes, got shape {tuple(tensor.shape)} "
                         f"and dtype {tensor.dtype}")
     if tensor.device.type != "cpu":
-        raise TypeError(f"a tensor source must be on the CPU, not {tensor.device}")
+        raise InvalidArgumentTypeError(f"a tensor source must be on the CPU, not {tensor.device}")
     if not tensor.is_contiguous():
-        raise TypeError("a tensor source must be contiguous")
+        raise InvalidArgumentTypeError("a tensor source must be contiguous")
     if tensor.numel() == 0:
         raise ValueError("the in-memory source is empty (0 bytes)")
     return MemorySource(tensor, tensor.data_ptr(), tensor.numel())

@@ -17,7 +17,10 @@
  * apart; tests/test_colour_formula.py measures it.)
  *
  * float32 output, and any input of more than 8 bits (given MSB-aligned in 16 bits, as P010/P016
- * store it: tc_msb_align16), use the same matrix in single precision, clamped to [0, 1].
+ * store it: tc_msb_align16), use the same matrix in single precision, clamped to [0, 1]. Samples of
+ * more than 8 bits are put on the 8-bit scale as ITU-T H.273 defines the levels of each depth:
+ * limited range by 2^(bits - 8) (black 16 << (bits - 8), white 235 << (bits - 8)), full range by the
+ * true maximum (2^bits - 1 is 255, chroma centred on 2^(bits - 1)): tc_sample16_scale.
  */
 #ifndef TORCHCODEC_COLOUR_H
 #define TORCHCODEC_COLOUR_H
@@ -158,12 +161,25 @@ TC_COLOUR_FN uint16_t tc_msb_align16(uint16_t sample, int bits)
     return (uint16_t)(sample << (16 - bits));
 }
 
-/* 16-bit MSB-aligned samples (P010, P016, YUV444P16, or tc_msb_align16 of any depth) -> float RGB. */
-TC_COLOUR_FN void tc_yuv16_to_rgbf(const tc_colour_coeffs *c, uint16_t y, uint16_t u, uint16_t v,
+/* The factor that puts a 16-bit MSB-aligned sample of a `bits`-bit stream (9..16) on the 8-bit scale:
+ * limited range 1/256 (a shift: 235 << (bits - 8) is white); full range 255 / ((2^bits - 1) << (16 - bits)),
+ * so that the largest code, 2^bits - 1, is exactly 255. */
+TC_COLOUR_FN float tc_sample16_scale(int full_range, int bits)
+{
+    if (!full_range)
+        return 1.0f / 256.0f;
+    if (bits < 9 || bits > 16)
+        bits = 16;
+    return 255.0f / (float)((((uint32_t)1 << bits) - 1u) << (16 - bits));
+}
+
+/* 16-bit MSB-aligned samples (P010, P016, YUV444P16, or tc_msb_align16 of any depth) -> float RGB;
+ * `scale` is tc_sample16_scale of the stream's range and depth. Chroma is centred on 2^15. */
+TC_COLOUR_FN void tc_yuv16_to_rgbf(const tc_colour_coeffs *c, float scale, uint16_t y, uint16_t u, uint16_t v,
                                    float *r, float *g, float *b)
 {
-    const float k = 1.0f / 256.0f;
-    tc_yuvf_to_rgbf(c, (float)y * k, (float)u * k, (float)v * k, r, g, b);
+    tc_yuvf_to_rgbf(c, (float)y * scale, 128.0f + ((float)u - 32768.0f) * scale,
+                    128.0f + ((float)v - 32768.0f) * scale, r, g, b);
 }
 
 /* A [0, 1] value -> uint8, rounded to nearest. */
@@ -173,11 +189,11 @@ TC_COLOUR_FN uint8_t tc_unit_to_u8(float x)
 }
 
 /* 16-bit MSB-aligned samples -> 8-bit RGB (the float path, rounded). */
-TC_COLOUR_FN void tc_yuv16_to_rgb8(const tc_colour_coeffs *c, uint16_t y, uint16_t u, uint16_t v,
+TC_COLOUR_FN void tc_yuv16_to_rgb8(const tc_colour_coeffs *c, float scale, uint16_t y, uint16_t u, uint16_t v,
                                    uint8_t *r, uint8_t *g, uint8_t *b)
 {
     float fr, fg, fb;
-    tc_yuv16_to_rgbf(c, y, u, v, &fr, &fg, &fb);
+    tc_yuv16_to_rgbf(c, scale, y, u, v, &fr, &fg, &fb);
     *r = tc_unit_to_u8(fr);
     *g = tc_unit_to_u8(fg);
     *b = tc_unit_to_u8(fb);

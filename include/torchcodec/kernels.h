@@ -40,6 +40,10 @@ typedef struct tc_yuv_to_rgb_params {
     int32_t full_range;        /* 1 for AVCOL_RANGE_JPEG */
     int32_t sample_shift;      /* 16-bit kernels: left shift that MSB-aligns a sample (0 for P010/P016
                                   and NVDEC surfaces, 6 for yuv420p10le); 0 for 8-bit kernels */
+    int32_t sample_bits;       /* 16-bit kernels: bits per sample of the content (9 to 16; 10 for a
+                                  10-bit stream in a P016 surface): full range is scaled by its true
+                                  maximum, 2^bits - 1 (colour.h, tc_sample16_scale) */
+    int32_t reserved;          /* 0 */
 } tc_yuv_to_rgb_params;
 
 /* tc_copy_strided: copy `count` 2-D blocks of `rows` rows of `row_bytes` bytes, block b row r from
@@ -60,7 +64,7 @@ typedef struct tc_copy_params {
 #else
 #define TC_STATIC_ASSERT _Static_assert
 #endif
-TC_STATIC_ASSERT(sizeof(tc_yuv_to_rgb_params) == 128, "tc_yuv_to_rgb_params is 128 bytes");
+TC_STATIC_ASSERT(sizeof(tc_yuv_to_rgb_params) == 136, "tc_yuv_to_rgb_params is 136 bytes");
 TC_STATIC_ASSERT(sizeof(tc_copy_params) == 64, "tc_copy_params is 64 bytes");
 
 /* Suggested launch shape (any shape covering the output works; threads outside it return). */

@@ -1,11 +1,13 @@
 # cython: language_level=3
 """Test helper, built by tests/test_cuda_convert.py against the package's .pxd files: hands a
 CudaConverter the device frames that only a GPU decoder produces (an NVDEC frame, whose ``opaque``
-is a CUevent, and an FFmpeg CUDA hwaccel frame, AV_PIX_FMT_CUDA with a hw_frames_ctx naming its
-software format), their planes in memory the caller allocated with the stub's cuMemAlloc."""
+points at a FrameSync, and an FFmpeg CUDA hwaccel frame, AV_PIX_FMT_CUDA with a hw_frames_ctx
+naming its software format), their planes in memory the caller allocated with the stub's cuMemAlloc."""
 from libc.stdint cimport uint8_t
 
 from torchcodec._core._cuda_convert cimport CudaConverter
+from torchcodec._core._cuda_driver cimport FrameSync
+from torchcodec._cuda cimport driver as cu
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVHWFramesContext, AVPixelFormat
 
@@ -18,11 +20,32 @@ cdef extern from "libavutil/pixdesc.h" nogil:
     AVPixelFormat av_get_pix_fmt(const char *name)
 
 
+cdef class Sync:
+    """The FrameSync of an NVDEC output slot: ``ready`` and ``done`` CUevents (as ints) that the
+    caller created, the readers the converter counted, the stream ``done`` was recorded on last."""
+    cdef FrameSync sync
+
+    def __init__(self, size_t ready, size_t done, int bits=8):
+        self.sync.ready = <cu.CUevent>ready
+        self.sync.done = <cu.CUevent>done
+        self.sync.done_stream = NULL
+        self.sync.readers = 0
+        self.sync.bits = bits
+
+    @property
+    def readers(self):
+        return self.sync.readers
+
+    @property
+    def done_stream(self):
+        return <size_t>self.sync.done_stream
+
+
 def convert_device_frame(CudaConverter converter, str pix_fmt, planes, pitches, int width, int height,
                          size_t dst, Py_ssize_t row_stride, *, int out_width=-1, int out_height=-1,
                          int crop_left=0, int crop_top=0, int colorspace=2, int color_range=1,
-                         size_t event=0, bint hwaccel=False, int rotation=0, bint as_float=False):
-    """Convert one device frame of ``pix_fmt`` (NVDEC when ``event`` is set, FFmpeg hwaccel when
+                         Sync sync=None, bint hwaccel=False, int rotation=0, bint as_float=False):
+    """Convert one device frame of ``pix_fmt`` (NVDEC when ``sync`` is given, FFmpeg hwaccel when
     ``hwaccel``) into ``dst``, of out_width x out_height (default: the frame's size)."""
     cdef AVFrame *frame = lavu.av_frame_alloc()
     cdef int k
@@ -37,7 +60,7 @@ def convert_device_frame(CudaConverter converter, str pix_fmt, planes, pitches, 
         frame.crop_left, frame.crop_top = crop_left, crop_top
         frame.colorspace = <lavu.AVColorSpace>colorspace
         frame.color_range = <lavu.AVColorRange>color_range
-        frame.opaque = <void *>event
+        frame.opaque = <void *>&sync.sync if sync is not None else NULL
         frame.format = av_get_pix_fmt(pix_fmt.encode())
         if hwaccel:
             frame.hw_frames_ctx = av_buffer_allocz(sizeof(AVHWFramesContext))

@@ -13,8 +13,12 @@
  *   default 1 = 4:2:0), STUB_NVDEC_DEPTH (default 8), STUB_NVDEC_INTERLACED (default 0),
  *   min_num_decode_surfaces = REORDER + 1; the number it returns is the decode surface count.
  *   Each packet with CUVID_PKT_TIMESTAMP is decoded (decode callback, picture index round-robin
- *   over the surfaces not in the window) and enters a reorder window of REORDER pictures; beyond
- *   it the smallest timestamp is displayed. ENDOFSTREAM or DISCONTINUITY displays the whole window
+ *   over the surfaces not in the window, or the lowest such index with STUB_NVDEC_ALLOC=lowest: a
+ *   parser that reuses a displayed picture's surface at once) and enters a reorder window of
+ *   REORDER pictures; beyond it the smallest timestamp is displayed. STUB_NVDEC_UNTIMED=1 ignores
+ *   the packets' timestamps, as for a stream without them: picture k (in decode order; no B-frames)
+ *   gets the parser's interpolated timestamp k * clock / STUB_NVDEC_FPS (default 25), clock being
+ *   ulClockRate, or 10 MHz when it is 0. ENDOFSTREAM or DISCONTINUITY displays the whole window
  *   in timestamp order; ENDOFSTREAM then calls the display callback with NULL.
  *   STUB_NVDEC_CHANGE_AT="N:WxH" changes the coded size before picture N (a new sequence, the
  *   window displayed first). Every call is logged (stub_nvcuvid_log()), with the first bytes of
@@ -25,7 +29,9 @@
  *   again after the picture was displayed (the caller did not read it in time), or when more than
  *   ulNumOutputSurfaces are mapped at once. Calls that need a context fail without one (the libcuda
  *   stub's stack, found with dlopen(RTLD_NOLOAD)).
- * Counters (exported ints, read with ctypes): stub_nvdec_*. -DSTUB_WITHOUT_cuvidCreateVideoParser
+ * Counters (exported ints, read with ctypes): stub_nvdec_*; at unload they are written to the file
+ * named by STUB_NVDEC_REPORT, with the calls made while the current context was a primary context
+ * already released (stub_nvdec_after_release, from the libcuda stub). -DSTUB_WITHOUT_cuvidCreateVideoParser
  * leaves that required symbol out, -DSTUB_WITHOUT_cuvidGetDecoderCaps the optional one (old
  * drivers).
  */
@@ -51,7 +57,7 @@ int stub_nvcuvid = 1;
 int stub_nvdec_caps_queries, stub_nvdec_parsers_created, stub_nvdec_parsers_destroyed;
 int stub_nvdec_decoders_created, stub_nvdec_decoders_destroyed, stub_nvdec_sequences, stub_nvdec_decodes;
 int stub_nvdec_displays, stub_nvdec_maps, stub_nvdec_unmaps, stub_nvdec_map_failures, stub_nvdec_max_mapped;
-int stub_nvdec_no_context, stub_nvdec_destroyed_while_mapped;
+int stub_nvdec_no_context, stub_nvdec_destroyed_while_mapped, stub_nvdec_after_release;
 int stub_nvdec_last_decode_surfaces, stub_nvdec_last_output_surfaces, stub_nvdec_last_output_format;
 int stub_nvdec_last_width, stub_nvdec_last_height;
 
@@ -80,18 +86,24 @@ static int env_int(const char *name, int fallback)
     return value && *value ? atoi(value) : fallback;
 }
 
-/* Whether the libcuda stub has a context pushed on its stack (as the real driver requires). */
+/* Whether the libcuda stub has a context pushed on its stack (as the real driver requires); a
+ * released primary context is counted in stub_nvdec_after_release. */
 static int context_current(void)
 {
     static int *depth;
+    static int (*released)(void);
     if (!depth) {
         void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
         depth = cuda ? dlsym(cuda, "stub_stack_depth") : NULL;
+        released = cuda ? (int (*)(void))dlsym(cuda, "stub_current_context_released") : NULL;
         if (!depth)
             return 1;   /* no libcuda stub in this process: nothing to check */
     }
-    if (*depth > 0)
+    if (*depth > 0) {
+        if (released && released())
+            stub_nvdec_after_release++;
         return 1;
+    }
     stub_nvdec_no_context++;
     return 0;
 }
@@ -324,6 +336,7 @@ typedef struct stub_parser {
     struct { int index; long long timestamp; } window[MAX_SURFACES];
     int window_count;
     int decoded;                         /* pictures decoded since creation */
+    long long untimed;                   /* STUB_NVDEC_UNTIMED: pictures given interpolated timestamps */
     unsigned changed_width, changed_height;   /* the coded size after STUB_NVDEC_CHANGE_AT, 0 before */
 } stub_parser;
 
@@ -446,12 +459,19 @@ static CUresult decode(stub_parser *p, const CUVIDSOURCEDATAPACKET *packet)
     if (!change_format(p))
         return ERROR_INVALID_VALUE;
     p->decoded++;
+    const char *alloc = getenv("STUB_NVDEC_ALLOC");
+    int lowest = alloc && strcmp(alloc, "lowest") == 0;
+    long long timestamp = packet->timestamp;
     for (int tries = 0; tries < p->surfaces; tries++) {
-        int candidate = (p->next_index + tries) % p->surfaces;
+        int candidate = lowest ? tries : (p->next_index + tries) % p->surfaces;
         if (!in_window(p, candidate)) {
             index = candidate;
             break;
         }
+    }
+    if (env_int("STUB_NVDEC_UNTIMED", 0)) {
+        long long clock = p->params.ulClockRate ? p->params.ulClockRate : 10000000;
+        timestamp = p->untimed++ * clock / env_int("STUB_NVDEC_FPS", 25);
     }
     if (index < 0)
         return ERROR_INVALID_VALUE;   /* more pictures held than surfaces: the surface count is too small */
@@ -460,14 +480,14 @@ static CUresult decode(stub_parser *p, const CUVIDSOURCEDATAPACKET *packet)
     picture->CurrPicIdx = index;
     picture->pBitstreamData = packet->payload;
     picture->nBitstreamDataLen = (unsigned)packet->payload_size;
-    decoding_timestamp = packet->timestamp;
+    decoding_timestamp = timestamp;
     last_decoder = NULL;
     p->params.pfnDecodePicture(p->params.pUserData, picture);
     free(picture);
     if (last_decoder)
         p->decoder = last_decoder;
     p->window[p->window_count].index = index;
-    p->window[p->window_count].timestamp = packet->timestamp;
+    p->window[p->window_count].timestamp = timestamp;
     p->window_count++;
     if (p->window_count > REORDER)
         display_smallest(p);
@@ -497,4 +517,18 @@ CUresult cuvidParseVideoData(CUvideoparser parser, CUVIDSOURCEDATAPACKET *packet
     if (packet->flags & CUVID_PKT_ENDOFSTREAM)
         p->params.pfnDisplayPicture(p->params.pUserData, NULL);
     return ret;
+}
+
+__attribute__((destructor)) static void stub_nvdec_report(void)
+{
+    const char *path = getenv("STUB_NVDEC_REPORT");
+    FILE *file;
+    if (!path || !(file = fopen(path, "w")))
+        return;
+    fprintf(file, "decoders_created=%d decoders_destroyed=%d maps=%d unmaps=%d parsers_created=%d "
+            "parsers_destroyed=%d after_release=%d no_context=%d destroyed_while_mapped=%d\n",
+            stub_nvdec_decoders_created, stub_nvdec_decoders_destroyed, stub_nvdec_maps, stub_nvdec_unmaps,
+            stub_nvdec_parsers_created, stub_nvdec_parsers_destroyed, stub_nvdec_after_release,
+            stub_nvdec_no_context, stub_nvdec_destroyed_while_mapped);
+    fclose(file);
 }

@@ -52,6 +52,7 @@ cdef class AudioStream:
     cdef int start_run(self, int64_t feed_from, int64_t out_position, int64_t seek_to) except -1 nogil
     cdef void reset_run(self, int64_t feed_from, int64_t out_position) noexcept nogil
     cdef int produce(self) except -1 nogil
+    cdef int raise_rate_change(self, int rate) except -1
     cdef int ensure_scratch(self, int samples) except -1 nogil
     cdef int64_t read_into(self, int64_t first, int64_t stop, char *dst, Py_ssize_t channel_stride,
                            int64_t capacity) except -1 nogil

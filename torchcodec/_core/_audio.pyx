@@ -38,8 +38,10 @@ from libc.string cimport memcpy, memmove, strcmp, strncmp
 
 from torchcodec._core._decoder cimport StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._error cimport av_error_string
 from torchcodec._core._frame_index cimport ticks_to_seconds
 from torchcodec._core._resampler cimport Resampler
+from torchcodec._memory import check_request
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -302,6 +304,9 @@ cdef class AudioStream:
             return 1
         offset = self.feed_from - position if position < self.feed_from else 0
         count = n - <int>offset
+        if self.frame.sample_rate != self.in_rate and self.frame.sample_rate > 0:
+            with gil:
+                self.raise_rate_change(self.frame.sample_rate)
         self.resampler.configure(self.frame)
         self.ensure_scratch(self.resampler.max_output(count))
         self.scratch_start = self.out_next
@@ -313,12 +318,23 @@ cdef class AudioStream:
         lavu.av_frame_unref(self.frame)
         return 1
 
+    cdef int raise_rate_change(self, int rate) except -1:
+        """A frame at another sample rate: not supported, and usually the sign of corrupt data."""
+        message = (f"the sample rate changes within the stream (from {self.in_rate} to {rate} Hz), which is "
+                   f"not supported")
+        if self.decoder.refused:
+            message += (f"; the decoder had refused {self.decoder.refused} packet(s) before "
+                        f"({av_error_string(self.decoder.last_refusal)}): the file is probably corrupt")
+        raise RuntimeError(message)
+
     cdef int ensure_scratch(self, int samples) except -1 nogil:
         """Room for ``samples`` converted samples per channel (the scratch holds nothing undelivered)."""
         cdef int c, channels = self.resampler.out_channels
         if samples <= self.scratch_capacity:
             return 0
         samples = max(samples, 4096)
+        with gil:       # one frame's output: large only with an extreme sample_rate ratio
+            check_request(f"converting a frame to {self.out_rate} Hz", samples=samples, channels=channels)
         free(self.scratch)
         free(self.planes)
         self.scratch = <float *>malloc(<size_t>samples * channels * sizeof(float))

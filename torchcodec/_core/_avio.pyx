@@ -3,7 +3,9 @@
 ``MemorySource`` reads straight from the buffer of a bytes-like object (the object is kept alive
 and never copied as a whole); its callbacks are plain C and run without the GIL.
 ``FileObjectSource`` calls the file object's methods with the GIL held; an exception raised by
-the file object is stored and re-raised, with its traceback, once the FFmpeg call returns.
+the file object is stored and re-raised, with its traceback, once the FFmpeg call returns. It
+reads with ``readinto`` when the object has one, and with ``read`` otherwise, or when ``readinto``
+raises NotImplementedError (an ``io.RawIOBase`` subclass that implements only ``read``).
 """
 import io
 import sys
@@ -128,20 +130,20 @@ cdef int file_read(void *opaque, uint8_t *buf, int buf_size) noexcept with gil:
     cdef const uint8_t[::1] chunk
     cdef Py_ssize_t n
     try:
+        result = NotImplemented
         if source.readinto is not None:
             try:
                 result = source.readinto(<uint8_t[:buf_size]>buf)
-            except NotImplementedError:
-                # io.RawIOBase's own readinto: a subclass that implements read() alone.
+            except NotImplementedError:   # io.RawIOBase's own readinto, under a read()-only subclass
                 source.readinto = None
-                return file_read(opaque, buf, buf_size)
-            if result is None:          # a non-blocking stream with no data: treat as an I/O error
-                raise OSError("the file object's readinto() returned None (non-blocking stream?)")
-            n = result
-        else:
+            else:
+                if result is None:      # a non-blocking stream with no data: treat as an I/O error
+                    raise OSError("the file object's readinto() returned None (non-blocking stream?)")
+                n = result
+        if result is NotImplemented:
             data = source.read(buf_size)
             if isinstance(data, str):
-                raise TypeError("the file object returned str from read(); open it in binary mode ('rb')")
+                raise TypeError("the file object returned str from read(); open it for binary reading, with mode 'rb'")
             chunk = data
             n = chunk.shape[0]
             if n > buf_size:
@@ -178,7 +180,7 @@ cdef int64_t file_seek(void *opaque, int64_t offset, int whence) noexcept with g
 cdef class FileObjectSource(IOSource):
     def __cinit__(self, fileobj):
         if isinstance(fileobj, io.TextIOBase):
-            raise TypeError("the file object is in text mode; open it in binary mode ('rb')")
+            raise TypeError("the file object is in text mode; open it for binary reading, with mode 'rb'")
         read = getattr(fileobj, "read", None)
         seek = getattr(fileobj, "seek", None)
         if not callable(read) or not callable(seek):

@@ -6,9 +6,12 @@ kernels/colour.cu (launch interface: include/torchcodec/kernels.h; see docs/cuda
 frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the stream set with
 ``set_stream`` (the output library's stream):
 
-- NVDEC frames (``frame.opaque`` is a CUevent): planes in device memory, the display area at
-  (crop_left, crop_top). The frame's event is recorded on the stream after the launch, so that the
-  decoder unmaps the surface only when the kernel has read it.
+- NVDEC frames (``frame.opaque`` points at the slot's ``FrameSync``): planes in device memory, the
+  display area at (crop_left, crop_top). The stream waits on the device for the slot's ``ready``
+  event (the map's post-processing) before the launch, and records ``done`` after it, so that the
+  decoder unmaps the surface only when the kernel has read it. A frame converted again on another
+  stream keeps the earlier reader: that stream first waits for ``done`` as recorded before, so
+  the new record covers both reads.
 - FFmpeg CUDA hwaccel frames (AV_PIX_FMT_CUDA): FFmpeg writes them on the legacy default stream,
   so the stream waits for an event recorded there before the launch, and the legacy stream waits
   for the conversion before FFmpeg may reuse the surface (no host synchronisation either way).
@@ -27,7 +30,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from torchcodec._core._converter cimport FrameConverter
-from torchcodec._core._cuda_driver cimport CudaContext, CudaDriver, CudaModule, check_cu, check_cu_nogil, stream_wait_event
+from torchcodec._core._cuda_driver cimport (CudaContext, CudaDriver, CudaModule, FrameSync, check_cu, check_cu_nogil,
+                                            stream_wait_event)
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._cuda cimport driver as cu
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -58,6 +62,7 @@ cdef extern from "torchcodec/kernels.h" nogil:
         int32_t matrix
         int32_t full_range
         int32_t sample_shift
+        int32_t sample_bits
     ctypedef struct tc_copy_params:
         uint64_t src
         uint64_t dst
@@ -95,6 +100,7 @@ cdef struct Layout:
     int chroma              # TC_CHROMA_*
     int wide                # samples are 16-bit words (9- to 16-bit formats)
     int sample_shift        # left shift that MSB-aligns a 16-bit sample
+    int depth               # bits per sample
     int log2_chroma         # 1 for 4:2:0, 0 for 4:4:4
     int num_planes
 
@@ -135,6 +141,7 @@ cdef Layout layout_of(int pix_fmt) noexcept nogil:
         layout.chroma = TC_CHROMA_420_PLANAR if desc.log2_chroma_w else TC_CHROMA_444_PLANAR
         layout.num_planes = 3
     layout.wide = depth > 8
+    layout.depth = depth
     layout.sample_shift = 16 - depth - desc.comp[0].shift if depth > 8 else 0
     layout.log2_chroma = desc.log2_chroma_w
     return layout
@@ -335,6 +342,7 @@ cdef class CudaConverter(FrameConverter):
         cdef int elem = 4 if as_float else 1
         cdef bint hwaccel = frame.format == lavu.AV_PIX_FMT_CUDA
         cdef bint on_device = hwaccel or frame.opaque != NULL
+        cdef FrameSync *sync = <FrameSync *>frame.opaque if frame.opaque != NULL and not hwaccel else NULL
         cdef int sw_format = frame.format
         cdef int src_w = frame.width, src_h = frame.height, crop_left = 0, crop_top = 0, k
         cdef bint same_stream = self.stream == NULL or self.stream == LEGACY_STREAM
@@ -386,6 +394,9 @@ cdef class CudaConverter(FrameConverter):
         params.matrix = frame.colorspace
         params.full_range = frame.color_range == lavu.AVCOL_RANGE_JPEG
         params.sample_shift = layout.sample_shift
+        # The content's depth scales full-range samples by their true maximum (colour.h): NVDEC's
+        # 16-bit surfaces say it through their FrameSync, other formats through their descriptor.
+        params.sample_bits = sync.bits if sync != NULL and sync.bits > 8 else layout.depth
         set_destination(&params, dst, row_stride, elem, rotation)
         self.context.enter()
         try:
@@ -405,11 +416,19 @@ cdef class CudaConverter(FrameConverter):
             if hwaccel and not same_stream:
                 self.record(self.upstream_ready, LEGACY_STREAM)
                 stream_wait_event(self.driver, self.stream, self.upstream_ready)
+            if sync != NULL:
+                # NVDEC: the map's post-processing, on the decoder's stream, must be done first.
+                stream_wait_event(self.driver, self.stream, sync.ready)
             self.launch(self.colour_kernels[2 * layout.wide + as_float], blocks(src_w, TC_KERNEL_BLOCK_X),
                         blocks(src_h, TC_KERNEL_BLOCK_Y), &params)
-            if frame.opaque != NULL and not hwaccel:
-                # NVDEC: the decoder unmaps the surface once this event has passed.
-                self.record(<cu.CUevent>frame.opaque, self.stream)
+            if sync != NULL:
+                # NVDEC: the decoder unmaps the surface once `done` has passed. A read recorded on another
+                # stream is kept: this stream waits for it before `done` is recorded again here.
+                if sync.readers > 0 and sync.done_stream != self.stream:
+                    stream_wait_event(self.driver, self.stream, sync.done)
+                self.record(sync.done, self.stream)
+                sync.done_stream = self.stream
+                sync.readers += 1
             if not on_device:
                 self.record(self.staging_read, self.stream)
                 self.staging_busy = True

@@ -35,6 +35,18 @@ cdef class CudaModule:
     cdef cu.CUfunction function_ptr(self, const char *name) except NULL
 
 
+cdef struct FrameSync:
+    # How the decoder that owns a frame's device memory and the converters that read it order their
+    # work without host waits (AVFrame.opaque of an NVDEC frame points at one; docs/nvdec.md).
+    cu.CUevent ready            # recorded by the producer after its last write (NVDEC: the map's
+                                # post-processing); a reader's stream waits for it (cuStreamWaitEvent)
+    cu.CUevent done             # recorded on the producer's stream with `ready`, then by each reader
+                                # after its last read: the memory is handed back once it has passed
+    cu.CUstream done_stream     # the stream `done` was last recorded on by a reader
+    int readers                 # readers that recorded `done` since the frame was made
+    int bits                    # bits per sample of the content (8 to 16; MSB-aligned when stored in 16)
+
+
 cdef class CuvidLibrary:
     cdef cuvid.CuvidFunctions *ptr          # libnvcuvid.so.1's functions (owned)
 

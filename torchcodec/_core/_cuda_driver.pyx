@@ -10,14 +10,18 @@ function missing from it, no device), and the same error is raised again on late
 ``CudaDriver.context(index)`` retains the device's primary context (``cuDevicePrimaryCtxRetain``;
 never a private context) once per process; every entry that needs it pushes it and pops it again
 (``CudaContext.enter``/``exit``, balanced when the call in between raises). Contexts are released
-by ``CudaDriver.close()``, which runs at interpreter exit.
+by ``CudaDriver.close()``, which runs at interpreter exit; before it releases them it calls the hooks
+registered with :func:`add_release_hook` (NVDEC destroys its decoders and unmaps its surfaces
+there), whatever the order in which modules registered their own exit handlers.
 
 Driver errors raise :class:`CudaError` with the C function's name and ``cuGetErrorName`` /
 ``cuGetErrorString``'s text.
 """
 import atexit
 import os
+import sys
 import threading
+import types
 
 from posix.dlfcn cimport dlsym
 
@@ -166,7 +170,14 @@ cdef class CudaDriver:
             return context
 
     def close(self) -> None:
-        """Release every primary context retained through this driver."""
+        """Release every primary context retained through this driver, after running the release
+        hooks (:func:`add_release_hook`) while the contexts are still alive. A hook that raises is
+        reported as unraisable and the others still run."""
+        for hook in list(_release_hooks):
+            try:
+                hook()
+            except BaseException as error:     # at exit: report, never stop the release
+                sys.unraisablehook(_unraisable(error, hook))
         with self.lock:
             contexts, self.contexts = list(self.contexts.values()), {}
         for context in contexts:
@@ -298,6 +309,22 @@ cdef class CuvidLibrary:
 
     def __dealloc__(self):
         cuvid.cuvid_free_functions(&self.ptr)
+
+
+_release_hooks = []  # called by CudaDriver.close() before the contexts are released
+
+
+def add_release_hook(hook) -> None:
+    """Call ``hook()`` when the driver releases its primary contexts (at interpreter exit), before
+    the release: objects that hold raw driver handles (NVDEC decoders, mapped surfaces) free them
+    there, while the context still exists. Each hook is registered once."""
+    if hook not in _release_hooks:
+        _release_hooks.append(hook)
+
+
+def _unraisable(error, hook):
+    return types.SimpleNamespace(exc_type=type(error), exc_value=error, exc_traceback=error.__traceback__,
+                                 err_msg=f"Exception ignored in a CUDA release hook ({hook!r})", object=hook)
 
 
 _lock = threading.Lock()

@@ -11,9 +11,12 @@ cdef class FrameDecoder:
     #   came, 0 at the end of the stream. Reads packets from ``demuxer`` (``packet`` is scratch).
     # flush: forget buffered packets and frames after the demuxer seeked; the stream goes on.
     # output_done: the last frame was returned (true until flush()).
+    # frames_in_flight: how many frames the decoder holds back before it outputs one (reordering,
+    #   frame threads): decoding on through that many frames costs no more than a seek's flush.
     cdef bint output_done
     cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil
     cdef void flush(self) noexcept nogil
+    cdef int frames_in_flight(self) noexcept nogil
 
 
 cdef class StreamDecoder(FrameDecoder):
@@ -21,6 +24,8 @@ cdef class StreamDecoder(FrameDecoder):
     cdef readonly int stream_index
     cdef bint input_done                # the decoder was sent the end of the stream
     cdef int bad_packets                # consecutive packets or frames the decoder refused
+    cdef readonly int refused           # packets or frames the decoder refused in all (skipped as corrupt)
+    cdef readonly int last_refusal      # the AVERROR of the last refusal (0: none)
     cdef int hwaccel_state              # -1 before the first frame, then whether it was a CUDA frame
 
     cdef int send(self, const AVPacket *packet) noexcept nogil

@@ -70,6 +70,9 @@ cdef class FrameDecoder:
     cdef void flush(self) noexcept nogil:
         pass
 
+    cdef int frames_in_flight(self) noexcept nogil:
+        return 0
+
 
 cdef class StreamDecoder(FrameDecoder):
     """A libavcodec decoder for stream ``stream_index`` of ``demuxer``.
@@ -89,6 +92,8 @@ cdef class StreamDecoder(FrameDecoder):
         self.input_done = False
         self.output_done = False
         self.bad_packets = 0
+        self.refused = 0
+        self.last_refusal = 0
         self.hwaccel_state = -1
         if num_threads < 0:
             raise ValueError(f"num_ffmpeg_threads must be >= 0, got {num_threads}")
@@ -162,6 +167,14 @@ cdef class StreamDecoder(FrameDecoder):
         self.input_done = False
         self.output_done = False
 
+    cdef int frames_in_flight(self) noexcept nogil:
+        """The reorder delay (``has_b_frames``, as far as the decoder knows it yet), plus the frames
+        that other threads decode ahead with frame threading on the CPU."""
+        cdef int in_flight = max(self.ptr.has_b_frames, 0)
+        if self.ptr.hw_device_ctx == NULL and (self.ptr.active_thread_type & lavc.FF_THREAD_FRAME):
+            in_flight += max(self.ptr.thread_count, 1) - 1
+        return in_flight
+
     cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil:
         """Decode the next frame of the stream into ``frame``: 1 when one came, 0 at the end.
 
@@ -204,6 +217,8 @@ cdef class StreamDecoder(FrameDecoder):
     cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil:
         """A decoding error: skip the bad data, unless memory ran out or too much data is bad."""
         self.bad_packets += 1
+        self.refused += 1
+        self.last_refusal = ret
         if ret == lavu.AVERROR(ENOMEM) or self.bad_packets > MAX_BAD_PACKETS:
             with gil:
                 raise RuntimeError(f"decoding failed: {where.decode()} returned {av_error_string(ret)}"

@@ -2,6 +2,7 @@
 from fractions import Fraction
 
 from libc.errno cimport EINVAL
+from libc.math cimport isnan
 from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t
 
 from torchcodec._core._avio cimport IOSource
@@ -32,8 +33,13 @@ cdef object color_name(int value, const char *name):
     return optional_str(name) if value != 2 else None
 
 
-cdef object rational_or_none(lavu.AVRational q):
-    return Fraction(q.num, q.den) if q.num > 0 and q.den > 0 else None
+cdef object display_rotation(const int32_t *matrix):
+    """The display matrix's rotation in degrees (counter-clockwise), to 6 decimals as TorchCodec
+    reports it; None without a matrix or for a degenerate one (NaN)."""
+    if matrix == NULL:
+        return None
+    cdef double degrees = lavu.av_display_rotation_get(matrix)
+    return None if isnan(degrees) else float(f"{degrees:f}")
 
 
 cdef class Demuxer:
@@ -115,31 +121,35 @@ cdef class Demuxer:
         cdef lavc.AVCodecParameters *par = st.codecpar
         cdef const int32_t *matrix = ffcompat.tc_stream_display_matrix(st)
         cdef const lavu.AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<lavu.AVPixelFormat>par.format)
-        duration = None
+        # The stream's own duration only (Matroska/WebM streams have none); the container's is
+        # reported apart, as the last fallback of the computed duration (approximate mode).
+        duration = container_duration = None
         if st.duration != lavu.AV_NOPTS_VALUE and st.duration > 0:
             duration = ticks_to_seconds(st.duration, st.time_base.num, st.time_base.den)
-        elif self.ptr.duration != lavu.AV_NOPTS_VALUE and self.ptr.duration > 0:
-            duration = self.ptr.duration / <double>lavu.AV_TIME_BASE
+        if self.ptr.duration != lavu.AV_NOPTS_VALUE and self.ptr.duration > 0:
+            container_duration = ticks_to_seconds(self.ptr.duration, 1, lavu.AV_TIME_BASE)
         header = {
             "stream_index": index,
             "media_type": MEDIA_TYPE_NAMES.get(par.codec_type, "unknown"),
             "codec": optional_str(lavc.avcodec_get_name(par.codec_id)),
             "time_base": Fraction(st.time_base.num, st.time_base.den),
             "duration_seconds_from_header": duration,
+            "duration_seconds_from_container": container_duration,
             "begin_stream_seconds_from_header": (ticks_to_seconds(st.start_time, st.time_base.num, st.time_base.den) if st.start_time != lavu.AV_NOPTS_VALUE
                                                  else None),
             "bit_rate": par.bit_rate,
             "num_frames_from_header": st.nb_frames if st.nb_frames > 0 else None,
         }
         if par.codec_type == lavu.AVMEDIA_TYPE_VIDEO:
-            sar = rational_or_none(par.sample_aspect_ratio) or rational_or_none(st.sample_aspect_ratio)
+            # The codec parameters' sample aspect ratio as it is: 0/1 when unknown (as TorchCodec)
+            sar = par.sample_aspect_ratio
             header.update(
                 width=par.width,
                 height=par.height,
                 average_fps_from_header=(lavu.av_q2d(st.r_frame_rate)
                                          if st.r_frame_rate.num > 0 and st.r_frame_rate.den > 0 else None),
-                pixel_aspect_ratio=sar,
-                rotation=(lavu.av_display_rotation_get(matrix) if matrix != NULL else None),
+                pixel_aspect_ratio=Fraction(sar.num, sar.den) if sar.den != 0 else None,
+                rotation=display_rotation(matrix),
                 pixel_format=optional_str(lavu.av_get_pix_fmt_name(<lavu.AVPixelFormat>par.format)),
                 bits_per_component=(desc.comp[0].depth if desc != NULL else 8),
                 color_primaries=color_name(par.color_primaries, lavu.av_color_primaries_name(par.color_primaries)),
@@ -177,7 +187,8 @@ cdef class Demuxer:
         if ret < 0:
             with gil:
                 self.raise_source_error()
-                check_av(ret, "avformat_seek_file", self.name)
+                check_av(ret, "avformat_seek_file",
+                         f"{self.name}: its '{self.ptr.iformat.name.decode()}' format does not support seeking")
         return 0
 
     cdef int seek_to_start(self, int stream_index) except -1 nogil:

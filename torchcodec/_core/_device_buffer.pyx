@@ -211,7 +211,9 @@ cdef int fill_tensor(DLTensor *tensor, DeviceBuffer buffer, int64_t *sizes) exce
     code, bits, _ = DTYPES[buffer._dtype]
     cdef int ndim = len(buffer._shape)
     cdef int i
-    tensor.data = <void *><uintptr_t>buffer.memory.ptr
+    # data is element 0 itself and byte_offset 0, as torch exports views: consumers that ignore
+    # byte_offset (older torch releases, cuda.core) would otherwise read the allocation's start.
+    tensor.data = <void *><uintptr_t>(buffer.memory.ptr + buffer._offset * buffer.itemsize) if buffer.memory.ptr else NULL
     tensor.device.device_type = kDLCUDA
     tensor.device.device_id = buffer.memory.context.index
     tensor.ndim = ndim
@@ -220,7 +222,7 @@ cdef int fill_tensor(DLTensor *tensor, DeviceBuffer buffer, int64_t *sizes) exce
     tensor.dtype.lanes = 1
     tensor.shape = sizes
     tensor.strides = sizes + ndim
-    tensor.byte_offset = buffer._offset * buffer.itemsize   # data stays the allocation's (aligned) start
+    tensor.byte_offset = 0
     for i in range(ndim):
         sizes[i] = buffer._shape[i]
         sizes[ndim + i] = buffer._strides[i]

@@ -4,6 +4,12 @@
 the Python exception that fits the AVERROR, with ``av_strerror``'s text and the name of the C
 function that failed. ``EAGAIN`` and ``EOF`` are control flow: callers test them with
 ``is_again_or_eof`` before calling ``check_av``.
+
+TorchCodec raises RuntimeError for most mistakes, from its C++ core, where Python code would raise
+ValueError, TypeError or IndexError. Where the two differ, this package raises a class that is both
+(``InvalidArgumentError``, ``InvalidArgumentTypeError``, ``EndOfStreamError``), so that ``except
+ValueError`` and ``except RuntimeError`` (as written for TorchCodec) both catch it. They are
+defined here, once.
 """
 from libc.errno cimport EAGAIN, EACCES, EINVAL, EISDIR, ENOENT, ENOMEM
 
@@ -20,6 +26,26 @@ class MediaIsADirectoryError(IsADirectoryError, RuntimeError):
 
 class MediaPermissionError(PermissionError, RuntimeError):
     """A path that cannot be read."""
+
+
+class InvalidArgumentError(ValueError, RuntimeError):
+    """A bad value (an argument, or a value in the file that makes a request impossible). Also a
+    RuntimeError, which TorchCodec raises for the same mistake."""
+
+
+class InvalidArgumentTypeError(TypeError, RuntimeError):
+    """An argument of the wrong type. Also a RuntimeError, which TorchCodec raises for the same mistake."""
+
+
+class EndOfStreamError(IndexError, RuntimeError):
+    """A frame the index or the header promised that the stream ended before (a truncated file, or a
+    header that counts more frames than there are). Also a RuntimeError, which TorchCodec raises."""
+
+
+class MemoryLimitError(MemoryError, RuntimeError):
+    """A request that would need more memory than the limit allows (see torchcodec.set_memory_limit),
+    refused before anything is allocated. Also a RuntimeError, which torch raises when an allocation
+    fails."""
 
 
 cdef str av_error_string(int ret):
@@ -48,5 +74,5 @@ cdef int check_av(int ret, const char *where, object subject=None) except -1:
     if ret == lavu.AVERROR(ENOMEM):
         raise MemoryError(message)
     if ret == lavu.AVERROR(EINVAL):
-        raise ValueError(message)
+        raise InvalidArgumentError(message)
     raise RuntimeError(message)

@@ -1,4 +1,5 @@
 # The frame index: pts, duration and key flag of every frame of one stream, in presentation order.
+from libc.math cimport round
 from libc.stdint cimport int64_t, uint8_t
 
 
@@ -31,3 +32,9 @@ cdef inline double ticks_to_seconds(int64_t ticks, int64_t num, int64_t den) noe
     """Seconds of ``ticks`` of a num/den time base, computed as TorchCodec does (pts * num / den),
     so that 700 ticks of 1/1000 s are 0.7 exactly, not 700 * 0.001 = 0.7000000000000001."""
     return <double>ticks * num / den
+
+
+cdef inline int64_t closest_ticks(double seconds, int64_t num, int64_t den) noexcept nogil:
+    """The timestamp closest to ``seconds`` in a num/den time base, rounded half away from zero,
+    computed as TorchCodec does (seconds * den / num)."""
+    return <int64_t>round(seconds * den / num)

@@ -118,6 +118,21 @@ cdef class FrameIndex:
                 hi = mid
         return lo - 1
 
+    def index_shown_at(self, double seconds):
+        """Index of the frame that decoding from the key frame before ``seconds`` reaches first
+        among those playing at ``seconds`` (pts <= seconds < pts + duration) or starting after it;
+        -1 if none. This is TorchCodec's ``get_frame_played_at``: it uses durations, so a time in a
+        gap between one frame's end and the next frame's pts gets the next frame."""
+        cdef int64_t cursor = closest_ticks(seconds, self.time_base_num, self.time_base_den)
+        cdef Py_ssize_t j = self.last_at_or_before(cursor)
+        cdef double start
+        j = self.entries[j].key_before if j >= 0 else -1
+        for j in range(max(j, 0), self.size):
+            start = self.seconds(self.entries[j].pts)
+            if start > seconds or seconds < self.seconds(self.entries[j].pts + self.entries[j].duration):
+                return j
+        return -1
+
     def index_at_or_after(self, double seconds):
         """Index of the first frame whose pts (in seconds) is >= ``seconds`` (``len`` if none)."""
         cdef Py_ssize_t lo = 0, hi = self.size, mid

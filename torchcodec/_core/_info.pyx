@@ -1,14 +1,8 @@
-"""What FFmpeg build the package runs with, and how loudly FFmpeg may log."""
+"""What FFmpeg build the package runs with."""
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport swscale as sws
-
-LOG_LEVELS = {
-    "quiet": lavu.AV_LOG_QUIET, "panic": lavu.AV_LOG_PANIC, "fatal": lavu.AV_LOG_FATAL,
-    "error": lavu.AV_LOG_ERROR, "warning": lavu.AV_LOG_WARNING, "info": lavu.AV_LOG_INFO,
-    "verbose": lavu.AV_LOG_VERBOSE, "debug": lavu.AV_LOG_DEBUG,
-}
 
 
 cdef str library_version(unsigned v):
@@ -26,8 +20,8 @@ def ffmpeg_versions():
     }
 
 
-def set_log_level(str level):
-    """Set FFmpeg's log level by name: quiet, panic, fatal, error, warning, info, verbose, debug."""
-    if level not in LOG_LEVELS:
-        raise ValueError(f"unknown FFmpeg log level {level!r}; choose one of {sorted(LOG_LEVELS)}")
-    lavu.av_log_set_level(LOG_LEVELS[level])
+def ffmpeg_major_version():
+    """The major version of the FFmpeg release loaded at run time (5 for FFmpeg 5.1), from
+    libavutil's: each release line has its own libavutil major version (56 in FFmpeg 4, 57 in 5,
+    ... 60 in 8), which holds for git builds too, whose version string has no release number."""
+    return (lavu.avutil_version() >> 16) - 52

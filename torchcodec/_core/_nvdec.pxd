@@ -1,7 +1,7 @@
 # NVDEC decoding driven from Cython: a CUVID parser fed by NvdecInput, CUVID decoders shared
 # through a per-device cache, decoded pictures handed out as AVFrames over mapped device surfaces.
 from libc.stdint cimport int64_t, uint8_t
-from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary
+from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary, FrameSync
 from torchcodec._core._decoder cimport FrameDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._nvdec_input cimport NvdecInput
@@ -19,11 +19,19 @@ cdef enum:
 cdef struct DecoderState
 
 
+cdef enum:                      # OutputSlot.status
+    SLOT_FREE = 0
+    SLOT_MAPPED = 1             # mapped; a frame (or a queued picture mapped early) holds it
+    SLOT_RELEASED = 2           # its frame is gone: unmapped once sync.done has passed
+
+
 cdef struct OutputSlot:
     DecoderState *state
-    cu.CUevent event            # AVFrame.opaque: the converter records it after its last read
-    cu.CUdeviceptr surface      # the mapped surface while in_use
-    int in_use                  # set by the map, cleared (atomically) by the frame's release
+    FrameSync sync              # AVFrame.opaque points here: ready/done events, readers, bits
+    cu.CUdeviceptr surface      # the mapped surface while MAPPED or RELEASED
+    unsigned int pitch          # its pitch
+    int status                  # SLOT_*; set to RELEASED (atomically) by the frame's release, on any thread
+    unsigned long released_at   # order of release, so that the host waits for the oldest first
 
 
 cdef struct DecoderState:
@@ -38,6 +46,7 @@ cdef struct DecoderState:
     int num_output
     OutputSlot slots[MAX_OUTPUT_SURFACES]
     int av_format               # AVPixelFormat of the mapped surfaces
+    int bits                    # bits per sample of the content (the surfaces hold 8 or 16)
     int chroma_planes           # 1 (interleaved CbCr) or 2 (planar 4:4:4)
     int coded_width             # the surface size (decoder created at the coded size)
     int coded_height
@@ -45,13 +54,16 @@ cdef struct DecoderState:
     int display_top
     int display_width           # (0 when the parser reports none)
     int display_height
-    cu.CUresult release_error   # a failed release (event wait or unmap), raised by the next map
-    const char *release_where
+    unsigned long releases      # slots released so far (OutputSlot.released_at)
+    bint dead                   # its driver objects were destroyed before the context's release
+    DecoderState *prev          # the registry of live states (torn down before the context goes)
+    DecoderState *next
 
 
 cdef struct QueuedPicture:
     cuvid.CUVIDPARSERDISPINFO info
     DecoderState *decoder       # the decoder that decoded it (kept alive by NvdecDecoder)
+    OutputSlot *slot            # mapped early (its decode surface was about to be reused), else NULL
 
 
 cdef struct PacketInfo:
@@ -72,6 +84,8 @@ cdef struct ParserState:
     cu.CUresult error           # the first failure inside a callback, raised after the parse call
     const char *error_where
     bint python_error           # the sequence callback raised: NvdecDecoder.callback_error holds it
+    unsigned long early_maps    # queued pictures mapped in the decode callback (their surface was reused)
+    unsigned long host_waits    # host waits for a reader to hand a surface back (no slot was free)
 
 
 cdef class CuvidDecoder:
@@ -79,7 +93,7 @@ cdef class CuvidDecoder:
     cdef CudaContext context
     cdef CuvidLibrary library
     cdef readonly tuple key     # (codec, chroma, bit depth, coded w, h, surface format, decode surfaces,
-                                #  output surfaces, progressive)
+                                #  output surfaces)
     cdef readonly int device
     cdef int create(self, tuple key) except -1
 
@@ -109,11 +123,15 @@ cdef class NvdecDecoder(FrameDecoder):
     cdef PacketInfo packets[PACKET_TABLE_SIZE]
     cdef int packets_next
     cdef readonly unsigned long frames_dropped   # discarded (edit list) pictures, for tests
+    cdef readonly unsigned int clock_rate        # CUVIDPARSERPARAMS.ulClockRate: the time base's, or 0
+    cdef readonly int feed_budget                # fed while fewer pictures than this wait to be mapped
+    cdef readonly int queue_high_water           # the most pictures that waited at once, for tests
 
     cdef int parse(self, const uint8_t *data, int size, int64_t pts, unsigned long flags) except -1 nogil
     cdef int raise_pending(self) except -1 nogil
     cdef int remember(self, const AVPacket *packet) noexcept nogil
     cdef PacketInfo *recall(self, int64_t pts) noexcept nogil
     cdef int map_picture(self, QueuedPicture *picture, const PacketInfo *info, AVFrame *frame) except -1 nogil
+    cdef int drop_queue(self) noexcept nogil
     cdef int on_sequence(self, cuvid.CUVIDEOFORMAT *format) except -1
     cdef int release_retired(self) except -1

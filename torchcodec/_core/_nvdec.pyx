@@ -1,35 +1,45 @@
 """Decoding video with NVIDIA's NVDEC, driven from Cython (no FFmpeg hwaccel involved).
 
 FFmpeg demuxes and applies the bitstream filters (``NvdecInput``); a CUVID parser
-(``cuvidCreateVideoParser``, display delay 0) turns the elementary stream into pictures, and calls
-back three C functions inside ``cuvidParseVideoData``:
+(``cuvidCreateVideoParser``, display delay 0, ``ulClockRate`` the stream's time base where it is
+integral) turns the elementary stream into pictures, and calls back three C functions inside
+``cuvidParseVideoData``:
 
 - the sequence callback checks ``cuvidGetDecoderCaps`` and takes a CUVID decoder for the format
   from the per-device cache (or creates one): at the coded size, with the parser's minimum number
   of decode surfaces plus ``EXTRA_DECODE_SURFACES``, ``NUM_OUTPUT_SURFACES`` output surfaces, an
-  NV12 / P016 / YUV444 / YUV444_16Bit surface by chroma format and bit depth;
+  NV12 / P016 / YUV444 / YUV444_16Bit surface by chroma format and bit depth, Weave (no
+  deinterlacing: fields stay woven, as libavcodec outputs them);
 - the decode callback runs ``cuvidDecodePicture``;
 - the display callback queues the picture (presentation order).
 
-``next_frame`` feeds packets only while that queue is empty (back-pressure) and maps the oldest
-queued picture right away (``cuvidMapVideoFrame64``), so that the parser never reuses a decode
-surface before it was read. The frame it fills points at the mapped surface (device memory); its
-``buf[0]`` unmaps it when the frame is released, after waiting for the CUDA event in ``opaque``
-that the converter records after its last read. Pictures of packets that FFmpeg marks as discarded
-(edit lists) are dropped by pts, as libavcodec does.
+Nothing waits on the host per frame. ``next_frame`` keeps the parser ahead: it feeds packets while
+fewer than ``feed_budget`` displayed pictures wait (the decode surfaces beyond the parser's minimum
+hold them), then maps the oldest (``cuvidMapVideoFrame64`` on the decoder's own stream, followed
+by the slot's ``ready`` event). The frame it fills points at the mapped surface (device memory);
+``AVFrame.opaque`` points at the slot's ``FrameSync``: the converter's stream waits for ``ready``
+on the device and records ``done`` after its read. Releasing the frame only marks the slot; its
+surface is unmapped by a later map once ``done`` has passed (``cuEventQuery``, no wait); the host
+waits (``cuEventSynchronize``) only when every output surface is taken and one must come back.
+Should the parser decode into the surface of a picture still queued, that picture is mapped first,
+in the decode callback, and the parser is fed from then on only when nothing waits. Pictures of
+packets that FFmpeg marks as discarded (edit lists) are dropped by pts, as libavcodec does.
 
 Errors inside the callbacks are stored and raised after ``cuvidParseVideoData`` returns; the
-device's primary context is pushed around every CUVID call.
+device's primary context is pushed around every CUVID call. Every decoder's driver objects are
+destroyed before the driver releases the context (``add_release_hook``), whatever the order of the
+interpreter's exit handlers; frames still alive then only free their memory afterwards.
 """
-import atexit
 import threading
 from typing import NamedTuple
 
+from cpython.pythread cimport (PyThread_acquire_lock, PyThread_allocate_lock, PyThread_release_lock,
+                               PyThread_type_lock, WAIT_LOCK)
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
-from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary, check_cu, check_cu_nogil
+from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary, FrameSync, check_cu, check_cu_nogil
 from torchcodec._core._decoder cimport FrameDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._nvdec_input cimport NvdecInput
@@ -41,7 +51,7 @@ from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avcodec cimport AVCodecParameters, AVPacket
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame
 
-from torchcodec._core._cuda_driver import CudaUnavailableError, load_nvcuvid
+from torchcodec._core._cuda_driver import CudaError, CudaUnavailableError, add_release_hook, load_nvcuvid
 
 cdef extern from *:
     """
@@ -50,15 +60,29 @@ cdef extern from *:
     {
         return __atomic_add_fetch(value, delta, __ATOMIC_ACQ_REL);
     }
+    static inline unsigned long tc_nvdec_atomic_add_ul(unsigned long *value, unsigned long delta)
+    {
+        return __atomic_add_fetch(value, delta, __ATOMIC_ACQ_REL);
+    }
+    static inline int tc_nvdec_load(const int *value) { return __atomic_load_n(value, __ATOMIC_ACQUIRE); }
+    static inline void tc_nvdec_store(int *value, int v) { __atomic_store_n(value, v, __ATOMIC_RELEASE); }
     """
     int tc_nvdec_atomic_add(int *value, int delta) nogil
+    unsigned long tc_nvdec_atomic_add_ul(unsigned long *value, unsigned long delta) nogil
+    int tc_nvdec_load(const int *value) nogil
+    void tc_nvdec_store(int *value, int v) nogil
 
-# Decode surfaces beyond the parser's minimum: room for the pictures queued between two parse
-# calls, so that decoding never waits on display (NVIDIA recommends a few extra).
+# Decode surfaces beyond the parser's minimum: they hold the displayed pictures that wait to be
+# mapped while the parser runs ahead (NVIDIA recommends a few extra).
 cdef int EXTRA_DECODE_SURFACES = 4
+# The parser is fed while fewer displayed pictures than this wait: half the extra surfaces, the
+# others left for the pictures one parse call displays and the one it decodes, so that a parser
+# that takes its surfaces in turn never decodes into a waiting picture's surface.
+cdef int FEED_BUDGET = 2
 cdef int MAX_DECODE_SURFACES = 32          # NVDEC's limit for ulNumDecodeSurfaces
-# Mapped surfaces at once: the video engine keeps two frames alive, plus one being released.
-cdef int NUM_OUTPUT_SURFACES = 3
+# Mapped surfaces at once: the video engine keeps two frames alive; the others are released frames
+# whose conversions may still be running (unmapped once they are done) or pictures mapped early.
+cdef int NUM_OUTPUT_SURFACES = 4
 # ParserState.error of a failure that is not a driver's (its error_where says what happened).
 cdef int NOT_A_CUDA_ERROR = -1
 # What DALI and TorchCodec assume when the parser reports no minimum number of decode surfaces.
@@ -208,61 +232,211 @@ cdef str stream_refusal(NvdecInput source, Demuxer demuxer, int stream_index, Cu
     return refusal(context, library, CODECS[source.nvdec_codec], chroma, depth, par.width, par.height)
 
 
+cdef unsigned int clock_rate(lavu.AVRational time_base) noexcept:
+    """The parser's ulClockRate for timestamps in ``time_base``: den / num when that is an integer
+    (1/12800 -> 12800, 1/90000 -> 90000), else 0 (the parser's default, 10 MHz)."""
+    if time_base.num <= 0 or time_base.den <= 0 or time_base.den % time_base.num:
+        return 0
+    if time_base.den // time_base.num > 0xFFFFFFFF:
+        return 0
+    return <unsigned int>(time_base.den // time_base.num)
+
+
+def parser_clock_rate(int num, int den) -> int:
+    """clock_rate for the time base num/den (for tests)."""
+    cdef lavu.AVRational time_base
+    time_base.num = num
+    time_base.den = den
+    return clock_rate(time_base)
+
+
 # ---- decoders and their cache -------------------------------------------------------------------
 
-cdef void destroy_state(DecoderState *state) noexcept nogil:
-    """Destroy the CUVID decoder and the slot events (context pushed), free the state. Errors are
-    ignored: this runs in a deallocator or a frame's release."""
+# Every live DecoderState, linked through prev/next under registry_lock: the driver's release hook
+# tears them all down while the context still exists (frames may outlive everything else).
+cdef DecoderState *live_states = NULL
+cdef PyThread_type_lock registry_lock = PyThread_allocate_lock()
+
+
+cdef void register_state(DecoderState *state) noexcept nogil:
+    global live_states
+    PyThread_acquire_lock(registry_lock, WAIT_LOCK)
+    state.prev = NULL
+    state.next = live_states
+    if live_states != NULL:
+        live_states.prev = state
+    live_states = state
+    PyThread_release_lock(registry_lock)
+
+
+cdef void teardown_state(DecoderState *state) noexcept nogil:
+    """(registry_lock held.) Unmap every surface still mapped (after its readers' ``done``), destroy
+    the slot events, the CUVID decoder and its stream, with the context pushed; the state is dead
+    from then on. Errors are ignored: this runs in a deallocator, a frame's release or at exit."""
     cdef int i
-    if state.cu.cuCtxPushCurrent(state.context) == cu.CUDA_SUCCESS:
-        for i in range(state.num_output):
-            if state.slots[i].event != NULL:
-                state.cu.cuEventDestroy(state.slots[i].event)
-        if state.decoder != NULL:
-            state.cuvid.cuvidDestroyDecoder(state.decoder)
-        if state.stream != NULL:
-            state.cu.cuStreamDestroy(state.stream)
-        state.cu.cuCtxPopCurrent(NULL)
+    cdef OutputSlot *slot
+    if state.dead:
+        return
+    state.dead = True
+    if state.cu.cuCtxPushCurrent(state.context) != cu.CUDA_SUCCESS:
+        return
+    for i in range(state.num_output):
+        slot = &state.slots[i]
+        if slot.status != SLOT_FREE and state.decoder != NULL:
+            if slot.sync.done != NULL:
+                state.cu.cuEventSynchronize(slot.sync.done)
+            state.cuvid.cuvidUnmapVideoFrame(state.decoder, slot.surface)
+            slot.surface = 0
+        if slot.sync.ready != NULL:
+            state.cu.cuEventDestroy(slot.sync.ready)
+        if slot.sync.done != NULL:
+            state.cu.cuEventDestroy(slot.sync.done)
+    if state.decoder != NULL:
+        state.cuvid.cuvidDestroyDecoder(state.decoder)
+    if state.stream != NULL:
+        state.cu.cuStreamDestroy(state.stream)
+    state.cu.cuCtxPopCurrent(NULL)
+
+
+cdef void destroy_state(DecoderState *state) noexcept nogil:
+    """Tear the state down (unless the release hook did) and free it."""
+    global live_states
+    PyThread_acquire_lock(registry_lock, WAIT_LOCK)
+    if state.prev != NULL:
+        state.prev.next = state.next
+    elif live_states == state:
+        live_states = state.next
+    if state.next != NULL:
+        state.next.prev = state.prev
+    teardown_state(state)
+    PyThread_release_lock(registry_lock)
     free(state)
 
 
+cdef void teardown_all() noexcept nogil:
+    """Tear down every live state (the driver's release hook, before the context is released)."""
+    cdef DecoderState *state
+    PyThread_acquire_lock(registry_lock, WAIT_LOCK)
+    state = live_states
+    while state != NULL:
+        teardown_state(state)
+        state = state.next
+    PyThread_release_lock(registry_lock)
+
+
 cdef void unref_state(DecoderState *state) noexcept nogil:
-    """Drop one reference (the CuvidDecoder's or a mapped frame's); the last destroys the decoder."""
+    """Drop one reference (the CuvidDecoder's or a mapped slot's); the last destroys the decoder."""
     if tc_nvdec_atomic_add(&state.refs, -1) == 0:
         destroy_state(state)
 
 
 cdef void release_surface(void *opaque, uint8_t *data) noexcept nogil:
-    """AVBuffer free callback of a mapped frame: wait for the converter's event, unmap, free the slot."""
+    """AVBuffer free callback of a mapped frame (any thread): no driver call, no wait. The slot is
+    marked released; a later map unmaps it once its readers' ``done`` event has passed."""
     cdef OutputSlot *slot = <OutputSlot *>opaque
     cdef DecoderState *state = slot.state
-    cdef cu.CUresult ret = state.cu.cuCtxPushCurrent(state.context)
-    cdef const char *where = "cuCtxPushCurrent"
-    if ret == cu.CUDA_SUCCESS:
-        where = "cuEventSynchronize"
-        ret = state.cu.cuEventSynchronize(slot.event)
-        if ret == cu.CUDA_SUCCESS:
-            where = "cuvidUnmapVideoFrame64"
-            ret = state.cuvid.cuvidUnmapVideoFrame(state.decoder, slot.surface)
-        state.cu.cuCtxPopCurrent(NULL)
-    if ret != cu.CUDA_SUCCESS and state.release_error == cu.CUDA_SUCCESS:
-        state.release_error = ret
-        state.release_where = where
-    slot.surface = 0
-    tc_nvdec_atomic_add(&slot.in_use, -1)
+    slot.released_at = tc_nvdec_atomic_add_ul(&state.releases, 1)
+    tc_nvdec_store(&slot.status, SLOT_RELEASED)
     unref_state(state)
+
+
+cdef cu.CUresult unmap_slot(DecoderState *state, OutputSlot *slot, const char **where) noexcept nogil:
+    """(Context pushed.) cuvidUnmapVideoFrame64 of a released slot, which becomes free."""
+    cdef cu.CUresult ret = state.cuvid.cuvidUnmapVideoFrame(state.decoder, slot.surface)
+    if ret != cu.CUDA_SUCCESS:
+        where[0] = "cuvidUnmapVideoFrame64"
+        return ret
+    slot.surface = 0
+    slot.status = SLOT_FREE
+    return ret
+
+
+cdef cu.CUresult free_slot(DecoderState *state, OutputSlot **found, unsigned long *host_waits,
+                           const char **where) noexcept nogil:
+    """(Context pushed.) A free output slot in ``found`` (NULL when every slot is held by a frame
+    still alive). Released slots whose ``done`` event has passed are unmapped first, found with
+    cuEventQuery (no wait). Only when no slot is free does the host wait, for the slot released
+    first (cuEventSynchronize): its memory must come back before another picture can be mapped."""
+    cdef OutputSlot *slot
+    cdef OutputSlot *oldest = NULL
+    cdef cu.CUresult ret
+    cdef int i
+    found[0] = NULL
+    for i in range(state.num_output):
+        slot = &state.slots[i]
+        if tc_nvdec_load(&slot.status) == SLOT_RELEASED:
+            ret = state.cu.cuEventQuery(slot.sync.done)
+            if ret == <cu.CUresult>cu.TC_CUDA_ERROR_NOT_READY:
+                if oldest == NULL or slot.released_at < oldest.released_at:
+                    oldest = slot
+                continue
+            if ret != cu.CUDA_SUCCESS:
+                where[0] = "cuEventQuery"
+                return ret
+            ret = unmap_slot(state, slot, where)
+            if ret != cu.CUDA_SUCCESS:
+                return ret
+        if slot.status == SLOT_FREE and found[0] == NULL:
+            found[0] = slot
+    if found[0] != NULL or oldest == NULL:
+        return cu.CUDA_SUCCESS
+    host_waits[0] += 1
+    ret = state.cu.cuEventSynchronize(oldest.sync.done)
+    if ret != cu.CUDA_SUCCESS:
+        where[0] = "cuEventSynchronize"
+        return ret
+    ret = unmap_slot(state, oldest, where)
+    if ret == cu.CUDA_SUCCESS:
+        found[0] = oldest
+    return ret
+
+
+cdef cu.CUresult map_into(DecoderState *state, const cuvid.CUVIDPARSERDISPINFO *info, OutputSlot *slot,
+                          const char **where) noexcept nogil:
+    """(Context pushed.) Map the displayed picture ``info`` into the free ``slot``: cuvidMapVideoFrame64
+    post-processes on the decoder's stream, after which ``ready`` and ``done`` are recorded there.
+    The slot is then MAPPED and holds a reference to the state."""
+    cdef cuvid.CUVIDPROCPARAMS proc
+    cdef cu.CUdeviceptr surface = 0
+    cdef unsigned int pitch = 0
+    cdef cu.CUresult ret
+    memset(&proc, 0, sizeof(proc))
+    proc.progressive_frame = info.progressive_frame
+    proc.top_field_first = info.top_field_first
+    proc.second_field = info.repeat_first_field + 1
+    proc.unpaired_field = info.repeat_first_field < 0
+    proc.output_stream = state.stream
+    ret = state.cuvid.cuvidMapVideoFrame(state.decoder, info.picture_index, &surface, &pitch, &proc)
+    if ret != cu.CUDA_SUCCESS:
+        where[0] = "cuvidMapVideoFrame64"
+        return ret
+    ret = state.cu.cuEventRecord(slot.sync.ready, state.stream)
+    if ret == cu.CUDA_SUCCESS:
+        ret = state.cu.cuEventRecord(slot.sync.done, state.stream)
+    if ret != cu.CUDA_SUCCESS:
+        where[0] = "cuEventRecord"
+        state.cuvid.cuvidUnmapVideoFrame(state.decoder, surface)
+        return ret
+    slot.surface = surface
+    slot.pitch = pitch
+    slot.sync.readers = 0
+    slot.sync.done_stream = NULL
+    slot.sync.bits = state.bits
+    slot.status = SLOT_MAPPED
+    tc_nvdec_atomic_add(&state.refs, 1)
+    return ret
 
 
 cdef class CuvidDecoder:
     """A CUVID decoder (``cuvidCreateDecoder``) for one format, with its output-surface slots and
-    their events. Kept in the per-device cache between NvdecDecoders; its C state lives on while
+    their events (``ready`` and ``done`` per slot). Kept in the per-device cache between NvdecDecoders; its C state lives on while
     frames mapped from it are alive."""
 
     def __cinit__(self):
         self.state = NULL
 
     cdef int create(self, tuple key) except -1:
-        codec, chroma, depth, width, height, output_format, num_decode, num_output, progressive = key
+        codec, chroma, depth, width, height, output_format, num_decode, num_output = key
         cdef cuvid.CUVIDDECODECREATEINFO info
         cdef DecoderState *state = <DecoderState *>calloc(1, sizeof(DecoderState))
         cdef cu.CUresult ret
@@ -270,10 +444,12 @@ cdef class CuvidDecoder:
         if state == NULL:
             raise MemoryError("cannot allocate an NVDEC decoder state")
         state.refs = 1
+        register_state(state)
         state.cu = self.context.driver.ptr
         state.cuvid = self.library.ptr
         state.context = self.context.ptr
         state.num_output = num_output
+        state.bits = depth
         state.coded_width = width
         state.coded_height = height
         state.chroma_planes = 2 if chroma == cuvid.cudaVideoChromaFormat_444 else 1
@@ -300,16 +476,18 @@ cdef class CuvidDecoder:
         info.display_area.right = width
         info.display_area.bottom = height
         info.OutputFormat = <cuvid.cudaVideoSurfaceFormat>output_format
-        info.DeinterlaceMode = (cuvid.cudaVideoDeinterlaceMode_Weave if progressive
-                                else cuvid.cudaVideoDeinterlaceMode_Adaptive)
+        # Weave: fields stay woven as coded, as libavcodec (and so the CPU decoder) outputs them.
+        info.DeinterlaceMode = cuvid.cudaVideoDeinterlaceMode_Weave
         info.ulTargetWidth = width
         info.ulTargetHeight = height
         info.ulNumOutputSurfaces = num_output
         self.context.enter()
         try:
             for i in range(num_output):
-                check_cu(self.context.driver, state.cu.cuEventCreate(&state.slots[i].event, cu.CU_EVENT_DISABLE_TIMING),
-                         "cuEventCreate")
+                check_cu(self.context.driver, state.cu.cuEventCreate(&state.slots[i].sync.ready,
+                                                                     cu.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+                check_cu(self.context.driver, state.cu.cuEventCreate(&state.slots[i].sync.done,
+                                                                     cu.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
             check_cu(self.context.driver, state.cu.cuStreamCreate(&state.stream, cu.TC_STREAM_NON_BLOCKING),
                      "cuStreamCreate")
             with nogil:
@@ -339,7 +517,6 @@ class DecoderCache:
         self.idle = {}                  # device index -> [CuvidDecoder], least recently used first
         self.returned = []              # given back while the lock was busy
         self.capacity = capacity
-        self.exit_hook = False
 
     def _file_returned(self) -> list:
         """(Lock held.) File the queued returns; the decoders evicted beyond the capacity."""
@@ -370,9 +547,6 @@ class DecoderCache:
         if not self.lock.acquire(blocking=False):
             return                      # filed by the next operation
         try:
-            if not self.exit_hook:      # registered after the driver's own hook: runs before it
-                atexit.register(self.clear)
-                self.exit_hook = True
             evicted = self._file_returned()
         finally:
             self.lock.release()
@@ -385,7 +559,7 @@ class DecoderCache:
         del evicted
 
     def clear(self) -> None:
-        """Destroy every idle decoder (at interpreter exit, before the driver releases its contexts)."""
+        """Destroy every idle decoder (the driver's release hook, before it releases its contexts)."""
         with self.lock:
             self._file_returned()
             evicted = list(self.idle.values())
@@ -394,6 +568,17 @@ class DecoderCache:
 
 
 _cache = DecoderCache(DEFAULT_CACHE_CAPACITY)
+
+
+def _release_before_context() -> None:
+    """The driver's release hook: destroy the cached decoders, then tear down every decoder still in
+    use or kept alive by frames (surfaces unmapped after their readers), while the context exists."""
+    _cache.clear()
+    with nogil:
+        teardown_all()
+
+
+add_release_hook(_release_before_context)
 
 
 def set_nvdec_cache_capacity(int capacity) -> None:
@@ -440,14 +625,57 @@ cdef int handle_sequence(void *user, cuvid.CUVIDEOFORMAT *format) noexcept nogil
             return 0
 
 
+cdef int map_early(ParserState *state, int picture_index) noexcept nogil:
+    """Before the parser decodes into surface ``picture_index``: a queued picture of the current
+    decoder that was displayed from that surface is mapped now, while it is intact (the host waits
+    for its post-processing: this is the rare path of a parser that reuses surfaces sooner than the
+    feed budget assumes). 1 on success, 0 with the error kept."""
+    cdef DecoderState *decoder = state.decoder
+    cdef QueuedPicture *queued
+    cdef OutputSlot *slot
+    cdef const char *where = NULL
+    cdef cu.CUresult ret
+    cdef int i
+    for i in range(state.queue_count):
+        queued = &state.queue[(state.queue_head + i) % DISPLAY_QUEUE_SIZE]
+        if queued.decoder != decoder or queued.slot != NULL or queued.info.picture_index != picture_index:
+            continue
+        ret = free_slot(decoder, &slot, &state.host_waits, &where)
+        if ret == cu.CUDA_SUCCESS and slot == NULL:
+            ret = NOT_A_CUDA_ERROR
+            where = ("the parser reused the decode surface of a picture not yet read while every NVDEC output "
+                     "surface is held by a frame still alive")
+        if ret == cu.CUDA_SUCCESS:
+            ret = map_into(decoder, &queued.info, slot, &where)
+        if ret == cu.CUDA_SUCCESS:
+            queued.slot = slot
+            state.early_maps += 1
+            ret = decoder.cu.cuEventSynchronize(slot.sync.ready)
+            where = "cuEventSynchronize"
+        if ret != cu.CUDA_SUCCESS:
+            if state.error == cu.CUDA_SUCCESS:
+                state.error = ret
+                state.error_where = where
+            return 0
+    return 1
+
+
 cdef int handle_decode(void *user, cuvid.CUVIDPICPARAMS *picture) noexcept nogil:
-    """A picture to decode (decode order): cuvidDecodePicture on the current decoder."""
+    """A picture to decode (decode order): cuvidDecodePicture on the current decoder, after mapping
+    a queued picture whose surface it would overwrite."""
     cdef ParserState *state = <ParserState *>user
     cdef cu.CUresult ret
     if state.decoder == NULL:
         if state.error == cu.CUDA_SUCCESS:
             state.error = NOT_A_CUDA_ERROR
             state.error_where = "the parser asked to decode a picture before any sequence header"
+        return 0
+    if state.decoder.dead:
+        if state.error == cu.CUDA_SUCCESS:
+            state.error = NOT_A_CUDA_ERROR
+            state.error_where = "the CUDA context was released (interpreter exit)"
+        return 0
+    if not map_early(state, picture.CurrPicIdx):
         return 0
     ret = state.cuvid.cuvidDecodePicture(state.decoder.decoder, picture)
     if ret != cu.CUDA_SUCCESS:
@@ -472,6 +700,7 @@ cdef int handle_display(void *user, cuvid.CUVIDPARSERDISPINFO *info) noexcept no
     slot = &state.queue[(state.queue_head + state.queue_count) % DISPLAY_QUEUE_SIZE]
     slot.info = info[0]
     slot.decoder = state.decoder
+    slot.slot = NULL
     state.queue_count += 1
     return 1
 
@@ -482,9 +711,9 @@ cdef class NvdecDecoder(FrameDecoder):
     """NVDEC decoding of video stream ``stream_index`` of ``demuxer`` on ``context``'s device.
 
     Raises NvdecUnsupportedError (a RuntimeError) with the reason when NVDEC cannot decode the
-    stream (see :func:`nvdec_unsupported_reason`), CudaUnavailableError without libnvcuvid.so.1. The video engine calls ``next_frame`` (frames in
-    presentation order, over device memory: see docs/nvdec.md, "The decoder"), ``flush`` after
-    it seeked the demuxer, and reads ``output_done``.
+    stream (see :func:`nvdec_unsupported_reason`), CudaUnavailableError without libnvcuvid.so.1.
+    The video engine calls ``next_frame`` (frames in presentation order, over device memory: see
+    docs/nvdec.md, "The decoder"), ``flush`` after it seeked the demuxer, and reads ``output_done``.
     """
 
     def __cinit__(self, Demuxer demuxer not None, int stream_index, CudaContext context not None):
@@ -498,6 +727,7 @@ cdef class NvdecDecoder(FrameDecoder):
         self.header_pending = True
         self.retired = []
         self.packets_next = 0
+        self.feed_budget = FEED_BUDGET
         memset(self.packets, 0, sizeof(self.packets))
         self.library = load_nvcuvid()
         self.input = NvdecInput(demuxer, stream_index)
@@ -517,11 +747,15 @@ cdef class NvdecDecoder(FrameDecoder):
         self.display_height = par.height
         self.colorspace = par.color_space
         self.color_range = par.color_range
+        self.clock_rate = clock_rate(demuxer.stream(stream_index).time_base)
 
         memset(&params, 0, sizeof(params))
         params.CodecType = <cuvid.cudaVideoCodec>CODECS[self.codec_name]
         params.ulMaxNumDecodeSurfaces = 1          # the sequence callback returns the real count
-        params.ulClockRate = 0                     # timestamps are passed through unchanged
+        # Timestamps are the packets' pts in the stream's time base; the parser interpolates those of
+        # packets without one in units of ulClockRate Hz: the time base's, so that they come back in
+        # the same units (0, the parser's 10 MHz, where the time base is not 1/n of a second).
+        params.ulClockRate = self.clock_rate
         params.ulErrorThreshold = 100              # decode damaged pictures, as libavcodec does
         params.ulMaxDisplayDelay = 0
         params.pUserData = &self.parser_state
@@ -536,9 +770,14 @@ cdef class NvdecDecoder(FrameDecoder):
             context.exit()
 
     def __dealloc__(self):
-        if self.parser != NULL and self.context.driver.ptr.cuCtxPushCurrent(self.context.ptr) == cu.CUDA_SUCCESS:
+        self.drop_queue()
+        if self.parser != NULL:
+            # The parser is host state: destroyed with the context pushed when it still exists.
+            pushed = (self.context.ptr != NULL
+                      and self.context.driver.ptr.cuCtxPushCurrent(self.context.ptr) == cu.CUDA_SUCCESS)
             self.library.ptr.cuvidDestroyVideoParser(self.parser)
-            self.context.driver.ptr.cuCtxPopCurrent(NULL)
+            if pushed:
+                self.context.driver.ptr.cuCtxPopCurrent(NULL)
         self.parser = NULL
         try:
             for decoder in self.retired + ([self.decoder] if self.decoder is not None else []):
@@ -611,8 +850,7 @@ cdef class NvdecDecoder(FrameDecoder):
         minimum = format.min_num_decode_surfaces or FALLBACK_DECODE_SURFACES
         num_decode = min(minimum + EXTRA_DECODE_SURFACES, MAX_DECODE_SURFACES)
         key = (<int>format.codec, <int>format.chroma_format, depth, format.coded_width, format.coded_height,
-               surface_format(format.chroma_format, depth), num_decode, NUM_OUTPUT_SURFACES,
-               bool(format.progressive_sequence))
+               surface_format(format.chroma_format, depth), num_decode, NUM_OUTPUT_SURFACES)
         if self.decoder is None or self.decoder.key != key:
             if self.decoder is not None:        # a format change: its queued pictures still map
                 self.retired.append(self.decoder)
@@ -638,36 +876,47 @@ cdef class NvdecDecoder(FrameDecoder):
     cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil:
         """Map the next picture (presentation order) into ``frame``: 1, or 0 at the end of the stream.
 
-        Feeds the parser only while no displayed picture waits (back-pressure): the header first
-        (after creation and after each flush), then the filtered packets, then the end of stream.
-        ``packet`` is scratch; ``demuxer`` is the one given at creation.
+        Feeds the parser while fewer than ``feed_budget`` displayed pictures wait, so that decoding
+        runs ahead of mapping: the header first (after creation and after each flush), then the
+        filtered packets, then the end of stream. ``packet`` is scratch; ``demuxer`` is the one
+        given at creation.
         """
-        cdef QueuedPicture *picture
-        cdef PacketInfo *info
-        cdef bint dropped
-        cdef int got
+        cdef QueuedPicture *picture = NULL
+        cdef PacketInfo *info = NULL
+        cdef int got, waiting
         while True:
             self.raise_pending()
-            if self.parser_state.queue_count > 0:
+            if self.parser_state.early_maps:
+                self.feed_budget = 1        # this parser reuses surfaces sooner: feed only when none waits
+            while self.parser_state.queue_count > 0:
+                # Pictures of discarded packets (edit-list priming) are dropped, as libavcodec drops them.
                 picture = &self.parser_state.queue[self.parser_state.queue_head]
                 info = self.recall(picture.info.timestamp)
-                dropped = info != NULL and info.discard     # edit-list priming, as libavcodec drops it
-                if not dropped:
-                    self.map_picture(picture, info, frame)  # raises with the picture still queued
+                if info == NULL or not info.discard:
+                    break
+                if picture.slot != NULL:
+                    release_surface(picture.slot, NULL)
+                    picture.slot = NULL
                 self.parser_state.queue_head = (self.parser_state.queue_head + 1) % DISPLAY_QUEUE_SIZE
                 self.parser_state.queue_count -= 1
-                if dropped:
-                    self.frames_dropped += 1
-                    continue
+                self.frames_dropped += 1
+            waiting = self.parser_state.queue_count
+            if waiting > self.queue_high_water:
+                self.queue_high_water = waiting
+            if waiting > 0 and (waiting >= self.feed_budget or self.input_done):
+                self.map_picture(picture, info, frame)      # raises with the picture still queued
+                self.parser_state.queue_head = (self.parser_state.queue_head + 1) % DISPLAY_QUEUE_SIZE
+                self.parser_state.queue_count -= 1
                 return 1
-            if self.output_done:
-                return 0
-            if self.input_done:
-                self.output_done = True
-                return 0
-            if self.has_retired:
-                with gil:
-                    self.release_retired()
+            if waiting == 0:
+                if self.output_done:
+                    return 0
+                if self.input_done:
+                    self.output_done = True
+                    return 0
+                if self.has_retired:
+                    with gil:
+                        self.release_retired()
             if self.header_pending:
                 self.header_pending = False
                 if self.header_size > 0:
@@ -685,49 +934,31 @@ cdef class NvdecDecoder(FrameDecoder):
                 lavc.av_packet_unref(packet)
 
     cdef int map_picture(self, QueuedPicture *picture, const PacketInfo *info, AVFrame *frame) except -1 nogil:
-        """Map a displayed picture into a free output slot and describe it in ``frame``; ``info``: the
-        packet that carried its timestamp (NULL when unknown), for its duration."""
+        """Map a displayed picture into a free output slot (unless the decode callback mapped it
+        early) and describe it in ``frame``; ``info``: the packet that carried its timestamp (NULL
+        when unknown), for its duration. No host wait unless every slot is taken (free_slot)."""
         cdef DecoderState *state = picture.decoder
-        cdef cuvid.CUVIDPROCPARAMS proc
-        cdef OutputSlot *slot = NULL
-        cdef cu.CUdeviceptr surface = 0
-        cdef unsigned int pitch = 0
-        cdef cu.CUresult ret
+        cdef OutputSlot *slot = picture.slot
+        cdef cu.CUresult ret = cu.CUDA_SUCCESS
         cdef AVBufferRef *buf
         cdef int i, rows, width, height
-        cdef const char *where = "cuvidMapVideoFrame64"
-        ret = state.release_error
-        state.release_error = cu.CUDA_SUCCESS
-        check_cu_nogil(self.context.driver, ret, state.release_where)
-        for i in range(state.num_output):
-            if not state.slots[i].in_use:
-                slot = &state.slots[i]
-                break
-        if slot == NULL:
+        cdef const char *where = NULL
+        if state.dead:
             with gil:
-                raise RuntimeError(f"all {state.num_output} NVDEC output surfaces are mapped: release decoded "
-                                   f"frames (av_frame_unref) before decoding more")
-        memset(&proc, 0, sizeof(proc))
-        proc.progressive_frame = picture.info.progressive_frame
-        proc.top_field_first = picture.info.top_field_first
-        proc.second_field = picture.info.repeat_first_field + 1
-        proc.unpaired_field = picture.info.repeat_first_field < 0
-        proc.output_stream = state.stream
-        self.context.enter()
-        ret = state.cuvid.cuvidMapVideoFrame(state.decoder, picture.info.picture_index, &surface, &pitch, &proc)
-        if ret == cu.CUDA_SUCCESS:
-            # The post-processing into the output surface runs on the decoder's stream; the converter
-            # reads on a stream of its own (the caller's), so the surface must be complete first.
-            where = "cuStreamSynchronize"
-            ret = state.cu.cuStreamSynchronize(state.stream)
-            if ret != cu.CUDA_SUCCESS:
-                state.cuvid.cuvidUnmapVideoFrame(state.decoder, surface)
-        self.context.exit()
-        check_cu_nogil(self.context.driver, ret, where)
-        slot.in_use = 1
-        slot.surface = surface
-        tc_nvdec_atomic_add(&state.refs, 1)
-        buf = lavu.av_buffer_create(<uint8_t *><size_t>surface, 0, release_surface, slot, 0)
+                raise CudaError("the CUDA context of this NVDEC decoder was released (interpreter exit)")
+        if slot == NULL:
+            self.context.enter()
+            ret = free_slot(state, &slot, &self.parser_state.host_waits, &where)
+            if ret == cu.CUDA_SUCCESS and slot != NULL:
+                ret = map_into(state, &picture.info, slot, &where)
+            self.context.exit()
+            check_cu_nogil(self.context.driver, ret, where)
+            if slot == NULL:
+                with gil:
+                    raise RuntimeError(f"all {state.num_output} NVDEC output surfaces are mapped: release decoded "
+                                       f"frames (av_frame_unref) before decoding more")
+        picture.slot = NULL                         # the frame holds it from here
+        buf = lavu.av_buffer_create(<uint8_t *><size_t>slot.surface, 0, release_surface, slot, 0)
         if buf == NULL:
             release_surface(slot, NULL)
             with gil:
@@ -735,13 +966,13 @@ cdef class NvdecDecoder(FrameDecoder):
 
         rows = (state.coded_height + 1) & ~1        # NVDEC aligns the luma height of a surface to 2
         frame.buf[0] = buf
-        frame.opaque = slot.event
+        frame.opaque = &slot.sync
         frame.format = state.av_format
-        frame.data[0] = <uint8_t *><size_t>surface
-        frame.linesize[0] = pitch
+        frame.data[0] = <uint8_t *><size_t>slot.surface
+        frame.linesize[0] = slot.pitch
         for i in range(1, state.chroma_planes + 1):
-            frame.data[i] = <uint8_t *><size_t>(surface + <cu.CUdeviceptr>pitch * rows * i)
-            frame.linesize[i] = pitch
+            frame.data[i] = <uint8_t *><size_t>(slot.surface + <cu.CUdeviceptr>slot.pitch * rows * i)
+            frame.linesize[i] = slot.pitch
         # FFmpeg's size, within the display area (smaller after a mid-stream change) and the surface.
         width = min(self.display_width, state.coded_width - state.display_left)
         height = min(self.display_height, state.coded_height - state.display_top)
@@ -768,8 +999,7 @@ cdef class NvdecDecoder(FrameDecoder):
         cdef cuvid.CUVIDSOURCEDATAPACKET packet
         cdef cu.CUresult ret
         self.input.flush()
-        self.parser_state.queue_head = 0
-        self.parser_state.queue_count = 0
+        self.drop_queue()
         memset(&packet, 0, sizeof(packet))
         packet.flags = cuvid.CUVID_PKT_ENDOFSTREAM | cuvid.CUVID_PKT_DISCONTINUITY
         self.parser_state.dropping = True
@@ -785,6 +1015,19 @@ cdef class NvdecDecoder(FrameDecoder):
         self.header_pending = True
         self.input_done = False
         self.output_done = False
+
+    cdef int drop_queue(self) noexcept nogil:
+        """Forget the queued pictures, releasing those mapped early."""
+        cdef QueuedPicture *picture
+        cdef int i
+        for i in range(self.parser_state.queue_count):
+            picture = &self.parser_state.queue[(self.parser_state.queue_head + i) % DISPLAY_QUEUE_SIZE]
+            if picture.slot != NULL:
+                release_surface(picture.slot, NULL)
+                picture.slot = NULL
+        self.parser_state.queue_head = 0
+        self.parser_state.queue_count = 0
+        return 0
 
     # ---- Python helpers, for tests and tools
 
@@ -804,13 +1047,16 @@ cdef class NvdecDecoder(FrameDecoder):
         """Decode up to ``count`` frames (all when negative), keeping the last ``alive`` (1 to 8) frames
         mapped as the video engine does (it keeps two), and return one dict per frame: pts, duration,
         format (FFmpeg's name), width, height, crop_left/top/right/bottom, data (the three plane
-        addresses), linesizes, has_event, luma and chroma (the addresses of the first displayed luma
-        sample and of the chroma sample(s) there), and "peek": ``peek(that dict)``'s result, called
-        while the frame is mapped. The addresses are device memory: read them with the driver
-        (cuMemcpyDtoH), or as host memory only with the tests' stub libnvcuvid."""
+        addresses), linesizes, has_event, bits, luma and chroma (the addresses of the first displayed
+        luma sample and of the chroma sample(s) there), and "peek": ``peek(that dict)``'s result,
+        called while the frame is mapped, after the host waited for its ``ready`` event (a test
+        helper's wait: the video engine never waits). The addresses are device memory: read them
+        with the driver (cuMemcpyDtoH), or as host memory only with the tests' stub libnvcuvid."""
         cdef AVPacket *packet = NULL
         cdef AVFrame *frames[8]
         cdef AVFrame *frame
+        cdef FrameSync *sync
+        cdef cu.CUresult ret
         cdef int got, bps, sub, i
         if not 1 <= alive <= 8:
             raise ValueError(f"alive must be between 1 and 8, got {alive}")
@@ -845,7 +1091,17 @@ cdef class NvdecDecoder(FrameDecoder):
                     "data": [<size_t>frame.data[i] for i in range(3)],
                     "linesizes": [frame.linesize[i] for i in range(3)],
                     "has_event": frame.opaque != NULL, "luma": luma, "chroma": chroma,
+                    "bits": (<FrameSync *>frame.opaque).bits,
                 }
+                if peek is not None:
+                    sync = <FrameSync *>frame.opaque
+                    self.context.enter()
+                    try:
+                        with nogil:
+                            ret = self.context.driver.ptr.cuEventSynchronize(sync.ready)
+                        check_cu(self.context.driver, ret, "cuEventSynchronize")
+                    finally:
+                        self.context.exit()
                 info["peek"] = peek(info) if peek is not None else None
                 out.append(info)
         finally:
@@ -853,6 +1109,16 @@ cdef class NvdecDecoder(FrameDecoder):
                 lavu.av_frame_free(&frames[i])
             lavc.av_packet_free(&packet)
         return out
+
+    @property
+    def early_maps(self) -> int:
+        """Queued pictures mapped in the decode callback because the parser reused their surface."""
+        return self.parser_state.early_maps
+
+    @property
+    def host_waits(self) -> int:
+        """Maps that found every output surface taken and waited on the host for one to come back."""
+        return self.parser_state.host_waits
 
     @property
     def surface_counts(self):

@@ -9,6 +9,7 @@ that the output continues exactly as an unbroken run would (see _audio.pyx).
 from libc.errno cimport EINVAL
 
 from torchcodec._core._error cimport check_av
+from torchcodec._core._error import InvalidArgumentError
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg cimport swresample as swr
@@ -28,7 +29,7 @@ cdef class Resampler:
         self.out_channels = out_channels
         self.started = False
         if self.in_rate <= 0:
-            raise ValueError(f"the stream's sample rate is unknown ({in_rate}); it cannot be decoded")
+            raise InvalidArgumentError(f"the stream's sample rate is unknown ({in_rate}); it cannot be decoded")
 
     def __dealloc__(self):
         swr.swr_free(&self.ptr)
@@ -36,17 +37,13 @@ cdef class Resampler:
         lavu.av_channel_layout_uninit(&self.out_layout)
 
     cdef int configure(self, const AVFrame *frame) except -1 nogil:
-        """(Re)create the context when ``frame``'s sample format or channel layout is new."""
+        """(Re)create the context when ``frame``'s sample format or channel layout is new. Its sample
+        rate must be ``in_rate`` (the caller checks)."""
         cdef AVChannelLayout layout
         cdef int ret = ffcompat.tc_frame_channel_layout(&layout, frame)
         if ret < 0:
             with gil:
                 check_av(ret, "reading the channel layout of a decoded audio frame")
-        if frame.sample_rate != self.in_rate and frame.sample_rate > 0:
-            lavu.av_channel_layout_uninit(&layout)
-            with gil:
-                raise RuntimeError(f"the sample rate changes within the stream (from {self.in_rate} "
-                                   f"to {frame.sample_rate} Hz), which is not supported")
         if (self.ptr != NULL and frame.format == self.in_format
                 and lavu.av_channel_layout_compare(&layout, &self.in_layout) == 0):
             lavu.av_channel_layout_uninit(&layout)
@@ -79,7 +76,7 @@ cdef class Resampler:
         if ret < 0:
             swr.swr_free(&self.ptr)
             with gil:
-                check_av(ret, "swr_init", describe_conversion(self))
+                check_av(ret, "Couldn't initialize SwrContext: swr_init", describe_conversion(self))
         return 0
 
     cdef int max_output(self, int in_samples) noexcept nogil:
@@ -95,7 +92,7 @@ cdef class Resampler:
         if planar:
             if self.in_layout.nb_channels > 64:
                 with gil:
-                    raise ValueError(f"{self.in_layout.nb_channels} planar channels: at most 64 are supported")
+                    raise InvalidArgumentError(f"{self.in_layout.nb_channels} planar channels: at most 64 are supported")
             for c in range(self.in_layout.nb_channels):
                 planes[c] = frame.extended_data[c] + <size_t>offset * bytes_per_sample
         else:

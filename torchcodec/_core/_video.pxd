@@ -11,6 +11,10 @@ cpdef enum Match:
     AT_OR_AFTER = 0     # the first frame whose pts is >= the target
     PLAYED_AT = 1       # the frame on screen at the target: first frame with pts + duration > target
 
+cpdef enum Request:     # decode_requests: what a request that is not a frame index (>= 0) asks for
+    REPEAT = -1         # the frame of the request before
+    BY_TIME = -2        # the frame played at a time
+
 
 cdef struct OutputSlots:
     char *data                  # frame 0, row 0, pixel 0
@@ -34,6 +38,7 @@ cdef class VideoStream:
     cdef bint has_held
     cdef int64_t held_pts
     cdef int64_t held_duration
+    cdef int64_t decoded_pts            # the held frame's own timestamp (positional mode replaces held_pts)
     cdef unsigned long held_serial      # incremented for every decoded frame
     cdef int64_t prev_pts               # pts of the frame decoded before `held` in this run
     cdef bint has_prev
@@ -47,22 +52,32 @@ cdef class VideoStream:
     cdef bint needs_seek                # the demuxer's position is unknown (after a scan)
     cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
     cdef readonly unsigned long seeks
-    cdef int64_t tolerance              # AT_OR_AFTER matches frames this many ticks early
     cdef int64_t time_base_num          # seconds per tick of the stream's time base = num / den
     cdef int64_t time_base_den
     cdef int64_t first_key_timestamp    # where a decoder opened at the start begins
     cdef int64_t start_timestamp        # the stream's start time (INT64_MIN: unknown)
     cdef bint start_by_bytes            # a timestamp seek to the start proved unreliable: seek to byte 0
     cdef bint seek_by_bytes             # timestamp seeks proved unreliable: seek to key frame positions
+    # Approximate mode answers requests as TorchCodec 0.17 does (see decode_requests):
+    cdef bint decoder_timestamps        # held_pts is the frame's pts, else its pkt_dts, as decoded
+    cdef double grid_begin              # frame i is expected at grid_begin + i / grid_fps (the header's
+    cdef double grid_fps                #   start time and r_frame_rate; grid_fps 0: no frame rate)
+    cdef int64_t cursor                 # index requests take the first frame with pts >= cursor
+    cdef int64_t last_index             # frame index of the last index request (INT64_MIN: none)
+    cdef int64_t returned_pts           # pts and duration of the frame the last request returned
+    cdef int64_t returned_duration      #   (returned_pts INT64_MIN: none yet)
 
     cdef int seek_to(self, int64_t target) except -1 nogil
     cdef int seek_to_key(self, int64_t key, int64_t position) except -1 nogil
     cdef int step_back(self, int64_t target) except -1 nogil
     cdef int decode_next(self) except -1 nogil
+    cdef bint landed_late(self) noexcept nogil
     cdef bint held_answers(self, int64_t target, Match match) noexcept nogil
     cdef bint should_seek(self, int64_t target) noexcept nogil
     cdef int64_t key_frame_timestamp(self, int64_t target) noexcept nogil
     cdef int64_t key_frame_position(self, int64_t target) noexcept nogil
     cdef int find_frame(self, int64_t target, Match match) except -1 nogil
+    cdef bint cursor_needs_seek(self) noexcept nogil
+    cdef int serve(self, int64_t index, double seconds) except -1 nogil
     cdef int decode_into(self, int64_t target, Match match, uint8_t *dst, Py_ssize_t row_stride,
                          int width, int height, bint as_float) except -1 nogil

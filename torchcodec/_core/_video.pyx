@@ -5,14 +5,19 @@ public method uses. It sorts the targets, decodes each distinct one once, in pre
 seeking only when the next target's key frame lies beyond the frame that the decoder would produce
 next, and writes each frame into its slot(s) of the caller's memory. All of it runs without the
 GIL. ``decode_into`` is the same for one frame, for other Cython extensions.
+
+Approximate mode has no index: ``decode_requests`` answers its requests the way TorchCodec 0.17
+does, by a cursor and the demuxer's own seeks (see there).
 """
+from libc.math cimport floor
 from libc.stdint cimport INT64_MIN, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, qsort
 
 from torchcodec._core._converter cimport FrameConverter
 from torchcodec._core._decoder cimport FrameDecoder, StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
-from torchcodec._core._frame_index cimport FrameIndex, ticks_to_seconds
+from torchcodec._core._error import EndOfStreamError
+from torchcodec._core._frame_index cimport FrameIndex, closest_ticks, ticks_to_seconds
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
@@ -27,6 +32,20 @@ cdef int MAX_STEP_BACKS = 4
 cdef struct Target:
     int64_t timestamp
     Py_ssize_t position         # where the frame goes in the output
+
+
+cdef int check_output(Py_ssize_t n, size_t address, Py_ssize_t frame_stride, Py_ssize_t row_stride,
+                      int height, int width, bint as_float, pts_out, duration_out) except -1:
+    """Check that the output memory and timestamp buffers described hold ``n`` frames."""
+    cdef double[::1] pts_view = pts_out
+    cdef double[::1] duration_view = duration_out
+    cdef size_t pixel_bytes = 3 * (4 if as_float else 1)
+    if pts_view.shape[0] != n or duration_view.shape[0] != n:
+        raise ValueError("pts_out and duration_out must have one entry per frame")
+    if n and (address == 0 or height <= 0 or width <= 0 or row_stride < <Py_ssize_t>(width * pixel_bytes)
+              or (n > 1 and frame_stride < row_stride * height)):
+        raise ValueError("the output memory's size or strides do not fit the frames")
+    return 0
 
 
 cdef int compare_targets(const void *a, const void *b) noexcept nogil:
@@ -85,9 +104,17 @@ cdef class VideoStream:
         self.step_backs = 0
         self.frames_decoded = 0
         self.seeks = 0
-        self.tolerance = 0
         start = demuxer.stream(stream_index).start_time
         self.start_timestamp = start if start != lavu.AV_NOPTS_VALUE else INT64_MIN
+        rate = demuxer.stream(stream_index).r_frame_rate
+        self.decoder_timestamps = index is None
+        self.grid_begin = (ticks_to_seconds(start, self.time_base_num, self.time_base_den)
+                           if start != lavu.AV_NOPTS_VALUE else 0.0)
+        self.grid_fps = lavu.av_q2d(rate) if rate.num > 0 and rate.den > 0 else 0.0
+        self.cursor = INT64_MIN
+        self.last_index = INT64_MIN
+        self.returned_pts = INT64_MIN
+        self.returned_duration = 0
 
     def __dealloc__(self):
         lavc.av_packet_free(&self.packet)
@@ -180,8 +207,12 @@ cdef class VideoStream:
         lavu.av_frame_unref(self.incoming)
         self.has_held = True
         previous_end = self.held_pts + self.held_duration
-        self.held_pts = ffcompat.tc_frame_pts(self.held)
-        if self.held_pts == lavu.AV_NOPTS_VALUE:
+        self.held_duration = ffcompat.tc_frame_duration(self.held)
+        if self.decoder_timestamps:        # approximate mode reports what the decoder says, as TorchCodec
+            self.held_pts = self.held.pts if self.held.pts != lavu.AV_NOPTS_VALUE else self.held.pkt_dts
+        else:
+            self.held_pts = ffcompat.tc_frame_pts(self.held)
+        if self.held_pts == lavu.AV_NOPTS_VALUE and not self.decoder_timestamps:
             # No timestamp at all (e.g. MPEG-4 B-frames in AVI): continue from the previous
             # frame, or take the key frame that decoding started from.
             if self.has_prev:
@@ -190,7 +221,7 @@ cdef class VideoStream:
                 self.held_pts = self.start_timestamp if self.start_timestamp != INT64_MIN else 0
             else:
                 self.held_pts = self.last_seek_key
-        self.held_duration = ffcompat.tc_frame_duration(self.held)
+        self.decoded_pts = self.held_pts
         if self.positional:
             # The decoder's timestamps are not the index's (packets without pts): the n-th
             # frame after a seek to key frame k is entry k + n of the index.
@@ -202,6 +233,14 @@ cdef class VideoStream:
         self.frames_since_seek += 1
         self.frames_decoded += 1
         return 1
+
+    cdef bint landed_late(self) noexcept nogil:
+        """Whether the first frame after a seek to the start is later than the index's first frame.
+        In positional mode the frame's own timestamp, which may be a frame late (a decoder's delay
+        with packets without pts), must be later than the second."""
+        if self.positional:
+            return self.index.size > 1 and self.decoded_pts > self.index.entries[1].pts
+        return self.held_pts > self.index.entries[0].pts
 
     cdef int64_t key_frame_timestamp(self, int64_t target) noexcept nogil:
         """Timestamp to seek to in order to decode ``target``: its key frame (INT64_MIN: the start)."""
@@ -231,20 +270,13 @@ cdef class VideoStream:
         return self.index.entries[k].pos if k >= 0 else -1
 
     cdef bint held_answers(self, int64_t target, Match match) noexcept nogil:
-        """Whether the held frame is the one ``match`` asks for at ``target``.
-
-        AT_OR_AFTER accepts a frame up to ``self.tolerance`` ticks before the target, so that a
-        frame time computed from the frame rate finds its frame despite rounding.
-        """
+        """Whether the held frame is the one ``match`` asks for at ``target``."""
         if not self.has_held:
             return False
-        cdef bint nothing_between
+        # Below the held frame: the previous frame, or where decoding began.
+        cdef bint nothing_between = (target > self.prev_pts) if self.has_prev else (target >= self.covered_from)
         if match == AT_OR_AFTER:
-            # Below the held frame: the previous frame, or where decoding began (judged by the
-            # target itself: no frame lies within the tolerance before a seek's key frame).
-            nothing_between = (target - self.tolerance > self.prev_pts) if self.has_prev else (target >= self.covered_from)
-            return target - self.tolerance <= self.held_pts and nothing_between
-        nothing_between = (target > self.prev_pts) if self.has_prev else (target >= self.covered_from)
+            return target <= self.held_pts and nothing_between
         cdef int64_t end = self.held_pts + (self.held_duration if self.held_duration > 0 else 1)
         return target < end and (self.held_pts <= target or nothing_between)
 
@@ -288,12 +320,13 @@ cdef class VideoStream:
                 if self.has_held and match == PLAYED_AT and self.held_pts <= target:
                     return 0          # the last frame plays until the end of the stream
                 with gil:
-                    raise IndexError(
-                        f"no decodable frame at or after pts {target} (={ticks_to_seconds(target, self.time_base_num, self.time_base_den):.6f} s): "
+                    raise EndOfStreamError(
+                        f"Requested next frame while there are no more frames: no decodable frame at or after pts "
+                        f"{target} (={ticks_to_seconds(target, self.time_base_num, self.time_base_den):.6f} s): "
                         f"the stream ended first (truncated or corrupt file?)")
             if self.frames_since_seek == 1:
                 if self.run_from_start:
-                    if (self.index is not None and self.index.size and self.held_pts > self.index.entries[0].pts
+                    if (self.index is not None and self.index.size and self.landed_late()
                             and not self.start_by_bytes and self.demuxer.can_seek_bytes()):
                         self.start_by_bytes = True    # the timestamp seek to the start landed late
                         self.seek_to(INT64_MIN)
@@ -307,6 +340,71 @@ cdef class VideoStream:
                     self.step_backs = 0
             if self.held_answers(target, match):
                 return 0
+
+    # ---- approximate mode: TorchCodec's cursor ----------------------------------------------------
+
+    cdef bint cursor_needs_seek(self) noexcept nogil:
+        """Whether TorchCodec would seek to reach ``cursor`` rather than decode on: not when the last
+        returned frame and the cursor share the demuxer's key frame, nor when the cursor's frame
+        (counted on the frame-rate grid) is within the frames the decoder holds back anyway."""
+        cdef lavf.AVStream *stream = self.demuxer.ptr.streams[self.stream_index]
+        cdef int last_key, target_key
+        cdef int64_t last_frame, target_frame
+        if self.returned_pts == INT64_MIN or self.cursor <= self.returned_pts:
+            return True
+        last_key = lavf.av_index_search_timestamp(stream, self.returned_pts, lavf.AVSEEK_FLAG_BACKWARD)
+        target_key = lavf.av_index_search_timestamp(stream, self.cursor, lavf.AVSEEK_FLAG_BACKWARD)
+        if last_key < 0 or target_key < 0:
+            return True
+        if last_key == target_key:
+            return False
+        last_frame = <int64_t>floor((ticks_to_seconds(self.returned_pts, self.time_base_num, self.time_base_den)
+                                     - self.grid_begin) * self.grid_fps)
+        target_frame = <int64_t>floor((ticks_to_seconds(self.cursor, self.time_base_num, self.time_base_den)
+                                       - self.grid_begin) * self.grid_fps)
+        return target_frame - last_frame > self.decoder.frames_in_flight()
+
+    cdef int serve(self, int64_t index, double seconds) except -1 nogil:
+        """Leave in ``held`` the frame TorchCodec 0.17 returns for frame ``index`` or, when ``index``
+        is negative, for the time ``seconds`` (get_frame_played_at). See decode_requests."""
+        cdef bint by_time = index < 0
+        cdef bint next_in_line = not by_time and self.last_index != INT64_MIN and index == self.last_index + 1
+        cdef double start, end
+        if by_time:
+            if self.returned_pts != INT64_MIN:       # the frame returned last plays at ``seconds``
+                start = ticks_to_seconds(self.returned_pts, self.time_base_num, self.time_base_den)
+                end = ticks_to_seconds(self.returned_pts + self.returned_duration, self.time_base_num, self.time_base_den)
+                if start <= seconds < end:
+                    seconds = start
+            self.cursor = closest_ticks(seconds, self.time_base_num, self.time_base_den)
+            self.last_index = INT64_MIN
+        elif not next_in_line:
+            if self.grid_fps <= 0:
+                with gil:
+                    raise RuntimeError("Cannot use approximate mode since we couldn't find the average fps from "
+                                       "the metadata (the stream's header has no frame rate): use seek_mode='exact'")
+            self.cursor = closest_ticks(self.grid_begin + index / self.grid_fps, self.time_base_num, self.time_base_den)
+            # TorchCodec converts the expected pts to seconds and back.
+            self.cursor = closest_ticks(ticks_to_seconds(self.cursor, self.time_base_num, self.time_base_den),
+                                        self.time_base_num, self.time_base_den)
+        if not next_in_line and self.cursor_needs_seek():
+            self.seek_to_key(self.cursor, -1)
+        while True:
+            if not self.decode_next():
+                with gil:
+                    raise EndOfStreamError("Requested next frame while there are no more frames left to decode.")
+            if by_time:
+                start = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
+                end = ticks_to_seconds(self.held_pts + self.held_duration, self.time_base_num, self.time_base_den)
+                if start > seconds or (start <= seconds < end):
+                    break
+            elif self.held_pts >= self.cursor:
+                break
+        self.returned_pts = self.held_pts
+        self.returned_duration = self.held_duration
+        if not by_time:
+            self.last_index = index
+        return 0
 
     cdef int decode_into(self, int64_t target, Match match, uint8_t *dst, Py_ssize_t row_stride,
                          int width, int height, bint as_float) except -1 nogil:
@@ -322,15 +420,14 @@ cdef class VideoStream:
     # ---- the batch routine ------------------------------------------------------------------------
 
     def decode_at(self, targets, int match, size_t address, Py_ssize_t frame_stride, Py_ssize_t row_stride,
-                  int height, int width, bint as_float, pts_out, duration_out, int64_t tolerance=0):
+                  int height, int width, bint as_float, pts_out, duration_out):
         """Decode the frames at ``targets`` (int64 timestamps in the stream's time base) into memory.
 
         The output is len(targets) frames of ``height`` x ``width`` packed RGB pixels (uint8, or
         float32 when ``as_float``) at ``address``, frames ``frame_stride`` and rows ``row_stride``
         bytes apart; the caller keeps that memory alive and checked its size. ``pts_out`` and
         ``duration_out`` (float64 buffers) receive each frame's pts and duration in seconds.
-        Targets may come in any order and repeat. ``tolerance``: with AT_OR_AFTER, a frame this
-        many ticks before a target still matches it.
+        Targets may come in any order and repeat.
         """
         cdef const int64_t[::1] wanted = targets
         cdef double[::1] pts_view = pts_out
@@ -343,17 +440,9 @@ cdef class VideoStream:
         cdef char *previous_slot = NULL
         cdef unsigned long previous_serial = 0
         cdef Match how = <Match>match
-        cdef size_t pixel_bytes = 3 * (4 if as_float else 1)
-        if pts_view.shape[0] != n or duration_view.shape[0] != n:
-            raise ValueError("pts_out and duration_out must have one entry per target")
-        if tolerance < 0:
-            raise ValueError(f"tolerance must be >= 0, got {tolerance}")
+        check_output(n, address, frame_stride, row_stride, height, width, as_float, pts_out, duration_out)
         if n == 0:
             return
-        if (address == 0 or height <= 0 or width <= 0 or row_stride < <Py_ssize_t>(width * pixel_bytes)
-                or (n > 1 and frame_stride < row_stride * height)):
-            raise ValueError("the output memory's size or strides do not fit the frames")
-        self.tolerance = tolerance
         slots.data = <char *>address
         slots.frame_stride = frame_stride
         slots.row_stride = row_stride
@@ -385,5 +474,53 @@ cdef class VideoStream:
                     duration_view[order[k].position] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)
         finally:
             free(order)
-            self.tolerance = 0
 
+    def decode_requests(self, requests, times, positions, size_t address, Py_ssize_t frame_stride,
+                        Py_ssize_t row_stride, int height, int width, bint as_float, pts_out, duration_out):
+        """Approximate mode: answer ``requests``, in their order, as TorchCodec 0.17 does.
+
+        ``requests`` (int64): a frame index (>= 0); REPEAT (-1): the same frame as the request
+        before; BY_TIME (-2): the frame played at ``times[k]`` seconds (float64, read only for
+        these). Request k's frame goes to output slot ``positions[k]`` (int64) of the memory
+        described as for decode_at, its pts and duration (the decoded frame's) to ``pts_out`` and
+        ``duration_out`` at that slot.
+
+        TorchCodec keeps a cursor. Frame i, when it is not the frame after the last index request's,
+        sets the cursor to the pts closest to start + i / r_frame_rate and takes the first decoded
+        frame whose pts (else pkt_dts) is >= the cursor, after a demuxer seek to the cursor unless
+        decoding on is as cheap (see cursor_needs_seek); frame i right after frame i - 1 is the
+        next frame the decoder outputs. A time t takes the first frame that plays at t or starts
+        after it. Both can give a later frame than the stream's own timestamps say (a demuxer seek
+        that lands after its target) and run off the end of the stream: EndOfStreamError (an
+        IndexError and a RuntimeError, as TorchCodec raises one or the other), "Requested next
+        frame while there are no more frames left to decode."
+        """
+        cdef const int64_t[::1] wanted = requests
+        cdef const double[::1] seconds = times
+        cdef const int64_t[::1] slot_of = positions
+        cdef double[::1] pts_view = pts_out
+        cdef double[::1] duration_view = duration_out
+        cdef Py_ssize_t n = wanted.shape[0]
+        cdef Py_ssize_t k, slot
+        cdef char *data = <char *>address
+        if seconds.shape[0] != n or slot_of.shape[0] != n:
+            raise ValueError("requests, times and positions must have the same length")
+        for k in range(n):
+            if not 0 <= slot_of[k] < n or wanted[k] < BY_TIME or (k == 0 and wanted[k] == REPEAT):
+                raise ValueError(f"request {k} is invalid: {wanted[k]} to slot {slot_of[k]}")
+        check_output(n, address, frame_stride, row_stride, height, width, as_float, pts_out, duration_out)
+        with nogil:
+            for k in range(n):
+                slot = slot_of[k]
+                if wanted[k] == REPEAT:
+                    self.converter.copy_output(<uint8_t *>data + slot * frame_stride,
+                                               <const uint8_t *>data + slot_of[k - 1] * frame_stride,
+                                               row_stride, width, height, as_float)
+                    pts_view[slot] = pts_view[slot_of[k - 1]]
+                    duration_view[slot] = duration_view[slot_of[k - 1]]
+                    continue
+                self.serve(wanted[k], seconds[k])
+                self.converter.convert(self.held, self.rotation, <uint8_t *>data + slot * frame_stride, row_stride,
+                                       width, height, as_float)
+                pts_view[slot] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
+                duration_view[slot] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)

@@ -12,6 +12,7 @@ from libc.string cimport memcmp, memcpy
 
 from torchcodec._core._avio cimport IOSource
 from torchcodec._core._error cimport check_av
+from torchcodec._core._error import InvalidArgumentError
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
 
@@ -25,8 +26,9 @@ KIND_NAMES = {U8: ("pcm_u8", "u8"), S16: ("pcm_s16le", "s16"), S24: ("pcm_s24le"
               S32: ("pcm_s32le", "s32"), F32: ("pcm_f32le", "flt"), F64: ("pcm_f64le", "dbl")}
 
 
-class UnsupportedWavError(ValueError):
-    """A WAV file whose sample format the fast path does not read (AudioDecoder does)."""
+class UnsupportedWavError(InvalidArgumentError):
+    """Not a WAV file, or a WAV file whose sample format the fast path does not read (AudioDecoder
+    does). A ValueError, and a RuntimeError as TorchCodec raises."""
 
 
 cdef inline uint32_t le32(const uint8_t *p) noexcept nogil:
@@ -98,7 +100,7 @@ cdef class WavReader:
         cdef int format_tag = 0, found_fmt = 0, i, fmt_bytes
         self.read_exactly(head, 12)
         if memcmp(head + 8, b"WAVE", 4) != 0 or (memcmp(head, b"RIFF", 4) != 0 and memcmp(head, b"RF64", 4) != 0):
-            raise UnsupportedWavError(f"{self.name} is not a WAV file (no RIFF/RF64 WAVE header)")
+            raise UnsupportedWavError(f"Missing RIFF header: {self.name} is not a WAV file (no RIFF/RF64 WAVE header)")
         with nogil:
             file_size = lavf.avio_size(self.ptr)
         for i in range(MAX_CHUNKS):

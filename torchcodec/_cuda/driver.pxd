@@ -68,6 +68,7 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
         CUresult (*cuEventCreate)(CUevent *phEvent, unsigned int flags) noexcept nogil
         CUresult (*cuEventRecord)(CUevent hEvent, CUstream hStream) noexcept nogil
         CUresult (*cuEventSynchronize)(CUevent hEvent) noexcept nogil
+        CUresult (*cuEventQuery)(CUevent hEvent) noexcept nogil
         CUresult (*cuEventDestroy)(CUevent hEvent) noexcept nogil
         CUresult (*cuStreamCreate)(CUstream *phStream, unsigned int flags) noexcept nogil
         CUresult (*cuStreamSynchronize)(CUstream hStream) noexcept nogil
@@ -93,3 +94,4 @@ cdef enum:
     TC_STREAM_LEGACY = 1            # CU_STREAM_LEGACY: the legacy default stream's handle
     TC_STREAM_PER_THREAD = 2        # CU_STREAM_PER_THREAD: the per-thread default stream's handle
     TC_STREAM_NON_BLOCKING = 1      # CU_STREAM_NON_BLOCKING, a cuStreamCreate flag
+    TC_CUDA_ERROR_NOT_READY = 600   # CUDA_ERROR_NOT_READY: cuEventQuery's "not yet"

@@ -1,7 +1,8 @@
 # NVCUVID (NVDEC's API) as ffnvcodec's loader exposes it: CuvidFunctions, filled by
 # cuvid_load_functions from libnvcuvid.so.1, and the parser / decoder types of dynlink_nvcuvid.h and
 # dynlink_cuviddec.h that torchcodec._core._nvdec uses. C names kept; only what is used. The picture
-# parameters (CUVIDPICPARAMS) are passed through from the parser to the decoder, never read.
+# parameters (CUVIDPICPARAMS) are passed through from the parser to the decoder; only the surface
+# they decode into (CurrPicIdx) is read.
 from torchcodec._cuda.driver cimport CUdeviceptr, CUresult, CUstream
 
 
@@ -73,7 +74,8 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
         unsigned long ulTargetHeight
         unsigned long ulNumOutputSurfaces
 
-    ctypedef struct CUVIDPICPARAMS      # from the parser to cuvidDecodePicture, never read
+    ctypedef struct CUVIDPICPARAMS:     # from the parser to cuvidDecodePicture
+        int CurrPicIdx                  # the decode surface it writes
 
     ctypedef struct CUVIDPROCPARAMS:
         int progressive_frame

@@ -100,6 +100,8 @@ cdef extern from "libavcodec/avcodec.h" nogil:
         int height
         int thread_count
         int thread_type
+        int active_thread_type
+        int has_b_frames
         AVRational pkt_timebase
         int sample_rate
         AVBufferRef *hw_device_ctx

@@ -83,6 +83,7 @@ cdef extern from "libavformat/avformat.h" nogil:
                            int64_t max_ts, int flags)
     int av_seek_frame(AVFormatContext *s, int stream_index, int64_t timestamp, int flags)
     int avformat_index_get_entries_count(const AVStream *st)
+    int av_index_search_timestamp(AVStream *st, int64_t timestamp, int flags)
     const AVIndexEntry *avformat_index_get_entry_from_timestamp(AVStream *st, int64_t wanted_timestamp,
                                                                 int flags)
     unsigned avformat_version()

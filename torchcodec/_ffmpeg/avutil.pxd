@@ -55,6 +55,11 @@ cdef extern from "libavutil/mem.h" nogil:
     void av_freep(void *ptr)
 
 
+cdef extern from "<stdarg.h>" nogil:
+    ctypedef struct va_list:
+        pass
+
+
 cdef extern from "libavutil/log.h" nogil:
     int AV_LOG_QUIET
     int AV_LOG_PANIC
@@ -64,8 +69,12 @@ cdef extern from "libavutil/log.h" nogil:
     int AV_LOG_INFO
     int AV_LOG_VERBOSE
     int AV_LOG_DEBUG
+    int AV_LOG_TRACE
     void av_log_set_level(int level)
     int av_log_get_level()
+    void av_log_set_callback(void (*callback)(void *avcl, int level, const char *fmt, va_list vl) noexcept nogil)
+    int av_log_format_line2(void *ptr, int level, const char *fmt, va_list vl, char *line, int line_size,
+                            int *print_prefix)
 
 
 cdef extern from "libavutil/dict.h" nogil:

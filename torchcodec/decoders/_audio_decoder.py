@@ -10,12 +10,16 @@ from typing import Any, Optional
 from torchcodec import _bridge
 from torchcodec._core._audio import AudioStream, compact_rows
 from torchcodec._core._demuxer import Demuxer
+from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._frame import AudioSamples
+from torchcodec._memory import check_request
+from torchcodec._logging import forwards_ffmpeg_log
 from torchcodec._source import SourceLike, open_source
-from torchcodec.decoders._common import Reopenable, choose_stream
+from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream
 from torchcodec.decoders._metadata import AudioStreamMetadata, audio_metadata
 
 _SEEK_MODES = ("exact", "approximate")
+_UNKNOWN_LENGTH_GUESS = 1 << 22      # samples per channel allocated first when the header has no duration
 
 
 class SampleRanges(Reopenable):
@@ -31,6 +35,7 @@ class SampleRanges(Reopenable):
     _begin: float
     _sample_rate: int
     _lock: threading.Lock
+    _nothing_decoded = "No audio frames were decoded."      # TorchCodec's words for an empty range
 
     def _expected_remaining(self, first: int) -> int:
         """About how many samples the stream holds from position ``first`` on (>= 1)."""
@@ -47,32 +52,47 @@ class SampleRanges(Reopenable):
         Sample k is included when ``start <= begin + k / sample_rate < stop``, with times rounded
         to the nearest sample (halves up). A start before the stream's first sample starts there;
         a stop after its end stops there. ``pts_seconds`` is ``max(start_seconds, begin)``, as in
-        TorchCodec. ``start == stop`` gives zero samples; ``start > stop`` is a ValueError; a
-        non-empty range that holds no sample at all (wholly before the stream or after its end)
-        is a RuntimeError, as in TorchCodec.
+        TorchCodec. ``start == stop`` gives zero samples; ``start > stop`` is a ValueError, and so are
+        NaN and infinite times (also RuntimeErrors, as TorchCodec raises for infinities). A range
+        wholly before the stream's first sample or at or after its end is a RuntimeError, as in
+        TorchCodec; a range inside the stream that is narrower than one sample gives zero samples.
         """
-        start = _seconds("start_seconds", start_seconds)
-        stop = None if stop_seconds is None else _seconds("stop_seconds", stop_seconds)
+        start = as_seconds("start_seconds", start_seconds)
+        stop = None if stop_seconds is None else as_seconds("stop_seconds", stop_seconds)
         if stop is not None and not start <= stop:
-            raise ValueError(f"Invalid start seconds: {start}. It must be less than or equal to "
-                             f"stop seconds ({stop}).")
+            raise ValueError(f"Invalid start seconds: {start_seconds}. It must be less than or equal to "
+                             f"stop seconds ({stop_seconds}).")
+        for name, value in (("start", start), ("stop", stop)):
+            if value is not None and not math.isfinite(value):
+                raise InvalidArgumentError(f"Invalid {name} seconds: {value}. Times must be finite numbers of "
+                                           f"seconds (stop_seconds=None reads to the end).")
         first = max(0, self._position(start))
         last = None if stop is None else max(first, self._position(stop))
         data = self._read(first, last)
         count = _columns(data)
-        if count == 0 and (stop is None or stop > start):
-            raise RuntimeError(f"No audio samples in [{start}, {stop}): the stream's samples start at "
-                               f"{self._begin} s and it has none at or after {start} s before the stop.")
+        if count == 0 and (stop is None or stop > start) and not self._inside_stream(first, last, stop):
+            raise RuntimeError(f"{self._nothing_decoded} This is probably because start_seconds is too "
+                               f"high({start:g}), or because stop_seconds({'None' if stop is None else f'{stop:g}'}) "
+                               f"is too low: the stream's samples start at {self._begin:g} s, and the range "
+                               f"holds none of them.")
         return AudioSamples(data=data, pts_seconds=max(start, self._begin),
                             duration_seconds=count / self._sample_rate, sample_rate=self._sample_rate)
 
     # ---- internals ------------------------------------------------------------------------------
+
+    def _inside_stream(self, first: int, last: Optional[int], stop: Optional[float]) -> bool:
+        """Whether a range that gave no sample lies inside the stream (narrower than one sample
+        there), rather than before its first sample or at or after its end."""
+        if stop is None or stop <= self._begin or last != first:
+            return False
+        return _columns(self._read(first, first + 1)) > 0
 
     def _position(self, seconds: float) -> int:
         """The sample at time ``seconds``: floor((t - begin) * rate + 0.5), clamped to int64."""
         position = math.floor((seconds - self._begin) * self._sample_rate + 0.5)
         return max(-(2**40), min(position, 2**40))      # ~265 days at 48 kHz; keeps C arithmetic in range
 
+    @forwards_ffmpeg_log
     def _read(self, first: int, last: Optional[int]) -> Any:
         """Samples [first, last) (None: to the end) in one array of the bridge's library.
 
@@ -85,6 +105,7 @@ class SampleRanges(Reopenable):
         capacity = self._expected_remaining(first)
         if wanted is not None:
             capacity = min(wanted, capacity)
+        check_request(self._describe_request(first, last), samples=capacity, channels=channels)
         data = _bridge.empty((channels, capacity), "float32", name)
         count = 0
         with self._lock:
@@ -98,10 +119,16 @@ class SampleRanges(Reopenable):
                 if count < capacity or count == wanted or self._engine.at_end:
                     break
                 capacity = capacity * 2 if wanted is None else min(wanted, capacity * 2)
+                check_request(self._describe_request(first, last), samples=count + capacity, channels=channels)
                 data = _grow(data, count, capacity, name)
         if count < capacity:
             data = _first_columns(data, count)
         return _bridge.finish(data, name)
+
+    def _describe_request(self, first: int, last: Optional[int]) -> str:
+        until = "the end" if last is None else f"sample {last}"
+        return (f"reading samples {first} to {until} ({self._engine.num_channels} channels at "
+                f"{self._sample_rate} Hz)")
 
 
 class AudioDecoder(SampleRanges):
@@ -109,7 +136,8 @@ class AudioDecoder(SampleRanges):
 
     Args:
         source: a path (str or pathlib.Path) or URL; bytes, bytearray, memoryview or a 1-D uint8
-            array of encoded bytes (read without copying); or a binary file object with
+            array of encoded bytes (read in place, not copied as TorchCodec does: it must not change
+            while the decoder is used); or a binary file object with
             ``read(n)`` and ``seek(offset, whence)``.
         stream_index: absolute index of the audio stream; None picks FFmpeg's best audio stream.
         sample_rate: output sample rate in Hz (libswresample); None keeps the stream's.
@@ -127,10 +155,13 @@ class AudioDecoder(SampleRanges):
     Samples are float32 in [-1, 1], shaped (num_channels, num_samples), allocated by the bridge
     (numpy, or torch when installed). Sample k of the stream is at ``begin + k / sample_rate``,
     where ``begin`` is the time of the first decoded sample. Errors: TypeError for a bad source
-    type, ValueError for bad arguments or a stream that is not audio, RuntimeError for data that
-    cannot be decoded.
+    type, ValueError for bad arguments or a stream that is not audio (also RuntimeErrors where
+    TorchCodec raises those, e.g. ``num_channels=0``), RuntimeError for data that cannot be
+    decoded, MemoryError (also a RuntimeError) for a range that needs more memory than
+    ``torchcodec.get_memory_limit()``, before allocating it.
     """
 
+    @forwards_ffmpeg_log
     def __init__(
         self,
         source: SourceLike,
@@ -163,29 +194,23 @@ class AudioDecoder(SampleRanges):
 
     def _expected_remaining(self, first: int) -> int:
         """Samples from position ``first`` to the end by the header, with some slack (>= 1)."""
-        duration = self.metadata.duration_seconds_from_header
+        duration = self.metadata.duration_seconds          # the stream's, else the container's
         slack = self._sample_rate // 10 + 4096
         if duration is None or not math.isfinite(duration) or duration <= 0:
-            return 10 * self._sample_rate
-        begin = self.metadata.begin_stream_seconds_from_header or 0.0
+            return min(10 * self._sample_rate, _UNKNOWN_LENGTH_GUESS)
+        begin = self.metadata.begin_stream_seconds or 0.0
         end = math.ceil((begin + duration - self._begin) * self._sample_rate)
         return max(1, end - first + slack)
 
 
 def _check_positive(name: str, value: Any) -> None:
+    """None, or a positive int below 2**31 (errors are also RuntimeErrors, as in TorchCodec)."""
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 < value < 2**31:
-        raise ValueError(f"{name} must be a positive int below 2**31, got {value!r}")
-
-
-def _seconds(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}")
-    value = float(value)
-    if math.isnan(value):
-        raise ValueError(f"{name} must not be NaN")
-    return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidArgumentTypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
+    if not 0 < value < 2**31:
+        raise InvalidArgumentError(f"{name} must be > 0 (and below 2**31). Got: {value!r}")
 
 
 def _columns(data: Any) -> int:

@@ -7,6 +7,7 @@ import os
 from typing import Any, Optional
 
 from torchcodec._core._demuxer import Demuxer
+from torchcodec._core._error import InvalidArgumentTypeError
 
 _FORK_ORPHANS: list = []   # engines inherited through fork(), kept so that they are never freed
 
@@ -27,6 +28,17 @@ def choose_stream(demuxer: Demuxer, stream_index: Optional[int], kind: str) -> i
         raise ValueError(f"The stream at index {stream_index} is not {'an' if kind == 'audio' else 'a'} "
                          f"{kind} stream (it is {found}).")
     return int(stream_index)
+
+
+def as_seconds(name: str, value: Any) -> float:
+    """A time argument as a float: a real number, or an object that converts to one (a 0-d tensor).
+    Strings and other types: TypeError (also a RuntimeError, as TorchCodec raises for some)."""
+    if isinstance(value, numbers.Real) or (hasattr(type(value), "__float__") and not isinstance(value, (str, bytes))):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    raise InvalidArgumentTypeError(f"{name} must be a number of seconds, got {type(value).__name__} ({value!r})")
 
 
 def encoded_bytes(source: Any) -> bytes:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from torchcodec import _device
+from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
+from torchcodec._logging import _LOGGER
 
 BACKENDS = ("nvdec", "ffmpeg")
 _backend: contextvars.ContextVar[str] = contextvars.ContextVar("torchcodec_cuda_backend", default="nvdec")
@@ -57,8 +59,10 @@ def set_nvdec_cache_capacity(capacity: int) -> None:
     skips the decoder's creation (milliseconds). Excess decoders are destroyed, least recently used
     first."""
     global _cache_capacity
-    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
-        raise ValueError(f"the NVDEC cache capacity must be an int >= 0, got {capacity!r}")
+    if isinstance(capacity, bool) or not isinstance(capacity, int):
+        raise InvalidArgumentTypeError(f"the NVDEC cache capacity must be an int, got {capacity!r}")
+    if capacity < 0:
+        raise InvalidArgumentError(f"NVDEC cache capacity must be non-negative, got {capacity}")
     _cache_capacity = capacity
     module = _nvdec_module()
     if module is not None:
@@ -125,6 +129,7 @@ class CudaParts:
             return
         self.decoder, reason = self._nvdec_decoder(demuxer, stream_index)
         if self.decoder is None:
+            _LOGGER.info("Video stream not supported by NVDEC; falling back to CPU decoding: %s", reason)
             self.decoder = decoder_module.StreamDecoder(demuxer, stream_index, num_threads)
         self.status = CpuFallbackStatus(reason=reason, backend="NVDEC")
 
@@ -155,21 +160,22 @@ class CudaParts:
 
 def parse_device(device: Any) -> Optional[int]:
     """None for the CPU (None, "cpu", torch.device("cpu")), the index for "cuda" / "cuda:N"; ValueError
-    for anything else. "cuda" is device 0."""
+    (also a RuntimeError, as in TorchCodec) for anything else. "cuda" is device 0."""
     name = "cpu" if device is None else str(device)
     if name == "cpu":
         return None
     index = _device.parse_cuda_index(name)
     if index is None:
-        raise ValueError(f"Invalid device {device!r}: use None, 'cpu', 'cuda' or 'cuda:N'")
+        raise InvalidArgumentError(f"Invalid device {device!r}: use None, 'cpu', 'cuda' or 'cuda:N'")
     return index
 
 
 def check_cuda_usable(device: Any, has_transforms: bool) -> None:
     """Raise RuntimeError saying why when CUDA decoding cannot be used for ``device``."""
     if has_transforms:
-        raise RuntimeError(f"device={str(device)!r}: decode-time transforms run on the CPU only in this "
-                           f"version; decode on CUDA and transform the frames, or use device='cpu'")
+        raise RuntimeError(f"device={str(device)!r}: Transforms are only supported for CPU devices. Decode-time "
+                           f"transforms run on the CPU only in this version; decode on CUDA and transform the "
+                           f"frames, or use device='cpu'")
     reason = _device.cuda_unavailable_reason()
     if reason is None and importlib.util.find_spec("torchcodec._core._cuda_convert") is None:
         reason = "this build of torchcodec has no CUDA kernels (it was built without nvcc)"

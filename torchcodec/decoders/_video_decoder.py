@@ -5,25 +5,30 @@ import array
 import json
 import math
 import numbers
+import operator
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
 from torchcodec import _bridge
+from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
 from torchcodec._core._demuxer import Demuxer
+from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._core._frame_index import FrameIndex
-from torchcodec._core._video import Match, VideoStream
+from torchcodec._core._video import Match, Request, VideoStream
 from torchcodec._frame import Frame, FrameBatch
+from torchcodec._memory import check_request
 from torchcodec._source import SourceLike, open_source
 from torchcodec.decoders import _cuda
-from torchcodec.decoders._common import Reopenable, choose_stream
+from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream
 from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
 from torchcodec.transforms._decoder_transforms import Resize, convert_transforms, make_plan
 
 _DIMENSION_ORDERS = ("NCHW", "NHWC")
 _SEEK_MODES = ("exact", "approximate")
 _DTYPES = ("uint8", "float32")
+_FFMPEG_AUTO_THREADS = 16          # the most threads FFmpeg starts for num_ffmpeg_threads=0
 
 
 class VideoDecoder(Reopenable):
@@ -31,7 +36,8 @@ class VideoDecoder(Reopenable):
 
     Args:
         source: a path (str or pathlib.Path) or URL; bytes, bytearray, memoryview or a 1-D uint8
-            array of encoded bytes (read without copying); or a binary file object with
+            array of encoded bytes (read in place, not copied as TorchCodec does: it must not change
+            while the decoder is used); or a binary file object with
             ``read(n)`` and ``seek(offset, whence)``.
         stream_index: absolute index of the video stream; None picks FFmpeg's best video stream.
         dimension_order: "NCHW" (frames are (3, H, W)) or "NHWC" ((H, W, 3)).
@@ -43,7 +49,10 @@ class VideoDecoder(Reopenable):
             stream. A stream NVDEC cannot decode is decoded on the CPU and converted on the GPU
             (see ``cpu_fallback``). RuntimeError saying why when CUDA cannot be used here.
         seek_mode: "exact" scans the file at construction (exact frame count and timestamps, correct
-            on variable frame rate) or "approximate" trusts the header (frame i is at begin + i / fps).
+            on variable frame rate) or "approximate" trusts the header: frame i is the first frame
+            at or after begin + i / fps after a demuxer seek there (the next decoded frame when i
+            follows the previous request's index), as TorchCodec 0.17 picks it; frames after a
+            late seek or past the real end differ from exact mode's, or raise RuntimeError.
         transforms: a sequence of ``torchcodec.transforms`` (Resize, CenterCrop, RandomCrop) or
             torchvision v2 Resize/CenterCrop/RandomCrop objects, applied in order to every frame
             after rotation, while decoding. Output frames have the size of the last transform;
@@ -54,9 +63,13 @@ class VideoDecoder(Reopenable):
             object) for this stream: exact-mode accuracy without the scan.
 
     Frames are RGB. Errors: TypeError for a bad source type, ValueError for bad arguments,
-    IndexError for out-of-range frames and times (see each method).
+    IndexError for out-of-range frames and times (see each method). Where TorchCodec raises
+    RuntimeError instead (e.g. ``fps=0``, a float index in a list), the error is also a RuntimeError.
+    A request that needs more memory than ``torchcodec.get_memory_limit()`` (frames, or decoding
+    threads) raises MemoryError, also a RuntimeError, before allocating anything.
     """
 
+    @forwards_ffmpeg_log
     def __init__(
         self,
         source: SourceLike,
@@ -77,8 +90,10 @@ class VideoDecoder(Reopenable):
         if custom_frame_mappings is not None and seek_mode == "approximate":
             raise ValueError("custom_frame_mappings gives exact timestamps; it cannot be combined with "
                              "seek_mode='approximate' (use the default seek_mode='exact')")
-        if not isinstance(num_ffmpeg_threads, numbers.Integral) or num_ffmpeg_threads < 0:
-            raise ValueError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+        if isinstance(num_ffmpeg_threads, bool) or not isinstance(num_ffmpeg_threads, numbers.Integral):
+            raise InvalidArgumentTypeError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+        if not 0 <= num_ffmpeg_threads < 2**31:
+            raise InvalidArgumentError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
         self._device_index = _cuda.parse_device(device)
         if self._device_index is not None:
             _cuda.check_cuda_usable(device, bool(transforms))
@@ -99,6 +114,9 @@ class VideoDecoder(Reopenable):
         self._demuxer = demuxer = Demuxer(demuxer_input, name)
         self.stream_index = choose_stream(demuxer, stream_index, "video")
         header = demuxer.stream_header(self.stream_index)
+        # Decoding threads are started when the codec opens: refuse absurd counts before that.
+        check_request(f"num_ffmpeg_threads={num_ffmpeg_threads}", threads=int(num_ffmpeg_threads) or _FFMPEG_AUTO_THREADS,
+                      frame_size=(header["height"] or 0, header["width"] or 0))
 
         if custom_frame_mappings is not None:
             index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
@@ -124,21 +142,30 @@ class VideoDecoder(Reopenable):
             content = (None, None, 0)
         self.metadata: VideoStreamMetadata = video_metadata(header, content)
         self._time_base = float(header["time_base"])
+        # Approximate mode's grid, as the header gives it: frame i is expected at begin + i / fps.
+        begin = header["begin_stream_seconds_from_header"]
+        self._grid = (begin if begin is not None else 0.0, header["average_fps_from_header"])
         self._output_dtype = _resolve_dtype(output_dtype, header["bits_per_component"])
+        # The bounds are taken once, as TorchCodec does: metadata fields can be assigned afterwards.
         self._num_frames = self.metadata.num_frames
+        self._begin = self.metadata.begin_stream_seconds
+        self._end = self.metadata.end_stream_seconds
         if self._num_frames is None:
-            raise ValueError(f"cannot tell the number of frames of stream {self.stream_index} from its header; "
-                             f"use seek_mode='exact'")
-        rate = self.metadata.average_fps
-        if index is None and not (rate is not None and math.isfinite(rate) and rate > 0):
-            raise ValueError(f"cannot tell the frame rate of stream {self.stream_index} from its header "
-                             f"(approximate mode places frame i at begin + i / fps); use seek_mode='exact'")
+            raise InvalidArgumentError(f"Cannot use approximate mode: the number of frames of stream "
+                                       f"{self.stream_index} is not in its header; use seek_mode='exact'")
+        if index is None and not _usable_rate(self.metadata.average_fps):
+            raise InvalidArgumentError(
+                f"Cannot use approximate mode since we couldn't find the average fps from the metadata: stream "
+                f"{self.stream_index} has no usable frame rate in its header (average_fps is "
+                f"{self.metadata.average_fps}); use seek_mode='exact', which reads the timestamps from the file")
         if transforms is not None and not (self.metadata.height and self.metadata.width):
-            raise ValueError(f"stream {self.stream_index} has no frame size in its header: transforms need one")
+            raise InvalidArgumentError(f"stream {self.stream_index} has no frame size in its header: "
+                                       f"transforms need one")
         applied, stages, (self._height, self._width) = make_plan(transforms, (self.metadata.height, self.metadata.width))
         self._engine.set_transforms(stages, single_resize=len(applied) == 1 and isinstance(applied[0], Resize))
         # Kept as applied (random crops drawn), so that a pickled or forked decoder crops the same place.
         self._reopen["transforms"] = applied or None
+        _LOGGER.debug("VideoDecoder created:\n%s", self.metadata)
 
     def _engines(self) -> tuple:
         return (self._engine, self._demuxer)
@@ -176,22 +203,26 @@ class VideoDecoder(Reopenable):
     # ---- by index ---------------------------------------------------------------------------
 
     def get_frame_at(self, index: int, *, out: Any = None) -> Frame:
-        """The frame at ``index`` (negative counts from the end); IndexError when out of range.
+        """The frame at ``index`` (an int; negative counts from the end); IndexError when out of range.
 
         ``out``: a writable CPU array of the frame's shape and dtype (numpy, torch, or any buffer)
         that receives the frame in place and is returned as ``Frame.data``.
         """
-        batch = self._frames_at_indices([self._normalize_index(index)], _one_frame_batch(out))
+        batch = self._frames_at_indices([self._normalize_index(_as_index(index))], _one_frame_batch(out))
         return _single_frame(batch, out)
 
     def get_frames_at(self, indices: Sequence[int], *, out: Any = None) -> FrameBatch:
         """Frames at ``indices`` (any order, duplicates and negatives allowed), in that order.
 
+        ``indices``: ints (a list, tuple or a single int), or a tensor/array of any real dtype, whose
+        values are converted as TorchCodec does (``.to(torch.int64)``: floats truncated toward zero).
+
         ``out``: a writable CPU array of shape (N, 3, H, W) or (N, H, W, 3) (per dimension_order)
         and the output dtype, filled in place and returned as ``FrameBatch.data``. The other
         batch methods accept it too.
         """
-        return self._frames_at_indices([self._normalize_index(i) for i in _as_int_list(indices)], out)
+        given = _as_index_list(indices)
+        return self._frames_at_indices([self._normalize_index(i) for i in given], out, given)
 
     def get_frames_in_range(self, start: int, stop: int, step: int = 1, *, out: Any = None) -> FrameBatch:
         """Frames ``start, start + step, ...`` before ``stop``, clamped like Python slicing."""
@@ -201,20 +232,29 @@ class VideoDecoder(Reopenable):
 
     def get_frame_played_at(self, seconds: float) -> Frame:
         """The frame on screen at ``seconds``; IndexError outside [begin_stream_seconds, end_stream_seconds)."""
-        seconds = float(seconds)
+        seconds = as_seconds("seconds", seconds)
         if not self._in_stream(seconds):
             raise IndexError(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to "
-                             f"{self.metadata.begin_stream_seconds} and less than {self.metadata.end_stream_seconds}.")
-        return _single_frame(self._frames_played_at([seconds]))
+                             f"{self._begin} and less than {self._end}.")
+        if self._index is None:
+            requests = array.array("q", [Request.BY_TIME])
+            return _single_frame(self._decode_requests(requests, array.array("d", [seconds]), [0]))
+        shown = self._index.index_shown_at(seconds)
+        if shown < 0:
+            raise IndexError("Requested next frame while there are no more frames left to decode.")
+        return _single_frame(self._frames_at_indices([shown]))
 
     def get_frames_played_at(self, seconds: Sequence[float], *, out: Any = None) -> FrameBatch:
-        """The frames on screen at each of ``seconds``; RuntimeError if one lies outside the stream."""
-        times = [float(t) for t in seconds]
+        """The frames on screen at each of ``seconds`` (a sequence, a single number, or a tensor/array of
+        numbers); RuntimeError if one lies outside the stream, ValueError if one is not a number."""
+        times = _as_seconds_list(seconds)
+        begin, end = self._begin, self._end
         for t in times:
-            if not self._in_stream(t):
-                raise RuntimeError(f"frame pts is {t}; must be greater than or equal to "
-                                   f"{self.metadata.begin_stream_seconds} and less than {self.metadata.end_stream_seconds}.")
-        return self._frames_played_at(times, out)
+            if not t >= begin:
+                raise RuntimeError(f"frame pts is {t}; must be greater than or equal to {begin}.")
+            if end is not None and not t < end:
+                raise RuntimeError(f"frame pts is {t}; must be less than {end}.")
+        return self._frames_at_indices([self._index_played_at(t) for t in times], out)
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
                                    fps: Optional[float] = None, *, out: Any = None) -> FrameBatch:
@@ -223,45 +263,44 @@ class VideoDecoder(Reopenable):
         Without ``fps``: every frame shown in the interval, where frame i is shown from its pts until
         the next frame's pts (so the frame on screen at ``start_seconds`` is included, and a frame
         whose pts is ``stop_seconds`` is not). With ``fps``: ``round((stop - start) * fps)`` frames
-        sampled at ``start + k / fps``, with those times as pts and ``1 / fps`` as durations.
-        ValueError when start > stop or the interval leaves the stream.
+        (rounded half away from zero) sampled at ``start + k * (1 / fps)``, each the frame shown at
+        that time, with those times as pts and ``1 / fps`` as durations. ValueError when start > stop,
+        when either is NaN or when the interval leaves the stream; fps must be a positive finite
+        number (ValueError, also a RuntimeError as in TorchCodec).
         """
-        start, stop = float(start_seconds), float(stop_seconds)
-        begin, end = self.metadata.begin_stream_seconds, self.metadata.end_stream_seconds
-        if start > stop:
-            raise ValueError(f"Invalid start seconds: {start}. It must be less than or equal to stop seconds ({stop}).")
+        start, stop = as_seconds("start_seconds", start_seconds), as_seconds("stop_seconds", stop_seconds)
+        begin, end = self._begin, self._end
+        if not start <= stop:
+            nan = "; NaN is not a time" if math.isnan(start) or math.isnan(stop) else ""
+            raise ValueError(f"Invalid start seconds: {start}. It must be less than or equal to stop seconds "
+                             f"({stop}){nan}.")
         if not self._in_stream(start):
             raise ValueError(f"Invalid start seconds: {start}. It must be greater than or equal to {begin} and less than {end}.")
         if end is not None and stop > end:
             raise ValueError(f"Invalid stop seconds: {stop}. It must be less than or equal to {end}.")
-        if fps is not None:
-            return self._resampled(start, stop, fps, out)
         if start == stop:
             return self._frames_at_indices([], out)
-        if self._index is not None:
-            first = max(self._index.index_played_at(start), 0)
-            last = self._index.index_at_or_after(stop)          # exclusive
-        else:
-            rate = self.metadata.average_fps
-            first = math.floor((start - begin) * rate + 1e-9)
-            last = math.ceil((stop - begin) * rate - 1e-9)
-        return self._frames_at_indices(list(range(first, min(last, len(self)))), out)
+        if fps is not None:
+            return self._resampled(start, stop, _check_fps(fps), out)
+        return self._frames_at_indices(list(range(self._index_played_at(start), self._index_after(stop))), out)
 
     def get_all_frames(self, fps: Optional[float] = None, *, out: Any = None) -> FrameBatch:
         """Every frame; with ``fps``, the stream resampled at that rate (see get_frames_played_in_range)."""
         if fps is None:
             return self._frames_at_indices(list(range(len(self))), out)
-        return self.get_frames_played_in_range(self.metadata.begin_stream_seconds,
-                                               self.metadata.end_stream_seconds, fps=fps, out=out)
+        return self.get_frames_played_in_range(self._begin, self._end, fps=fps, out=out)
 
     # ---- internals ----------------------------------------------------------------------------
 
     def _normalize_index(self, index: int) -> int:
         n = len(self)
         i = index + n if index < 0 else index
-        if not 0 <= i < n:
+        if i < 0:
+            raise IndexError(f"Invalid frame index={index} for stream_index={self.stream_index}; negative indices "
+                             f"must have an absolute value less than the number of frames ({n}).")
+        if i >= n:
             raise IndexError(f"Invalid frame index={index} for stream_index={self.stream_index}; "
-                             f"must be in [-{n}, {n})")
+                             f"must be less than {n}.")
         return i
 
     def _slice_indices(self, start: Optional[int], stop: Optional[int], step: Optional[int]) -> list[int]:
@@ -270,73 +309,120 @@ class VideoDecoder(Reopenable):
         return list(range(*slice(start, stop, step).indices(len(self))))
 
     def _in_stream(self, seconds: float) -> bool:
-        end = self.metadata.end_stream_seconds
-        return self.metadata.begin_stream_seconds <= seconds and (end is None or seconds < end)
+        return self._begin <= seconds and (self._end is None or seconds < self._end)
 
-    def _frames_at_indices(self, indices: list[int], out: Any = None, **override: Any) -> FrameBatch:
-        """Decode frames by (normalised) index; the one path to the engine for index requests."""
+    def _index_played_at(self, seconds: float) -> int:
+        """Index of the frame shown at ``seconds`` (exact: the last one whose pts is not later,
+        as long as the next frame's pts is later; approximate: on the header's frame-rate grid)."""
+        if self._index is not None:
+            return max(self._index.index_played_at(seconds), 0)
+        begin, fps = self._grid_or_raise()
+        return math.floor((seconds - begin) * fps)
+
+    def _index_after(self, seconds: float) -> int:
+        """Index of the first frame whose pts is at or after ``seconds`` (approximate: on the grid)."""
+        if self._index is not None:
+            return self._index.index_at_or_after(seconds)
+        begin, fps = self._grid_or_raise()
+        return math.ceil((seconds - begin) * fps)
+
+    def _grid_or_raise(self) -> tuple[float, float]:
+        begin, fps = self._grid
+        if not fps:
+            raise RuntimeError("Cannot use approximate mode since we couldn't find the average fps from the "
+                               "metadata (the stream's header has no frame rate): use seek_mode='exact'")
+        return begin, fps
+
+    def _frames_at_indices(self, indices: list[int], out: Any = None, given: Optional[list[int]] = None,
+                           **override: Any) -> FrameBatch:
+        """Decode frames by (normalised) index; the one path to the engine for index requests.
+
+        Approximate mode decodes them as TorchCodec does (see VideoStream.decode_requests): in the
+        order of the indices as ``given`` (negative ones not normalised yet), a repeated index once;
+        an index past the end raises IndexError when its turn comes.
+        """
         if self._index is not None:
             index = self._index
             targets = array.array("q", [index.pts(i) for i in indices])
-            return self._decode(targets, Match.AT_OR_AFTER, out=out, **override)
-        begin, rate, tb = self.metadata.begin_stream_seconds, self.metadata.average_fps, self._time_base
-        # Frame i is expected at begin + i / fps; the first frame from half a frame earlier on
-        # is taken, so that rounding of the frame rate or the timestamps cannot skip a frame.
-        targets = array.array("q", [round((begin + i / rate) / tb) for i in indices])
-        return self._decode(targets, Match.AT_OR_AFTER, math.floor(0.5 / rate / tb), out=out, **override)
+            return self._decode(len(targets), lambda engine, *memory: engine.decode_at(targets, int(Match.AT_OR_AFTER),
+                                                                                       *memory), out, **override)
+        keys = given if given is not None else indices
+        order = sorted(range(len(indices)), key=keys.__getitem__)
+        requests = array.array("q")
+        for turn, k in enumerate(order):
+            if not 0 <= indices[k] < len(self):
+                # TorchCodec raises when it comes to this index, after decoding the ones before.
+                if requests:
+                    self._decode_requests(requests, array.array("d", bytes(8 * turn)), list(range(turn)))
+                self._normalize_index(indices[k])
+            requests.append(Request.REPEAT if turn and keys[k] == keys[order[turn - 1]] else indices[k])
+        return self._decode_requests(requests, array.array("d", bytes(8 * len(requests))), order, out, **override)
 
-    def _frames_played_at(self, times: list[float], out: Any = None,
-                          frame_duration: Optional[float] = None) -> FrameBatch:
-        """Frames on screen at ``times``; with ``frame_duration`` (resampling), those times and that
-        duration replace the frames' own pts and durations."""
-        override = {"times": times, "frame_duration": frame_duration} if frame_duration is not None else {}
-        if self._index is not None:
-            indices = [max(self._index.index_played_at(t), 0) for t in times]
-            return self._frames_at_indices(indices, out, **override)
-        tb = self._time_base
-        targets = array.array("q", [math.floor(t / tb + 1e-6) for t in times])
-        return self._decode(targets, Match.PLAYED_AT, out=out, **override)
+    def _decode_requests(self, requests: array.array, seconds: array.array, positions: list[int], out: Any = None,
+                         **override: Any) -> FrameBatch:
+        """Approximate mode: decode ``requests`` (BY_TIME ones at ``seconds``) in order (see
+        VideoStream.decode_requests); the frame of request k goes to slot ``positions[k]``."""
+        slots = array.array("q", positions)
+        return self._decode(len(requests), lambda engine, *memory: engine.decode_requests(requests, seconds, slots,
+                                                                                          *memory), out, **override)
 
     def _resampled(self, start: float, stop: float, fps: float, out: Any = None) -> FrameBatch:
-        if not fps > 0:
-            raise ValueError(f"fps must be > 0, got {fps}")
-        times = [start + k / fps for k in range(round((stop - start) * fps))]
-        return self._frames_played_at(times, out, frame_duration=1.0 / fps)
+        """``get_frames_played_in_range(start, stop, fps)``: the frames shown at start + k * (1 / fps)."""
+        count = _round_half_away_from_zero((stop - start) * fps)
+        self._check_request(count, f"get_frames_played_in_range({start}, {stop}, fps={fps})")
+        frame_duration = 1.0 / fps
+        times = [start + k * frame_duration for k in range(count)]
+        return self._frames_at_indices([self._index_played_at(t) for t in times], out,
+                                       times=times, frame_duration=frame_duration)
 
-    def _decode(self, targets: array.array, match: Match, tolerance: int = 0, out: Any = None,
-                times: Optional[list[float]] = None, frame_duration: Optional[float] = None) -> FrameBatch:
-        """Decode ``targets`` into a new array of the bridge's library, or into ``out``.
+    def _decode(self, n: int, run: Any, out: Any = None, times: Optional[list[float]] = None,
+                frame_duration: Optional[float] = None) -> FrameBatch:
+        """Decode ``n`` frames by ``run(engine, address, frame_stride, row_stride, height, width,
+        as_float, pts, durations)`` into a new array of the bridge's library, or into ``out``.
 
         ``times``/``frame_duration`` replace the frames' own pts and durations (resampling).
         """
-        n = len(targets)
+        self._check_request(n, "decoding")
         name = _bridge.get_bridge()
         pts, durations = _bridge.float64_buffer(n), _bridge.float64_buffer(n)
         if self._cuda is not None:
-            result = self._decode_cuda(targets, match, tolerance, out, name, pts, durations)
+            result = self._decode_cuda(n, run, out, name, pts, durations)
         else:
-            result = self._decode_cpu(targets, match, tolerance, out, name, pts, durations)
+            result = self._decode_cpu(n, run, out, name, pts, durations)
         if times is not None:
             pts = array.array("d", times)
             durations = array.array("d", [frame_duration] * len(times))
         return FrameBatch(result, _bridge.float64_array(pts, name), _bridge.float64_array(durations, name))
 
-    def _run_engine(self, targets: array.array, match: Match, tolerance: int, address: int, frame_stride: int,
-                    row_stride: int, pts: array.array, durations: array.array, stream: Optional[int] = None) -> None:
-        """The one call into the engine: decode ``targets`` into memory at ``address`` (NHWC rows);
-        CUDA decoders write on ``stream`` (set under the same lock: threads may share a decoder)."""
-        if not len(targets):
+    def _check_request(self, count: int, what: str) -> None:
+        """Refuse a request of ``count`` frames that the memory limit cannot hold, or that a stream
+        without a frame size cannot serve, before anything is allocated."""
+        if count and not (self._height > 0 and self._width > 0):
+            raise RuntimeError(f"stream {self.stream_index} has no frame size (FFmpeg reports {self._width}x"
+                               f"{self._height}): when it opened the file, FFmpeg found no picture of this stream "
+                               f"early enough to learn its size (the stream starts late in the file, or its "
+                               f"first packets are damaged), so its frames cannot be decoded")
+        size = (self._height, self._width) if self._cuda is None else (0, 0)    # CUDA frames: device memory
+        check_request(f"{what}: {count} frames of {self._height}x{self._width} RGB {self._output_dtype}",
+                      frames=count, frame_size=size, itemsize=4 if self._output_dtype == "float32" else 1)
+
+    @forwards_ffmpeg_log
+    def _run_engine(self, n: int, run: Any, address: int, frame_stride: int, row_stride: int, pts: array.array,
+                    durations: array.array, stream: Optional[int] = None) -> None:
+        """The one call into the engine: ``run`` decodes ``n`` frames into memory at ``address``
+        (NHWC rows); CUDA decoders write on ``stream`` (set under the same lock: threads may share a
+        decoder)."""
+        if not n:
             return
         self._check_fork()
         with self._lock:
             if stream is not None:
                 self._cuda.converter.set_stream(stream)
-            self._engine.decode_at(targets, int(match), address, frame_stride, row_stride, self._height,
-                                   self._width, self._output_dtype == "float32", pts, durations, tolerance)
+            run(self._engine, address, frame_stride, row_stride, self._height, self._width,
+                self._output_dtype == "float32", pts, durations)
 
-    def _decode_cpu(self, targets: array.array, match: Match, tolerance: int, out: Any, name: str,
-                    pts: array.array, durations: array.array) -> Any:
-        n, height, width = len(targets), self._height, self._width
+    def _decode_cpu(self, n: int, run: Any, out: Any, name: str, pts: array.array, durations: array.array) -> Any:
+        height, width = self._height, self._width
         data = memory = None
         if out is not None:
             memory, frame_stride, row_stride = self._check_out(out, n)
@@ -346,23 +432,21 @@ class VideoDecoder(Reopenable):
             frame_stride, row_stride = memory.strides[0], memory.strides[1]
             if self._dimension_order == "NCHW":
                 data = _bridge.nchw(data)
-        self._run_engine(targets, match, tolerance, memory.address, frame_stride, row_stride, pts, durations)
+        self._run_engine(n, run, memory.address, frame_stride, row_stride, pts, durations)
         if out is not None and data is not None:
             _bridge.copy_into(out, data)          # the one copy, for out= of another layout
         return _bridge.finish(out if out is not None else data, name)
 
-    def _decode_cuda(self, targets: array.array, match: Match, tolerance: int, out: Any, name: str,
-                     pts: array.array, durations: array.array) -> Any:
+    def _decode_cuda(self, n: int, run: Any, out: Any, name: str, pts: array.array, durations: array.array) -> Any:
         """Decode into CUDA memory allocated by the bridge's library (or ``out``), on its current stream."""
         from torchcodec import _cuda_output
-        shape = (len(targets), self._height, self._width, 3)
+        shape = (n, self._height, self._width, 3)
         target = None
         if out is not None:
             target = _cuda_output.wrap_out(out, shape, self._output_dtype, self._device_index, self._dimension_order)
         output = target if target is not None and target.packed else _cuda_output.allocate(
             shape, self._output_dtype, name, self._device_index)
-        self._run_engine(targets, match, tolerance, output.address, output.strides[0], output.strides[1],
-                         pts, durations, output.stream)
+        self._run_engine(n, run, output.address, output.strides[0], output.strides[1], pts, durations, output.stream)
         data = output.finish()
         if output is target:
             return data
@@ -417,38 +501,123 @@ def _resolve_dtype(output_dtype: Any, bits_per_component: int) -> str:
     return name
 
 
-def _as_int_list(indices: Any) -> list[int]:
-    if hasattr(indices, "tolist") and not isinstance(indices, list):
-        dtype = str(getattr(indices, "dtype", ""))
-        if dtype and "int" not in dtype:
-            raise TypeError(f"frame indices must be integers, got an array of {dtype}")
-        indices = indices.tolist()
+def _round_half_away_from_zero(x: float) -> int:
+    """C's round(): 2.5 -> 3 (Python's round gives 2), as TorchCodec counts resampled frames."""
+    whole = math.floor(abs(x))
+    return int(math.copysign(whole + (abs(x) - whole >= 0.5), x))
+
+
+def _as_index(index: Any) -> int:
+    """A single frame index: an int, or anything with ``__index__`` (numpy ints, 0-d int tensors)."""
+    try:
+        return operator.index(index)
+    except TypeError:
+        raise InvalidArgumentTypeError(f"Expected a value of type 'int' for the frame index but instead found "
+                                       f"type '{type(index).__name__}' ({index!r})") from None
+
+
+def _as_index_list(indices: Any) -> list[int]:
+    """Frame indices as TorchCodec takes them: a tensor or array of any real dtype, flattened, its values
+    converted like ``tensor.to(torch.int64)`` (floats truncated toward zero; NaN and infinities are no
+    index: IndexError); or ints, in a (nested) list or tuple, or alone."""
+    if hasattr(indices, "dtype") and hasattr(indices, "reshape") and hasattr(indices, "tolist"):
+        dtype = str(indices.dtype).replace("torch.", "")
+        if not dtype.startswith(("int", "uint", "float", "bool", "bfloat", "half", "double", "long", "short")):
+            raise InvalidArgumentTypeError(f"frame indices must be integers: expected scalar type Long but found "
+                                           f"{dtype} (an array of {dtype})")
+        result = []
+        for value in indices.reshape(-1).tolist():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise IndexError(f"Invalid frame index={value}: an index must be a finite number")
+            result.append(int(value))
+        return result
+    if isinstance(indices, numbers.Integral) and not isinstance(indices, bool):
+        return [int(indices)]
     result = []
-    for i in indices:
-        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-            raise TypeError(f"frame indices must be integers, got {type(i).__name__} ({i!r})")
-        result.append(int(i))
+    _flatten_ints(indices, result)
     return result
+
+
+def _flatten_ints(values: Any, result: list[int]) -> None:
+    try:
+        items = iter(values)
+    except TypeError:
+        raise InvalidArgumentTypeError(f"frame indices must be a sequence of ints or a tensor/array, "
+                                       f"got {type(values).__name__}") from None
+    for value in items:
+        if isinstance(value, (list, tuple)):
+            _flatten_ints(value, result)
+        elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            result.append(int(value))
+        else:
+            found = {bool: "Bool", float: "Float"}.get(type(value), type(value).__name__)
+            raise InvalidArgumentTypeError(
+                f"frame indices must be integers: expected scalar type Long but found {found} ({value!r} at "
+                f"position {len(result)}); pass ints, or a tensor/array (whose values are truncated toward zero)")
+
+
+def _as_seconds_list(seconds: Any) -> list[float]:
+    """Times as TorchCodec takes them (``torch.tensor(seconds, dtype=torch.float64)``): a tensor or
+    array, flattened; numbers in a (nested) list or tuple, or alone. Anything else: ValueError."""
+    if hasattr(seconds, "dtype") and hasattr(seconds, "reshape") and hasattr(seconds, "tolist"):
+        seconds = seconds.reshape(-1).tolist()
+    if isinstance(seconds, numbers.Real):
+        return [float(seconds)]
+    result: list[float] = []
+
+    def flatten(values: Any) -> None:
+        for value in values:
+            if isinstance(value, (list, tuple)):
+                flatten(value)
+            elif isinstance(value, numbers.Real):
+                result.append(float(value))
+            else:
+                raise ValueError(f"Couldn't convert timestamps input to a tensor: {value!r} "
+                                 f"({type(value).__name__}) is not a number of seconds")
+
+    if isinstance(seconds, (str, bytes)) or not hasattr(seconds, "__iter__"):
+        raise ValueError(f"Couldn't convert timestamps input to a tensor: {type(seconds).__name__} is not a "
+                         f"sequence of seconds")
+    flatten(seconds)
+    return result
+
+
+def _check_fps(fps: Any) -> float:
+    """``fps`` as a float: a positive, finite number (the errors are ValueErrors and RuntimeErrors)."""
+    if isinstance(fps, bool) or not isinstance(fps, numbers.Real):
+        raise InvalidArgumentTypeError(f"fps must be a number, got {type(fps).__name__} ({fps!r})")
+    fps = float(fps)
+    if not fps > 0:
+        raise InvalidArgumentError(f"fps must be positive, got {fps}")
+    if not math.isfinite(fps):
+        raise InvalidArgumentError(f"fps must be finite, got {fps}")
+    return fps
+
+
+def _usable_rate(rate: Optional[float]) -> bool:
+    return rate is not None and math.isfinite(rate) and rate > 0
 
 
 def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> FrameIndex:
     """A FrameIndex from ffprobe ``-show_frames -of json`` output (str, bytes or file object)."""
     if hasattr(mappings, "read"):
         mappings = mappings.read()
-    if isinstance(mappings, (bytes, bytearray)):
-        mappings = mappings.decode("utf-8")
-    if not isinstance(mappings, str):
+    if not isinstance(mappings, (str, bytes, bytearray)):
         raise TypeError(f"custom_frame_mappings must be a JSON str, bytes or a file object, "
                         f"not {type(mappings).__name__}")
     try:
-        frames = json.loads(mappings)["frames"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise ValueError(f"custom_frame_mappings is not ffprobe -show_frames JSON output: {e}") from None
-    if not isinstance(frames, list) or not all(isinstance(frame, dict) for frame in frames):
-        raise ValueError("custom_frame_mappings is not ffprobe -show_frames JSON output: 'frames' must be "
-                         "a list of objects")
+        data = json.loads(mappings if isinstance(mappings, str) else mappings.decode("utf-8"))
+    except ValueError as e:
+        raise ValueError(f"Invalid custom frame mappings: {e}. It should be the JSON output of ffprobe "
+                         f"-show_frames -of json, as a str, bytes or a file object.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("frames"), list):
+        raise ValueError("Invalid custom frame mappings. The input is empty or missing the required 'frames' key.")
+    frames = data["frames"]
     pts, durations, keys = [], [], []
-    for frame in frames:
+    for number, frame in enumerate(frames):
+        if not isinstance(frame, dict):
+            raise ValueError(f"Invalid custom frame mappings. Each entry of 'frames' must be a JSON object, "
+                             f"got {frame!r}")
         if frame.get("stream_index", stream_index) != stream_index or frame.get("media_type", "video") != "video":
             continue
         try:
@@ -456,14 +625,15 @@ def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> Fr
             durations.append(int(frame["duration"] if "duration" in frame else frame["pkt_duration"]))
             keys.append(bool(int(frame["key_frame"])))
         except KeyError as e:
-            raise ValueError(f"custom_frame_mappings: a frame lacks {e} (needs pts or pkt_pts, "
-                             f"duration or pkt_duration, and key_frame)") from None
+            raise ValueError(f"Invalid custom frame mappings. The 'pts'/'pkt_pts', 'duration'/'pkt_duration', and "
+                             f"'key_frame' keys are required in the frame metadata (frame {number} lacks "
+                             f"{e}).") from None
         except (TypeError, ValueError, OverflowError) as e:     # null, "x", 1e400...
-            raise ValueError(f"custom_frame_mappings: frame {len(pts)} has a value that is not an integer "
-                             f"({e})") from None
+            raise ValueError(f"Invalid custom frame mappings. Frame {number} has a value that is not an "
+                             f"integer: {e}") from None
     if not pts:
-        raise ValueError(f"custom_frame_mappings has no frame of video stream {stream_index}")
+        raise ValueError(f"Invalid custom frame mappings: no frame of video stream {stream_index}")
     try:
         return FrameIndex.from_lists(time_base, pts, durations, keys)
     except OverflowError:
-        raise ValueError("custom_frame_mappings: a pts or duration does not fit in 64 bits") from None
+        raise ValueError("Invalid custom frame mappings: a pts or duration does not fit in 64 bits") from None

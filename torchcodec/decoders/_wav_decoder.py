@@ -16,8 +16,11 @@ class WavDecoder(SampleRanges):
 
     Same sources and methods as :class:`AudioDecoder`, and the same values, bit for bit; no
     resampling or remixing (use AudioDecoder for those, and for other WAV encodings such as
-    ADPCM or mu-law, which raise ``UnsupportedWavError``, a ValueError). ``stream_index`` is 0.
+    ADPCM or mu-law, which raise ``UnsupportedWavError``, a ValueError and a RuntimeError, as does
+    a file that is not WAV). ``stream_index`` is 0.
     """
+
+    _nothing_decoded = "No samples to decode."      # TorchCodec's words for an empty range
 
     def __init__(self, source: SourceLike) -> None:
         self._reopen = dict(source=source)

@@ -24,9 +24,10 @@ def _wrap(clip: list[_T], length: int) -> list[_T]:
 
 
 def _error(clip: list[_T], length: int) -> list[_T]:
-    raise ValueError(f"policy='error': a clip has only {len(clip)} of its {length} frames inside the "
-                     f"video (it starts too close to the end). Leave sampling_range_end at its default "
-                     f"(None), which keeps clips inside the video, or choose policy='repeat_last' or 'wrap'.")
+    raise ValueError(f"policy='error': the sampler tried to decode a frame that is beyond the number of frames "
+                     f"in the video (a clip has only {len(clip)} of its {length} frames inside it: it starts too "
+                     f"close to the end). Leave sampling_range_end at its default (None), which keeps clips "
+                     f"inside the video, or choose policy='repeat_last' or 'wrap'.")
 
 
 POLICIES: dict[str, Callable[[list, int], list]] = {"repeat_last": _repeat_last, "wrap": _wrap, "error": _error}
@@ -50,6 +51,12 @@ def check_common(decoder: Any, num_frames_per_clip: int, policy: str) -> None:
 def check_num_clips(num_clips: int) -> None:
     if num_clips <= 0:
         raise ValueError(f"num_clips ({num_clips}) must be > 0")
+
+
+def check_clips_request(decoder: Any, num_clips: int, num_frames_per_clip: int) -> None:
+    """Refuse (MemoryError) clips that would need more memory than the limit, before drawing or
+    listing their starts."""
+    decoder._check_request(num_clips * num_frames_per_clip, f"{num_clips} clips of {num_frames_per_clip} frames")
 
 
 def evenly_spaced_ints(first: int, last: int, count: int) -> list[int]:

@@ -6,8 +6,8 @@ from typing import Any, Optional
 from torchcodec import _random
 from torchcodec._frame import FrameBatch
 from torchcodec.decoders import VideoDecoder
-from torchcodec.samplers._common import (Policy, as_clips, check_common, check_num_clips, complete_clip,
-                                         evenly_spaced_ints)
+from torchcodec.samplers._common import (Policy, as_clips, check_clips_request, check_common, check_num_clips,
+                                         complete_clip, evenly_spaced_ints)
 
 
 def clips_at_random_indices(
@@ -85,6 +85,7 @@ def _check_index_params(decoder: VideoDecoder, num_clips: int, num_frames_per_cl
     """Check the arguments; return the sampling range [start, end) of clip starts."""
     check_common(decoder, num_frames_per_clip, policy)
     check_num_clips(num_clips)
+    check_clips_request(decoder, num_clips, num_frames_per_clip)
     if num_indices_between_frames <= 0:
         raise ValueError(f"num_indices_between_frames ({num_indices_between_frames}) must be strictly positive")
     num_frames = len(decoder)
@@ -97,9 +98,9 @@ def _check_index_params(decoder: VideoDecoder, num_clips: int, num_frames_per_cl
         span = _clip_span(num_frames_per_clip, num_indices_between_frames)
         range_end = max(num_frames - span + 1, 1)
         if range_start >= range_end:
-            raise ValueError(f"sampling_range_end defaults to {range_end} (the last start whose clip of "
-                             f"{span} frames fits in the video, plus one), which is not above "
-                             f"sampling_range_start ({range_start}).")
+            raise ValueError(f"We determined that sampling_range_end should be {range_end} (the last start "
+                             f"whose clip of {span} frames fits in the video, plus one), but it is smaller than "
+                             f"or equal to sampling_range_start ({range_start}).")
         return range_start, range_end
     if range_end < 0:
         range_end += num_frames

@@ -1,12 +1,14 @@
 """Samplers whose clips start at timestamps (seconds)."""
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 from torchcodec import _random
 from torchcodec._frame import FrameBatch
 from torchcodec.decoders import VideoDecoder
-from torchcodec.samplers._common import Policy, arange_below, as_clips, check_common, check_num_clips, complete_clip
+from torchcodec.samplers._common import (Policy, arange_below, as_clips, check_clips_request, check_common,
+                                         check_num_clips, complete_clip)
 
 
 def clips_at_random_timestamps(
@@ -56,6 +58,7 @@ def clips_at_random_timestamps(
     _random.check_generator(generator)
     check_common(decoder, num_frames_per_clip, policy)
     check_num_clips(num_clips)
+    check_clips_request(decoder, num_clips, num_frames_per_clip)
     between = _check_time_params(decoder, seconds_between_frames)
     start, end = _sampling_range(decoder, num_frames_per_clip, between, sampling_range_start, sampling_range_end)
     width = end - start
@@ -83,10 +86,11 @@ def clips_at_regular_timestamps(
     ``seconds_between_clip_starts`` must be > 0.
     """
     check_common(decoder, num_frames_per_clip, policy)
-    if seconds_between_clip_starts <= 0:
+    if not seconds_between_clip_starts > 0:            # NaN too
         raise ValueError(f"seconds_between_clip_starts ({seconds_between_clip_starts}) must be > 0")
     between = _check_time_params(decoder, seconds_between_frames)
     start, end = _sampling_range(decoder, num_frames_per_clip, between, sampling_range_start, sampling_range_end)
+    check_clips_request(decoder, math.ceil((end - start) / seconds_between_clip_starts), num_frames_per_clip)
     starts = arange_below(start, end, seconds_between_clip_starts)
     return _decode_clips(decoder, starts, num_frames_per_clip, between, policy)
 
@@ -100,7 +104,7 @@ def _check_time_params(decoder: VideoDecoder, seconds_between_frames: Optional[f
         raise ValueError("Could not infer stream end from video metadata. Try using an index-based sampler instead.")
     if seconds_between_frames is None:
         return 1 / metadata.average_fps
-    if seconds_between_frames <= 0:
+    if not seconds_between_frames > 0:                 # NaN too
         raise ValueError(f"seconds_between_frames ({seconds_between_frames}) must be > 0")
     return seconds_between_frames
 

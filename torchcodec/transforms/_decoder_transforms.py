@@ -156,7 +156,10 @@ def _from_torchvision(transform: Any) -> DecoderTransform:
             raise ValueError(f"torchvision Resize must use bilinear interpolation to be applied while decoding, "
                              f"got {transform.interpolation}")
         if transform.antialias is False:
-            raise ValueError("torchvision Resize must have antialias=True to be applied while decoding")
+            raise ValueError("torchvision Resize must have antialias enabled (antialias=True) to be applied "
+                             "while decoding")
+        if transform.size is None:
+            raise ValueError("torchvision Resize must have a size specified: a (height, width) pair")
         if transform.max_size is not None:
             raise ValueError("torchvision Resize with max_size cannot be applied while decoding: give a "
                              "(height, width) size")
@@ -171,7 +174,7 @@ def _from_torchvision(transform: Any) -> DecoderTransform:
         if transform.fill != 0:
             raise ValueError(f"torchvision RandomCrop fill must be 0, got {transform.fill!r}")
         if transform.padding_mode != "constant":
-            raise ValueError(f"torchvision RandomCrop padding_mode must be 'constant', got {transform.padding_mode!r}")
+            raise ValueError(f"torchvision RandomCrop padding_mode must be constant, got {transform.padding_mode!r}")
         import torch
 
         # torchvision draws from torch's global generator, whatever torchcodec's bridge is.
