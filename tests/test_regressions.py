@@ -16,7 +16,8 @@ import pytest
 
 import reference
 
-from torchcodec.decoders import AudioDecoder, VideoDecoder
+import torchcodec
+from torchcodec.decoders import AudioDecoder, VideoDecoder, _audio_decoder
 
 REGRESSIONS = pathlib.Path(__file__).resolve().parent / "regressions"
 
@@ -78,6 +79,48 @@ def test_video_bytes_approximate_mode_without_frame_rate():
     assert len(decoder) == len(reference.ffprobe_packets(path, 0))      # none: the cut lost them all
     with pytest.raises(IndexError):
         decoder[0]
+
+
+@pytest.fixture
+def memory_limit():
+    """Set a memory limit for one test; the default comes back afterwards."""
+    yield torchcodec.set_memory_limit
+    torchcodec.set_memory_limit(None)
+
+
+def test_audio_header_claims_days(memory_limit):
+    # Found by the audio target: a 205-byte mu-law WAV whose data chunk claims 4 GB (149 hours at
+    # 8 kHz). get_all_samples() sized its output from that claim (16 GiB of float32), which the
+    # memory limit refused and which, without a limit, reserved gigabytes for 147 samples. The
+    # first allocation now believes the header only as far as the source's size allows; the
+    # output grows from what is decoded.
+    path = REGRESSIONS / "audio-header_claims_days.wav"
+    memory_limit(16 << 20)
+    decoder = AudioDecoder(path.read_bytes())
+    assert decoder.metadata.duration_seconds > 100 * 3600
+    expected = reference.ffmpeg_audio_samples(path)
+    samples = decoder.get_all_samples()
+    assert samples.data.shape == expected.shape
+    np.testing.assert_array_equal(samples.data, expected)
+
+
+def test_audio_output_grows_past_a_header_it_does_not_believe(media, monkeypatch, memory_limit):
+    # The other side of the bound above: when a real stream holds more than the first allocation
+    # (a very compressible stream, bounds made tiny here), the output grows until the end, and the
+    # memory limit counts the growing buffer.
+    path = media["mp3_stereo_44100.mp3"]
+    expected = reference.ffmpeg_audio_samples(path)
+    monkeypatch.setattr(_audio_decoder, "FIRST_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(_audio_decoder, "MAX_EXPANSION", 0)
+    decoder = AudioDecoder(path)
+    samples = decoder.get_all_samples()
+    np.testing.assert_array_equal(samples.data, expected)
+    part = decoder.get_samples_played_in_range(1.0, 3.0)
+    first = round((1.0 - samples.pts_seconds) * 44100)
+    np.testing.assert_array_equal(part.data, expected[:, first:first + part.data.shape[1]])
+    memory_limit(expected.nbytes)           # the last growth needs the old and the new buffer at once
+    with pytest.raises(MemoryError, match="reading samples 0 to the end"):
+        decoder.get_all_samples()
 
 
 @pytest.mark.parametrize("mappings", [
