@@ -18,7 +18,9 @@ exception type) is kept; that result and every later result of the call, from an
 decoder of the pool and whatever that decoder did before, must equal it. Options that must not
 change results (dimension order, FFmpeg threads) share references. Arguments come from a coarse
 grid (10 indices and 20 times per stream, a few counts and fps) so that calls repeat and most
-results are checked against a reference made earlier.
+results are checked against a reference made earlier. Video decoders in approximate mode are
+exercised but not compared: where seeks land inexactly (MPEG-PS/TS), the frame that mode returns
+depends on where the decoder was, in TorchCodec 0.17 as here.
 
 RSS and open file descriptors are sampled every ``--sample-seconds``. The summary lists calls by
 method, errors by type (documented errors for out-of-range requests are expected; anything else is
@@ -277,7 +279,7 @@ class Stats:
         self.errors: collections.Counter[str] = collections.Counter()
         self.unexpected: collections.Counter[str] = collections.Counter()
         self.mismatches: list[str] = []
-        self.references = self.checked = self.opened = 0
+        self.references = self.checked = self.opened = self.unchecked = 0
         self.reference_lock = threading.Lock()
         self.reference: dict[tuple, str] = {}
         self.samples: list[tuple[float, float, int]] = []    # (seconds, RSS MB, fds)
@@ -330,6 +332,16 @@ def worker(number: int, pool: list[Slot], corpus: list[Media], stats: Stats, dea
                 stats.calls[f"{slot.kind}.{method}"] += 1
                 stats.unexpected[traceback.format_exc().strip().splitlines()[-1][:160]] += 1
             continue
+        if slot.kind == "video" and ("seek_mode", "approximate") in slot.options:
+            # Not compared: where a container's seeks land inexactly (MPEG-PS/TS...), approximate
+            # mode's frame depends on where the decoder was, in TorchCodec 0.17 as here, so a shared
+            # decoder legitimately differs from a fresh one. Crashes and error types still count.
+            with stats.lock:
+                stats.calls[f"{slot.kind}.{method}"] += 1
+                stats.unchecked += 1
+                if got.startswith("error:"):
+                    stats.errors[got[6:]] += 1
+            continue
         with stats.reference_lock:
             expected = stats.reference.get(key)
         fresh = expected is None
@@ -367,7 +379,8 @@ def summary(stats: Stats, args: argparse.Namespace, elapsed: float, corpus: list
         f"soak: {args.threads} threads x {args.decoders} decoders, {elapsed / 60:.1f} min, "
         f"{len(corpus)} files, bridge {torchcodec.get_bridge()}, seed {args.seed}",
         f"calls: {total} ({total / elapsed:.1f}/s); decoders opened: {args.decoders + stats.opened}",
-        f"checked against a reference: {stats.checked}; references computed: {stats.references}",
+        f"checked against a reference: {stats.checked}; references computed: {stats.references}; "
+        f"not compared (approximate-mode video): {stats.unchecked}",
         f"mismatches: {len(stats.mismatches)}",
         f"documented errors (results, compared too): {dict(stats.errors) or 0}",
         f"unexpected errors: {sum(stats.unexpected.values())}",
