@@ -13,7 +13,7 @@
 # build/fuzz/corpus/, and tests/regressions/.
 #
 # Succeeds only when the tests pass, no corpus input escapes its target, and there are zero
-# sanitizer reports. Takes about 3x the plain suite's time (see docs/reliability.md).
+# sanitizer reports. Timings: docs/reliability.md (the whole suite: about 7 min of CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv-sanitize
