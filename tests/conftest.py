@@ -24,6 +24,20 @@ def h264(media) -> pathlib.Path:
     return media["h264_bframes.mp4"]
 
 
+@pytest.fixture
+def decoder(h264):
+    """A fresh VideoDecoder of the workhorse file, exact mode."""
+    from torchcodec.decoders import VideoDecoder
+    return VideoDecoder(h264)
+
+
+@pytest.fixture(scope="module")
+def h264_frames(media):
+    """The workhorse file's frames as the ffmpeg CLI decodes them to RGB."""
+    import reference
+    return reference.ffmpeg_rgb_frames(media["h264_bframes.mp4"])
+
+
 @pytest.fixture(autouse=True)
 def numpy_bridge(request):
     """Tests compare with numpy unless they are about the bridge (tests/test_bridge.py)."""

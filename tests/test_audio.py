@@ -126,7 +126,12 @@ def test_random_ranges_on_one_decoder_are_slices_of_the_whole(media, name):
         np.testing.assert_array_equal(samples.data, whole[:, first:stop], err_msg=f"[{first}, {stop})")
     engine = decoder._engine
     assert engine.seeks_are_exact == (name in SEEKABLE)
-    assert engine.seeks >= 5          # backward ranges: a seek, or a new run from the start
+    assert engine.keeps_history == (name not in SEEKABLE)
+    if name in SEEKABLE:
+        assert engine.seeks >= 5      # backward ranges: a seek each
+    else:
+        assert engine.seeks == 0      # backward ranges: copied from the history, never decoded again
+        assert engine.frames_decoded <= len(ref.ffprobe_packets(path, audio_index(path)))
 
 
 @pytest.mark.parametrize("name,sample_rate,num_channels", [
@@ -181,6 +186,33 @@ def test_backward_and_forward_requests_equal_a_fresh_decoder_in_approximate_mode
         best = max(np.corrcoef(approx, exact[shift + lag:shift + lag + approx.shape[0]])[0, 1]
                    for lag in range(-1100, 1100))
         assert best > 0.95, name
+
+
+def test_history_is_bounded_and_a_range_behind_it_decodes_again_from_the_start(media):
+    path = media["aac_music_44100_8s.m4a"]
+    whole = cli_samples(path)
+    decoder = AudioDecoder(path)
+    engine = decoder._engine
+    engine.history_limit_bytes = 44100 * 2 * 4          # one second of stereo float32
+    for first, stop in [(300000, 310000), (20000, 30000), (250000, 260000), (100, 90000), (340000, 350000)]:
+        samples = decoder.get_samples_played_in_range(seconds_of(decoder, first), seconds_of(decoder, stop))
+        np.testing.assert_array_equal(samples.data, whole[:, first:stop], err_msg=f"[{first}, {stop})")
+    # [20000, 30000) and [100, 90000) lay behind the kept second: two new runs from the start; the
+    # others were ahead of the run or inside the second kept behind it.
+    assert engine.seeks == 2
+
+
+def test_a_read_to_the_end_keeps_no_second_copy(media):
+    path = media["aac_music_44100_8s.m4a"]
+    decoder = AudioDecoder(path)
+    whole = decoder.get_all_samples().data
+    assert decoder._engine.seeks == 0
+    middle = decoder.get_samples_played_in_range(seconds_of(decoder, 1000), seconds_of(decoder, 5000)).data
+    np.testing.assert_array_equal(middle, whole[:, 1000:5000])
+    assert decoder._engine.seeks == 1                   # nothing was kept: decoded again from the start
+    again = decoder.get_samples_played_in_range(seconds_of(decoder, 10), seconds_of(decoder, 20)).data
+    np.testing.assert_array_equal(again, whole[:, 10:20])
+    assert decoder._engine.seeks == 1                   # this run keeps what it decodes
 
 
 def test_exact_mode_seeks_only_where_exact(media):

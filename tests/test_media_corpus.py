@@ -60,6 +60,7 @@ VIDEO = {
     "h264_interlaced.mp4": ("h264", "yuv420p", (320, 240), 60),
     "hevc_bframes.mp4": ("hevc", "yuv420p", (320, 240), 60),
     "hevc_10bit.mp4": ("hevc", "yuv420p10le", (320, 240), 60),
+    "hevc_temporal_layers.mp4": ("hevc", "yuv420p", (320, 240), 60),
     "vp9.webm": ("vp9", "yuv420p", (320, 240), 60),
     "vp9_161x121.webm": ("vp9", "yuv420p", (161, 121), 60),
     "vp8.webm": ("vp8", "yuv420p", (320, 240), 60),

@@ -20,11 +20,6 @@ NUM_FRAMES = 90
 END = 3.0
 
 
-@pytest.fixture
-def decoder(h264):
-    return VideoDecoder(h264)
-
-
 def record_requests(decoder: VideoDecoder) -> list[list]:
     """The indices/times that a sampler hands to the decoder's batch methods, one list per call."""
     requests: list[list] = []

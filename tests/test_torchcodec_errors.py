@@ -29,16 +29,6 @@ NUM_FRAMES, HEIGHT, WIDTH = 90, 240, 320        # h264_bframes.mp4: pts i / 30
 
 
 @pytest.fixture
-def decoder(h264):
-    return VideoDecoder(h264)
-
-
-@pytest.fixture(scope="module")
-def h264_frames(media):
-    return reference.ffmpeg_rgb_frames(media["h264_bframes.mp4"])
-
-
-@pytest.fixture
 def memory_limit():
     """Set a memory limit for one test; the default comes back afterwards."""
     yield torchcodec.set_memory_limit

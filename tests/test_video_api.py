@@ -16,16 +16,6 @@ from torchcodec.decoders import VideoDecoder, VideoStreamMetadata
 FPS = 30  # h264_bframes.mp4: 90 frames at 30 fps, pts i/30, 320x240
 
 
-@pytest.fixture
-def decoder(h264):
-    return VideoDecoder(h264)
-
-
-@pytest.fixture(scope="module")
-def h264_frames(media):
-    return reference.ffmpeg_rgb_frames(media["h264_bframes.mp4"])
-
-
 # ---- indexing ----------------------------------------------------------------------------------
 
 def test_len_is_the_number_of_frames(decoder):
@@ -374,7 +364,9 @@ def test_get_include_has_the_compat_header():
 def test_duplicates_are_decoded_once(h264):
     decoder = VideoDecoder(h264)
     decoder.get_frames_at([10, 10, 10, 5, 5])
-    assert decoder._engine.frames_decoded == 11          # frames 0..10 of the first GOP, once each
+    once = VideoDecoder(h264)
+    once.get_frames_at([5, 10])
+    assert decoder._engine.frames_decoded == once._engine.frames_decoded <= 11   # of frames 0..10
 
 
 def test_sequential_access_never_seeks_after_the_first_frame(h264):
@@ -391,7 +383,8 @@ def test_sequential_access_never_seeks_after_the_first_frame(h264):
 def test_far_targets_seek_to_their_key_frame_instead_of_decoding_through(h264):
     decoder = VideoDecoder(h264)                          # GOP 30: key frames at 0, 30, 60
     decoder.get_frames_at([1, 62])
-    assert decoder._engine.frames_decoded == 2 + 3        # 0..1, then 60..62
+    assert decoder._engine.seeks == 2
+    assert decoder._engine.frames_decoded <= 2 + 3        # 0..1, then 60..62 (less unreferenced ones)
 
 
 def test_approximate_mode_starts_a_key_frame_target_at_its_own_key_frame(h264):

@@ -1,6 +1,8 @@
 """Frames and timestamps against the ffmpeg CLI of the same FFmpeg build, byte for byte."""
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -37,6 +39,7 @@ VIDEO_STREAMS = [
     ("two_video_streams.mkv", 1),
     ("hevc_bframes.mp4", 0),
     ("hevc_10bit.mp4", 0),
+    ("hevc_temporal_layers.mp4", 0),
     ("vp9.webm", 0),
     ("vp9_161x121.webm", 0),
     ("vp8.webm", 0),
@@ -84,6 +87,57 @@ def test_random_access_equals_sequential_frames(media, name):
     np.testing.assert_array_equal(decoder.get_frames_at(indices).data, expected[indices])
     for i in indices[:8]:                                # one at a time, in random order
         np.testing.assert_array_equal(decoder[i], expected[i])
+
+
+SKIPPING_FILES = ["h264_bframes.mp4", "h264_bframes.ts", "h264_editlist.mp4", "h264_vfr.mkv", "h264_interlaced.mp4",
+                  "h264_offset2.5s.mkv", "h264_1080p.mp4", "hevc_bframes.mp4", "hevc_1080p.mp4", "hevc_10bit.mp4"]
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+@pytest.mark.parametrize("name", SKIPPING_FILES)
+def test_frames_reached_by_leaving_out_unreferenced_ones_are_exact(media, name, threads):
+    """H.264 and HEVC frames that no other frame references are not decoded on the way to a target
+    (with frame threads too): targets in and across GOPs, forward and back, equal the CLI's frames."""
+    expected = reference.ffmpeg_rgb_frames(media[name])
+    decoder = VideoDecoder(media[name], dimension_order="NHWC", num_ffmpeg_threads=threads)
+    rng = np.random.default_rng(len(name) + threads)
+    indices = sorted(rng.choice(len(decoder), size=min(12, len(decoder)), replace=False).tolist())
+    np.testing.assert_array_equal(decoder.get_frames_at(indices).data, expected[indices])
+    for i in indices[::-1][:5] + [len(decoder) - 1]:
+        np.testing.assert_array_equal(decoder[i], expected[i], err_msg=f"frame {i}")
+    assert decoder._engine.decoder.packets_skippable > 0
+
+
+def test_nothing_is_left_out_where_unreferenced_frames_may_be_referenced(media):
+    """HEVC with two temporal sub-layers: a sub-layer non-reference picture may be a reference of
+    the higher sub-layer, so random access decodes everything (and is exact)."""
+    path = media["hevc_temporal_layers.mp4"]
+    expected = reference.ffmpeg_rgb_frames(path)
+    decoder = VideoDecoder(path, dimension_order="NHWC")
+    assert not decoder._engine.decoder.can_skip_unneeded
+    for i in [29, 5, 47, 59, 31]:
+        np.testing.assert_array_equal(decoder[i], expected[i], err_msg=f"frame {i}")
+    assert decoder._engine.decoder.packets_skippable == 0
+    for name in ["h264_bframes.mp4", "hevc_bframes.mp4"]:
+        assert VideoDecoder(media[name])._engine.decoder.can_skip_unneeded
+    assert not VideoDecoder(media["vp9.webm"])._engine.decoder.can_skip_unneeded
+
+
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "hevc_bframes.mp4"])
+def test_only_unreferenced_frames_are_left_out(media, name):
+    """Reaching frame 29 of a GOP of 30 decodes every frame that something references (the frames
+    ``ffprobe -skip_frame noref`` still shows) before it, and the target; none of the others."""
+    path = media[name]
+    pts = [f["pts"] for f in reference.ffprobe_frames(path, 0)]
+    probe = subprocess.run(["ffprobe", "-v", "error", "-skip_frame", "noref", "-select_streams", "v:0",
+                            "-show_entries", "frame=pts", "-of", "csv=p=0", str(path)],
+                           check=True, capture_output=True, text=True).stdout
+    referenced = {int(line.strip(",")) for line in probe.split()}
+    assert 0 < len(referenced) < len(pts) * 0.7         # B-frames: some references, many not
+    decoder = VideoDecoder(path, dimension_order="NHWC")
+    np.testing.assert_array_equal(decoder[29], reference.ffmpeg_rgb_frames(path)[29])
+    needed = sum(1 for p in pts[:29] if p in referenced) + 1
+    assert needed <= decoder._engine.frames_decoded < 30
 
 
 @pytest.mark.parametrize("name", ["h264_25fps_2s.mp4", "h264_bframes.mp4", "vp9.webm", "hevc_bframes.mp4"])

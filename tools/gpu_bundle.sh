@@ -267,7 +267,7 @@ download_wheels() {
   "$PYTHON" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform any -d "$dir" \
-    "meson-python>=0.15" pyproject-metadata "${pins[@]}" >&2
+    "meson-python>=0.18" pyproject-metadata "${pins[@]}" >&2
 }
 
 media_names() {
@@ -335,7 +335,7 @@ carry_build() {
     # (an editable install of the repository in that Python would shadow the tree: its finder is dropped)
     PYTHONPATH=$dest "$py" -P -c '
 import sys
-sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_torchcodec_editable")]
+sys.meta_path[:] = [f for f in sys.meta_path if not (type(f).__module__.startswith("_torchcodec") and "editable" in type(f).__module__)]
 import torchcodec
 from torchcodec._core import _build_config as b
 assert torchcodec.__file__.startswith(sys.argv[1]), torchcodec.__file__

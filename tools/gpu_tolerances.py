@@ -79,6 +79,7 @@ TOLERANCES: dict[str, Tolerance] = {
                                                              "as libavcodec outputs it: byte-equal"),
     "hevc_bframes.mp4": EXACT,
     "hevc_10bit.mp4": TEN_BIT,
+    "hevc_temporal_layers.mp4": dataclasses.replace(EXACT, reason="HEVC with two temporal sub-layers: byte-equal"),
     "vp9.webm": EXACT_CAPS,
     "vp9_161x121.webm": Tolerance(255, 8.0, "odd size 4:2:0: swscale interpolates chroma (measured mean 4.8)",
                                   "caps"),

@@ -117,10 +117,10 @@ def _x264(*, gop: int = 30, bframes: int = 3, pix_fmt: str = "yuv420p") -> list[
     return [*args, "-pix_fmt", pix_fmt, *_VBITEXACT]
 
 
-def _x265(*, gop: int = 30, pix_fmt: str = "yuv420p") -> list[str]:
+def _x265(*, gop: int = 30, pix_fmt: str = "yuv420p", extra: str = "") -> list[str]:
     params = (
         f"pools=none:frame-threads=1:keyint={gop}:min-keyint={gop}:scenecut=0"
-        ":bframes=3:b-adapt=0:log-level=error"
+        f":bframes=3:b-adapt=0:log-level=error{extra}"
     )
     return ["-c:v", "libx265", "-preset", "ultrafast", "-x265-params", params,
             "-pix_fmt", pix_fmt, "-tag:v", "hvc1", *_VBITEXACT]
@@ -388,6 +388,12 @@ MEDIA: dict[str, Spec] = {
         "HEVC (libx265, hvc1 tag) 320x240 yuv420p 30 fps 2 s, 3 B-frames, open GOP: the "
         "keyframe at frame 30 is a CRA followed in decode order by a RASL frame (frame 29)",
         *_testsrc(), *_x265(),
+    ),
+    "hevc_temporal_layers.mp4": _spec(
+        "HEVC 320x240 30 fps 2 s with two temporal sub-layers (x265 temporal-layers, b-pyramid; "
+        "hvcC numTemporalLayers 2): sub-layer non-reference pictures may be referenced by the "
+        "higher sub-layer, so none may be left out on the way to a target",
+        *_testsrc(), *_x265(extra=":temporal-layers=1:b-pyramid=1"),
     ),
     "hevc_10bit.mp4": _spec(
         "HEVC Main 10, yuv420p10le, 320x240 30 fps 2 s, B-frames",

@@ -43,8 +43,14 @@ fi
 echo "== installing build tools and test dependencies into $VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # shellcheck disable=SC2086  # EXTRA_PIP is a list of requirements
-"$VENV/bin/python" -m pip install -q "meson-python>=0.15" "meson>=1.2" ninja "Cython>=3.0.8" numpy pytest ${EXTRA_PIP:-}
-echo "== building and installing torchcodec${MESON_ARGS:+ ($MESON_ARGS)}"
+"$VENV/bin/python" -m pip install -q "meson-python>=0.18" "meson>=1.2" ninja "Cython>=3.0.8" numpy pytest mypy ${EXTRA_PIP:-}
+# Before 0.17 this package was distributed as "torchcodec" (Meta's TorchCodec's name): remove such
+# an install (its editable hook would shadow the new one), never Meta's.
+if "$VENV/bin/python" -m pip show torchcodec 2>/dev/null | grep -q "^Summary: Video and audio decoding for machine learning, with TorchCodec's API"; then
+  echo "== removing this package's install under its old distribution name, torchcodec"
+  "$VENV/bin/python" -m pip uninstall -q -y torchcodec
+fi
+echo "== building and installing torchcodec-cython${MESON_ARGS:+ ($MESON_ARGS)}"
 BUILD_OPTIONS=()
 [ -n "${BUILD_DIR:-}" ] && BUILD_OPTIONS+=("-Cbuild-dir=$BUILD_DIR")
 for arg in ${MESON_ARGS:-}; do BUILD_OPTIONS+=("-Csetup-args=$arg"); done

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+from torchcodec import _install
+_install.check()   # first: mixed installations warn; a source tree or missing FFmpeg says what to do
 from torchcodec._logging import get_log_level, set_log_level   # first: FFmpeg logs from the start
 from torchcodec import decoders, samplers, transforms
 from torchcodec._bridge import bridge, get_bridge, set_bridge

@@ -4,6 +4,7 @@ from torchcodec._core._decoder cimport StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._resampler cimport Resampler
 from torchcodec._ffmpeg.avcodec cimport AVPacket
+from torchcodec._ffmpeg.avformat cimport AVStream
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational
 
 
@@ -45,6 +46,18 @@ cdef class AudioStream:
     cdef int64_t scratch_start
     cdef int scratch_length
     cdef int scratch_read
+    # What the current run from the start has converted, kept where runs cannot seek exactly, so
+    # that a request behind the run is copied rather than decoded again from the start:
+    # history[c * history_capacity + i] is output sample history_start + i of channel c.
+    cdef readonly bint keeps_history        # this engine's runs record (exact and cannot seek)
+    cdef bint recording                     # the current run records (off after a read to the end)
+    cdef float *history
+    cdef int64_t history_start
+    cdef int64_t history_length
+    cdef int64_t history_capacity
+    cdef int64_t history_expected           # its first size: what the headers announce
+    cdef public int64_t history_limit_bytes # at most this much is kept: the oldest samples go first
+    cdef int64_t next_wanted                # the position after the last delivered sample
     cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
     cdef readonly unsigned long seeks
 
@@ -54,5 +67,9 @@ cdef class AudioStream:
     cdef int produce(self) except -1 nogil
     cdef int raise_rate_change(self, int rate) except -1
     cdef int ensure_scratch(self, int samples) except -1 nogil
+    cdef int64_t expected_samples(self, AVStream *st) noexcept
+    cdef void record(self) noexcept nogil
+    cdef bint make_room(self, int64_t samples) noexcept nogil
+    cdef void forget_history(self, bint keep_recording) noexcept nogil
     cdef int64_t read_into(self, int64_t first, int64_t stop, char *dst, Py_ssize_t channel_stride,
                            int64_t capacity) except -1 nogil

@@ -29,6 +29,12 @@ start for a request behind it, as TorchCodec does. An approximate engine seeks a
 does not continue the current run; such a request then gives the same samples whatever was decoded
 before (every run starts with a new decoder), which may differ slightly from the unbroken decode's.
 
+An exact engine that cannot seek keeps what its run from the start has converted (the **history**,
+at most ``history_limit_bytes``, the oldest samples dropped first), and copies a request behind the
+run from it instead of decoding from the start again: random ranges then cost one decode of the
+stream up to the furthest range, not one per backward request. A read to the end stops the history
+(``get_all_samples`` does not keep a second copy of the stream).
+
 The loop runs without the GIL and writes each converted frame's samples straight to the caller's
 channel rows; nothing is gathered in Python.
 """
@@ -54,6 +60,9 @@ cdef int MAX_STEP_BACKS = 3
 cdef double VORBIS_PREROLL_SECONDS = 0.4
 # Other lossy codecs: at least this many frames (the MDCT overlap needs one).
 cdef int LOSSY_PREROLL_FRAMES = 3
+# An exact engine that cannot seek keeps at most this much of its run's output (6 minutes of
+# 44.1 kHz stereo), for requests behind the run.
+cdef int64_t HISTORY_LIMIT_BYTES = 128 * 1024 * 1024
 # Reading forward rather than seeking, when the next request starts at most this far ahead.
 cdef double READ_AHEAD_SECONDS = 1.0
 # The resampler's filter reaches this many input samples back (libswresample's default
@@ -130,6 +139,7 @@ cdef class AudioStream:
         self.frame = NULL
         self.planes = NULL
         self.scratch = NULL
+        self.history = NULL
         if sample_rate < 0 or num_channels < 0:
             raise ValueError("sample_rate and num_channels must be positive")
         cdef lavf.AVStream *st = demuxer.stream(stream_index)
@@ -185,12 +195,19 @@ cdef class AudioStream:
         self.from_start = True
         self.reset_run(0, 0)
         self.has_frame = True
+        self.keeps_history = not self.may_seek
+        self.history_limit_bytes = HISTORY_LIMIT_BYTES
+        self.history_capacity = 0
+        self.history_expected = self.expected_samples(st)
+        self.forget_history(self.keeps_history)
+        self.next_wanted = 0
 
     def __dealloc__(self):
         lavc.av_packet_free(&self.packet)
         lavu.av_frame_free(&self.frame)
         free(self.scratch)
         free(self.planes)
+        free(self.history)
 
     @property
     def num_channels(self):
@@ -243,6 +260,8 @@ cdef class AudioStream:
         self.resampler.restart()
         self.seeks += 1
         self.reset_run(feed_from, out_position)
+        if self.from_start:
+            self.forget_history(self.keeps_history)
         return 0
 
     cdef void reset_run(self, int64_t feed_from, int64_t out_position) noexcept nogil:
@@ -275,6 +294,7 @@ cdef class AudioStream:
                 self.scratch_read = 0
                 self.scratch_length = self.resampler.drain(self.planes, self.scratch_capacity)
                 self.out_next += self.scratch_length
+                self.record()
                 return 1
             self.frames_decoded += 1
         self.has_frame = False
@@ -314,6 +334,7 @@ cdef class AudioStream:
         self.scratch_length = self.resampler.convert(self.frame, <int>offset, count, self.planes,
                                                      self.scratch_capacity)
         self.out_next += self.scratch_length
+        self.record()
         self.feed_from = position + n                # fed up to here: later frames go in whole
         lavu.av_frame_unref(self.frame)
         return 1
@@ -348,6 +369,80 @@ cdef class AudioStream:
         self.scratch_capacity = samples
         return 0
 
+    # ---- history ------------------------------------------------------------------------------
+
+    cdef int64_t expected_samples(self, lavf.AVStream *st) noexcept:
+        """Output samples per channel that the headers announce, plus a second (0: unknown).
+        The history's first allocation: reserved, not touched, so a wrong claim costs no memory."""
+        cdef double seconds = 0
+        if st.duration > 0:
+            seconds = ticks_to_seconds(st.duration, st.time_base.num, st.time_base.den)
+        elif self.demuxer.ptr.duration > 0:
+            seconds = self.demuxer.ptr.duration / <double>lavu.AV_TIME_BASE
+        if not 0 < seconds < 1e7:
+            return 0
+        return <int64_t>((seconds + 1) * self.out_rate)
+
+    cdef void forget_history(self, bint keep_recording) noexcept nogil:
+        """Empty the history; the run records from here on if ``keep_recording``."""
+        self.history_start = self.out_next
+        self.history_length = 0
+        self.recording = keep_recording
+
+    cdef void record(self) noexcept nogil:
+        """Append the scratch's converted samples to the history (if the run records)."""
+        cdef int64_t n = self.scratch_length
+        cdef int c
+        if not self.recording or n <= 0:
+            return
+        if self.scratch_start != self.history_start + self.history_length:
+            self.history_start = self.scratch_start         # not contiguous: start again here
+            self.history_length = 0
+        if not self.make_room(n):
+            free(self.history)                               # no memory for it: do without
+            self.history = NULL
+            self.history_capacity = 0
+            self.forget_history(False)
+            return
+        for c in range(self.resampler.out_channels):
+            memcpy(self.history + c * self.history_capacity + self.history_length, self.planes[c],
+                   <size_t>n * sizeof(float))
+        self.history_length += n
+
+    cdef bint make_room(self, int64_t samples) noexcept nogil:
+        """Room for ``samples`` more per channel: grow the history up to its limit, then drop its
+        oldest samples (at least half of it, so that drops are rare). False if it cannot."""
+        cdef int c, channels = self.resampler.out_channels
+        cdef int64_t limit = self.history_limit_bytes // (channels * <int64_t>sizeof(float))
+        cdef int64_t wanted = self.history_length + samples, capacity, drop
+        cdef float *grown
+        if wanted <= self.history_capacity:
+            return True
+        if samples > limit:
+            return False
+        if self.history_capacity < limit:
+            capacity = min(limit, max(wanted, 2 * self.history_capacity, self.history_expected,
+                                      <int64_t>65536))
+            grown = <float *>malloc(<size_t>capacity * channels * sizeof(float))
+            if grown == NULL:
+                return False
+            for c in range(channels):
+                memcpy(grown + c * capacity, self.history + c * self.history_capacity,
+                       <size_t>self.history_length * sizeof(float))
+            free(self.history)
+            self.history = grown
+            self.history_capacity = capacity
+            if wanted <= capacity:
+                return True
+        drop = min(self.history_length, max(wanted - self.history_capacity, self.history_capacity // 2))
+        for c in range(channels):
+            memmove(self.history + c * self.history_capacity,
+                    self.history + c * self.history_capacity + drop,
+                    <size_t>(self.history_length - drop) * sizeof(float))
+        self.history_start += drop
+        self.history_length -= drop
+        return True
+
     # ---- delivery -----------------------------------------------------------------------------
 
     cdef int64_t read_into(self, int64_t first, int64_t stop, char *dst, Py_ssize_t channel_stride,
@@ -356,20 +451,37 @@ cdef class AudioStream:
         ``dst + c * channel_stride``, at most ``capacity`` of them; return how many were written."""
         cdef int64_t written = 0, available, position, wanted, n, skip
         cdef int c, channels = self.resampler.out_channels
-        cdef int64_t next_available = self.scratch_start + self.scratch_read
-        if not self.positioned or first < next_available:
+        cdef int64_t next_available
+        if self.history_start <= first < self.history_start + self.history_length:
+            # Behind the run, or at its undelivered samples: the history holds everything the run
+            # converted from its start on; copy up to the run's end, then go on decoding.
+            written = min(capacity, self.history_start + self.history_length - first)
+            if stop >= 0:
+                written = min(written, stop - first)
+            for c in range(channels):
+                memcpy(dst + c * channel_stride,
+                       self.history + c * self.history_capacity + (first - self.history_start),
+                       <size_t>written * sizeof(float))
+            self.scratch_read = self.scratch_length
+            if written == capacity or (stop >= 0 and first + written >= stop):
+                self.next_wanted = first + written
+                return written
+        if stop < 0 and self.recording:
+            self.forget_history(False)               # a read to the end: no second copy
+        next_available = self.scratch_start + self.scratch_read
+        if not self.positioned or first + written < next_available:
             if self.may_seek:
-                self.seek_for(first)
+                self.seek_for(first + written)
             else:
                 self.start_run(0, 0, 0)               # from the start, reading forward
-        elif self.may_seek and first > next_available and (
+        elif self.may_seek and first + written > next_available and (
                 not self.seeks_are_exact
-                or first - next_available > (<int64_t>(READ_AHEAD_SECONDS * self.out_rate)
+                or first + written - next_available > (<int64_t>(READ_AHEAD_SECONDS * self.out_rate)
                                              + self.codec_preroll + self.filter_margin)):
             # Reading ahead gives the same samples as a seek only where seeks are exact; elsewhere a
             # request that does not continue the run always seeks, so that it does not depend on
             # what was decoded before.
-            self.seek_for(first)
+            self.seek_for(first + written)
         while written < capacity and (stop < 0 or first + written < stop):
             available = self.scratch_length - self.scratch_read
             if available <= 0:
@@ -394,6 +506,7 @@ cdef class AudioStream:
                        self.planes[c] + self.scratch_read, <size_t>n * sizeof(float))
             written += n
             self.scratch_read += <int>n
+        self.next_wanted = first + written
         return written
 
     def read(self, int64_t first, int64_t stop, size_t address, Py_ssize_t channel_stride, int64_t capacity):
@@ -412,7 +525,7 @@ cdef class AudioStream:
     @property
     def at_end(self):
         """Whether every sample of the stream has been delivered."""
-        return self.drained and self.scratch_read >= self.scratch_length
+        return self.drained and self.next_wanted >= self.scratch_start + self.scratch_length
 
 
 def compact_rows(size_t address, int rows, Py_ssize_t stride, Py_ssize_t row_bytes):

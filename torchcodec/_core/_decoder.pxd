@@ -1,6 +1,7 @@
 # Decoders of one stream's packets into AVFrames: the FrameDecoder interface that the video engine
 # drives, and StreamDecoder, which implements it with libavcodec (CPU, or FFmpeg's CUDA hwaccel:
 # decoded frames are then AV_PIX_FMT_CUDA frames in device memory, for the CudaConverter).
+from libc.stdint cimport int64_t
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._ffmpeg.avcodec cimport AVCodecContext, AVPacket
 from torchcodec._ffmpeg.avutil cimport AVFrame
@@ -13,10 +14,16 @@ cdef class FrameDecoder:
     # output_done: the last frame was returned (true until flush()).
     # frames_in_flight: how many frames the decoder holds back before it outputs one (reordering,
     #   frame threads): decoding on through that many frames costs no more than a seek's flush.
+    # skip_unneeded_before: the frames displayed before timestamp ``pts`` are not wanted (none is
+    #   a target): the decoder may leave out those that no other frame references, which does not
+    #   change any other frame. Until the next flush; INT64_MIN: decode everything.
+    # may_have_left_out: since the last flush, frames may have been left out that way.
     cdef bint output_done
+    cdef readonly bint may_have_left_out
     cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil
     cdef void flush(self) noexcept nogil
     cdef int frames_in_flight(self) noexcept nogil
+    cdef void skip_unneeded_before(self, int64_t pts) noexcept nogil
 
 
 cdef class StreamDecoder(FrameDecoder):
@@ -27,6 +34,9 @@ cdef class StreamDecoder(FrameDecoder):
     cdef readonly int refused           # packets or frames the decoder refused in all (skipped as corrupt)
     cdef readonly int last_refusal      # the AVERROR of the last refusal (0: none)
     cdef int hwaccel_state              # -1 before the first frame, then whether it was a CUDA frame
+    cdef readonly bint can_skip_unneeded    # the codec leaves out unreferenced frames exactly (H.264)
+    cdef int64_t unneeded_before        # packets displayed before this may skip unreferenced frames
+    cdef readonly unsigned long packets_skippable   # packets sent while they could be skipped (tests)
 
     cdef int send(self, const AVPacket *packet) noexcept nogil
     cdef int receive(self, AVFrame *frame) noexcept nogil

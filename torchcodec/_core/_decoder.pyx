@@ -13,6 +13,7 @@ NVDEC support) or its initialisation fails, libavcodec decodes on the CPU as usu
 ``hwaccel_used`` says which happened.
 """
 from libc.errno cimport EAGAIN, ENOMEM
+from libc.stdint cimport INT64_MIN, int64_t
 
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._error cimport av_error_string, check_av
@@ -59,6 +60,19 @@ cdef AVPixelFormat choose_cuda_format(AVCodecContext *context, const AVPixelForm
     return lavc.avcodec_default_get_format(context, formats)
 
 
+cdef bint leaves_out_only_unreferenced(const lavc.AVCodecParameters *par) noexcept nogil:
+    """Whether AVDISCARD_NONREF leaves out only pictures that no other picture references.
+    H.264: NAL units with nal_ref_idc 0. HEVC: "sub-layer non-reference" pictures, which pictures
+    of higher temporal sub-layers may still reference; so only for streams with one sub-layer, as
+    the hvcC record says (byte 21, bits 3-5: numTemporalLayers; Annex B streams do not say)."""
+    if par.codec_id == lavc.AV_CODEC_ID_H264:
+        return True
+    if par.codec_id == lavc.AV_CODEC_ID_HEVC:
+        return (par.extradata_size >= 23 and par.extradata[0] == 1
+                and ((par.extradata[21] >> 3) & 7) == 1)
+    return False
+
+
 cdef class FrameDecoder:
     """The interface the video engine decodes through (see _decoder.pxd); StreamDecoder and NVDEC's
     NvdecDecoder implement it."""
@@ -72,6 +86,9 @@ cdef class FrameDecoder:
 
     cdef int frames_in_flight(self) noexcept nogil:
         return 0
+
+    cdef void skip_unneeded_before(self, int64_t pts) noexcept nogil:
+        pass
 
 
 cdef class StreamDecoder(FrameDecoder):
@@ -92,9 +109,12 @@ cdef class StreamDecoder(FrameDecoder):
         self.input_done = False
         self.output_done = False
         self.bad_packets = 0
+        self.may_have_left_out = False
         self.refused = 0
         self.last_refusal = 0
         self.hwaccel_state = -1
+        self.unneeded_before = INT64_MIN
+        self.packets_skippable = 0
         if num_threads < 0:
             raise ValueError(f"num_ffmpeg_threads must be >= 0, got {num_threads}")
         cdef lavf.AVStream *st = demuxer.stream(stream_index)
@@ -108,6 +128,7 @@ cdef class StreamDecoder(FrameDecoder):
             raise MemoryError("avcodec_alloc_context3 failed")
         check_av(lavc.avcodec_parameters_to_context(self.ptr, st.codecpar), "avcodec_parameters_to_context")
         self.ptr.pkt_timebase = st.time_base
+        self.can_skip_unneeded = leaves_out_only_unreferenced(st.codecpar)
         self.ptr.thread_count = num_threads
         if cuda_device >= 0:
             self.use_cuda_device(cuda_device, cuda_context)
@@ -166,6 +187,13 @@ cdef class StreamDecoder(FrameDecoder):
         lavc.avcodec_flush_buffers(self.ptr)
         self.input_done = False
         self.output_done = False
+        self.may_have_left_out = False
+        self.skip_unneeded_before(INT64_MIN)
+
+    cdef void skip_unneeded_before(self, int64_t pts) noexcept nogil:
+        self.unneeded_before = pts if self.can_skip_unneeded else INT64_MIN
+        if self.unneeded_before == INT64_MIN:
+            self.ptr.skip_frame = lavc.AVDISCARD_DEFAULT
 
     cdef int frames_in_flight(self) noexcept nogil:
         """The reorder delay (``has_b_frames``, as far as the decoder knows it yet), plus the frames
@@ -209,6 +237,14 @@ cdef class StreamDecoder(FrameDecoder):
                     self.output_done = True
                 continue
             if packet.stream_index == self.stream_index:
+                if self.unneeded_before != INT64_MIN:
+                    # Frame threads read the setting when the packet is submitted.
+                    if packet.pts != lavu.AV_NOPTS_VALUE and packet.pts < self.unneeded_before:
+                        self.ptr.skip_frame = lavc.AVDISCARD_NONREF
+                        self.packets_skippable += 1
+                        self.may_have_left_out = True
+                    else:
+                        self.ptr.skip_frame = lavc.AVDISCARD_DEFAULT
                 ret = self.send(packet)
                 if ret < 0 and ret != lavu.AVERROR(EAGAIN):
                     self.refuse_or_raise(ret, "avcodec_send_packet")

@@ -25,3 +25,9 @@ def ffmpeg_major_version():
     libavutil's: each release line has its own libavutil major version (56 in FFmpeg 4, 57 in 5,
     ... 60 in 8), which holds for git builds too, whose version string has no release number."""
     return (lavu.avutil_version() >> 16) - 52
+
+
+def has_decoder(str name) -> bool:
+    """Whether the FFmpeg loaded at run time has a decoder called ``name`` (FFmpeg's name, e.g.
+    "h264", "libdav1d")."""
+    return lavc.avcodec_find_decoder_by_name(name.encode()) != NULL

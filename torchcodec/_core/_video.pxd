@@ -72,6 +72,7 @@ cdef class VideoStream:
     cdef int step_back(self, int64_t target) except -1 nogil
     cdef int decode_next(self) except -1 nogil
     cdef bint landed_late(self) noexcept nogil
+    cdef int64_t answer_lower_bound(self, int64_t target, Match match) noexcept nogil
     cdef bint held_answers(self, int64_t target, Match match) noexcept nogil
     cdef bint should_seek(self, int64_t target) noexcept nogil
     cdef int64_t key_frame_timestamp(self, int64_t target) noexcept nogil

@@ -269,12 +269,29 @@ cdef class VideoStream:
         k = self.index.entries[i].key_before if i >= 0 else -1
         return self.index.entries[k].pos if k >= 0 else -1
 
+    cdef int64_t answer_lower_bound(self, int64_t target, Match match) noexcept nogil:
+        """A timestamp that the frame ``match`` asks for at ``target`` cannot be before, where the
+        index knows it (exact mode); INT64_MIN where it does not."""
+        cdef Py_ssize_t i
+        if self.index is None or self.positional:
+            return INT64_MIN
+        if match == AT_OR_AFTER:
+            return target
+        i = self.index.last_at_or_before(target)
+        return self.index.entries[i].pts if i >= 0 else INT64_MIN
+
     cdef bint held_answers(self, int64_t target, Match match) noexcept nogil:
         """Whether the held frame is the one ``match`` asks for at ``target``."""
         if not self.has_held:
             return False
         # Below the held frame: the previous frame, or where decoding began.
         cdef bint nothing_between = (target > self.prev_pts) if self.has_prev else (target >= self.covered_from)
+        cdef Py_ssize_t i
+        if nothing_between and self.decoder.may_have_left_out and self.index is not None:
+            # Frames may have been left out before the held one: the index says what lies between.
+            i = self.index.find_pts(self.held_pts)
+            if i > 0 and target <= self.index.entries[i - 1].pts:
+                nothing_between = False
         if match == AT_OR_AFTER:
             return target <= self.held_pts and nothing_between
         cdef int64_t end = self.held_pts + (self.held_duration if self.held_duration > 0 else 1)
@@ -312,6 +329,9 @@ cdef class VideoStream:
             return 0
         if self.should_seek(target):
             self.seek_to(target)
+        cdef int64_t answer_from = self.answer_lower_bound(target, match)
+        if self.frames_since_seek > 0:
+            self.decoder.skip_unneeded_before(answer_from)
         while True:
             if not self.decode_next():
                 if self.frames_since_seek == 0 and not self.run_from_start:
@@ -338,6 +358,8 @@ cdef class VideoStream:
                 else:
                     self.covered_from = self.held_pts
                     self.step_backs = 0
+                # Landed where it should: frames before the answer are needed only as references.
+                self.decoder.skip_unneeded_before(answer_from)
             if self.held_answers(target, match):
                 return 0
 

@@ -89,6 +89,7 @@ cdef extern from "libavcodec/packet.h" nogil:
 
 cdef extern from "libavcodec/avcodec.h" nogil:
     int AVDISCARD_DEFAULT
+    int AVDISCARD_NONREF
     int AVDISCARD_ALL
     int FF_THREAD_FRAME
     int FF_THREAD_SLICE
@@ -102,6 +103,7 @@ cdef extern from "libavcodec/avcodec.h" nogil:
         int thread_type
         int active_thread_type
         int has_b_frames
+        int skip_frame
         AVRational pkt_timebase
         int sample_rate
         AVBufferRef *hw_device_ctx

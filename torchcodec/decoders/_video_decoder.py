@@ -175,8 +175,9 @@ class VideoDecoder(Reopenable):
     def __len__(self) -> int:
         return self._num_frames
 
-    def __getitem__(self, key: Union[numbers.Integral, slice]) -> Any:
-        """``decoder[i]``: the frame data at index i (negative allowed); ``decoder[a:b:s]``: a batch's data."""
+    def __getitem__(self, key: Union[int, slice]) -> Any:
+        """``decoder[i]``: the frame data at index i (negative allowed; any integer type, numpy's
+        included); ``decoder[a:b:s]``: a batch's data. TypeError for other keys."""
         if isinstance(key, numbers.Integral) and not isinstance(key, bool):
             return self.get_frame_at(int(key)).data
         if isinstance(key, slice):
