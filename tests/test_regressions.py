@@ -123,6 +123,20 @@ def test_audio_output_grows_past_a_header_it_does_not_believe(media, monkeypatch
         decoder.get_all_samples()
 
 
+def test_audio_history_before_first_growth():
+    # Found by UBSan on the audio target (41 bytes of ADPCM DTK, a format whose seeks are not
+    # exact): the first range recorded into the decoder's history of decoded samples copied the
+    # empty history from a NULL pointer (NULL + 0: undefined in C, silent in a normal build).
+    # Ranges behind the run are served from that history: they must be the slices of the whole.
+    path = REGRESSIONS / "audio-history_before_first_growth.bin"
+    decoder = AudioDecoder(path.read_bytes())
+    everything = decoder.get_all_samples()
+    expected = reference.ffmpeg_audio_samples(path)
+    np.testing.assert_array_equal(everything.data, expected)
+    again = decoder.get_samples_played_in_range(0.0, everything.duration_seconds / 2)
+    np.testing.assert_array_equal(again.data, expected[:, :again.data.shape[1]])
+
+
 @pytest.mark.parametrize("mappings", [
     '{"frames": 5}',                                                            # not a list
     '{"frames": [1, 2]}',                                                       # not objects
