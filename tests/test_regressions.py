@@ -137,6 +137,21 @@ def test_audio_history_before_first_growth():
     np.testing.assert_array_equal(again.data, expected[:, :again.data.shape[1]])
 
 
+def test_audio_stream_ends_before_any_frame():
+    # Found by the audio target (ASan: SEGV in swr_get_out_samples): an ADTS AAC file whose frame
+    # claims 46 channels. Resampling it fails to set up (a ValueError), and the next request found
+    # the stream ended with no resampler context and asked the NULL context how much it holds:
+    # a segfault of the whole process. Every request now fails with a documented exception.
+    data = (REGRESSIONS / "audio-stream_ends_before_any_frame.aac").read_bytes()
+    decoder = AudioDecoder(data, sample_rate=8000)
+    with pytest.raises(ValueError, match="SwrContext"):
+        decoder.get_all_samples()
+    for call in (lambda: decoder.get_samples_played_in_range(0.5), decoder.get_all_samples,
+                 lambda: decoder.get_samples_played_in_range(0.0, 0.1)):
+        with pytest.raises((ValueError, RuntimeError)):
+            call()
+
+
 @pytest.mark.parametrize("mappings", [
     '{"frames": 5}',                                                            # not a list
     '{"frames": [1, 2]}',                                                       # not objects
