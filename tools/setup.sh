@@ -6,6 +6,13 @@
 #   VENV=.venv-torch EXTRA_PIP="torch==2.14.1 torchvision==0.29.1" bash tools/setup.sh   # a second environment, with torch
 #
 # Re-running is cheap: installed system packages are skipped; the package is rebuilt.
+#
+# Variant builds (tools/fuzz.sh, tools/sanitize.sh) set, besides VENV and EXTRA_PIP:
+#   EXTRA_APT   more system packages (e.g. clang)
+#   BUILD_DIR   their own meson build folder (kept between runs: rebuilds are incremental)
+#   MESON_ARGS  meson options, e.g. "-Dfuzz=true -Db_sanitize=address,undefined"
+#   CC          the C compiler
+#   RUN_WITH    a command that runs the built package's Python (e.g. "bash tools/asan_run.sh")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +25,8 @@ APT_PACKAGES=(pkg-config ffmpeg libavformat-dev libavcodec-dev libavutil-dev lib
               libswresample-dev libavfilter-dev libffmpeg-nvenc-dev python3-venv python3-dev gcc g++
               libturbojpeg0-dev libpng-dev libwebp-dev libgif-dev libavif-dev libheif-dev
               libjpeg-turbo-progs webp libavif-bin libheif-examples)
+# shellcheck disable=SC2206  # EXTRA_APT is a list of packages
+APT_PACKAGES+=(${EXTRA_APT:-})
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
@@ -45,9 +54,12 @@ if "$VENV/bin/python" -m pip show torchcodec 2>/dev/null | grep -q "^Summary: Vi
   echo "== removing this package's install under its old distribution name, torchcodec"
   "$VENV/bin/python" -m pip uninstall -q -y torchcodec
 fi
-echo "== building and installing torchcodec-cython"
-"$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps .
-"$VENV/bin/python" -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version(), '- default bridge:', torchcodec.get_bridge())"
+echo "== building and installing torchcodec-cython${MESON_ARGS:+ ($MESON_ARGS)}"
+BUILD_OPTIONS=()
+[ -n "${BUILD_DIR:-}" ] && BUILD_OPTIONS+=("-Cbuild-dir=$BUILD_DIR")
+for arg in ${MESON_ARGS:-}; do BUILD_OPTIONS+=("-Csetup-args=$arg"); done
+"$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps "${BUILD_OPTIONS[@]}" .
+${RUN_WITH:-} "$VENV/bin/python" -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version(), '- default bridge:', torchcodec.get_bridge())"
 # CUDA kernels are built when nvcc is on PATH (-Dcuda=auto); no GPU is needed for that.
-"$VENV/bin/python" -P -c "import torchcodec._image as i; print('image codecs:', ', '.join(n for n, built in i.available().items() if built) or 'none')"
-"$VENV/bin/python" -P -c "from torchcodec._core import _build_config as b; print('CUDA kernels:', 'built by ' + b.NVCC if b.CUDA_KERNELS else 'not built (-Dcuda=' + b.CUDA_OPTION + ', nvcc not found)' if b.CUDA_OPTION != 'disabled' else 'not built (-Dcuda=disabled)')"
+${RUN_WITH:-} "$VENV/bin/python" -P -c "import torchcodec._image as i; print('image codecs:', ', '.join(n for n, built in i.available().items() if built) or 'none')"
+${RUN_WITH:-} "$VENV/bin/python" -P -c "from torchcodec._core import _build_config as b; print('CUDA kernels:', 'built by ' + b.NVCC if b.CUDA_KERNELS else 'not built (-Dcuda=' + b.CUDA_OPTION + ', nvcc not found)' if b.CUDA_OPTION != 'disabled' else 'not built (-Dcuda=disabled)')"

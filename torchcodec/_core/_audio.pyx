@@ -426,9 +426,10 @@ cdef class AudioStream:
             grown = <float *>malloc(<size_t>capacity * channels * sizeof(float))
             if grown == NULL:
                 return False
-            for c in range(channels):
-                memcpy(grown + c * capacity, self.history + c * self.history_capacity,
-                       <size_t>self.history_length * sizeof(float))
+            if self.history_length > 0:                  # (history is NULL before the first growth)
+                for c in range(channels):
+                    memcpy(grown + c * capacity, self.history + c * self.history_capacity,
+                           <size_t>self.history_length * sizeof(float))
             free(self.history)
             self.history = grown
             self.history_capacity = capacity

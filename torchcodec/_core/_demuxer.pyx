@@ -97,6 +97,17 @@ cdef class Demuxer:
     def num_streams(self):
         return self.ptr.nb_streams
 
+    @property
+    def size(self):
+        """The source's size in bytes; None when unknown (a stream without a size, or a format
+        that reads no file). A file object's seek() that raises here raises to the caller."""
+        cdef int64_t size = -1
+        if self.ptr.pb != NULL:
+            with nogil:
+                size = lavf.avio_size(self.ptr.pb)
+            self.raise_source_error()
+        return size if size >= 0 else None
+
     def media_type(self, int index):
         """'video', 'audio', ... for stream ``index``."""
         return MEDIA_TYPE_NAMES.get(self.stream(index).codecpar.codec_type, "unknown")

@@ -76,7 +76,8 @@ cdef class FrameIndex:
         """Sort by pts (stable for equal pts is not needed) and link every frame to its key frame."""
         cdef Py_ssize_t i
         cdef int64_t last_key = -1
-        qsort(self.entries, self.size, sizeof(FrameEntry), compare_pts)
+        if self.size > 1:                       # entries is NULL while empty: qsort must not see it
+            qsort(self.entries, self.size, sizeof(FrameEntry), compare_pts)
         for i in range(self.size):
             if self.entries[i].is_key:
                 last_key = i

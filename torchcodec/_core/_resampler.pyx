@@ -88,7 +88,10 @@ cdef class Resampler:
         return 0
 
     cdef int max_output(self, int in_samples) noexcept nogil:
-        """An upper bound of the samples that converting ``in_samples`` more can produce."""
+        """An upper bound of the samples that converting ``in_samples`` more can produce (0 before
+        the first frame configured a context: a stream that ends before any frame drains nothing)."""
+        if self.ptr == NULL:
+            return 0
         return swr.swr_get_out_samples(self.ptr, in_samples)
 
     cdef int convert(self, const AVFrame *frame, int offset, int count, float **out, int capacity) except -1 nogil:

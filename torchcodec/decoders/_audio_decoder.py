@@ -20,6 +20,13 @@ from torchcodec.decoders._metadata import AudioStreamMetadata, audio_metadata
 
 _SEEK_MODES = ("exact", "approximate")
 _UNKNOWN_LENGTH_GUESS = 1 << 22      # samples per channel allocated first when the header has no duration
+# A header's duration is believed for the first allocation only up to what the source could hold:
+# MAX_EXPANSION bytes of float32 samples (at the stream's rate and channels) per byte of input (MP3
+# at 32 kbit/s gives about 88, Opus at 6 kbit/s about 256), and never less than FIRST_BLOCK_BYTES.
+# Beyond that the output grows from what is decoded, so that a few KB claiming hours cost neither
+# memory nor a refusal by the memory limit.
+FIRST_BLOCK_BYTES = 4 << 20
+MAX_EXPANSION = 256
 
 
 class SampleRanges(Reopenable):
@@ -97,7 +104,8 @@ class SampleRanges(Reopenable):
         """Samples [first, last) (None: to the end) in one array of the bridge's library.
 
         The array is sized before decoding from the range, capped by what the header says the
-        stream holds (a far stop costs no memory); when the header was short, it grows.
+        stream holds (a far stop costs no memory) and by what the source's size makes plausible
+        (``_expected_remaining``); when that was short, it grows.
         """
         name = _bridge.get_bridge()
         channels = self._engine.num_channels
@@ -188,19 +196,25 @@ class AudioDecoder(SampleRanges):
         self.metadata: AudioStreamMetadata = audio_metadata(header)
         self._sample_rate = self._engine.out_rate
         self._begin = self._engine.begin_seconds
+        self._source_size = demuxer.size
 
     def _engines(self) -> tuple:
         return (self._engine, self._demuxer)
 
     def _expected_remaining(self, first: int) -> int:
-        """Samples from position ``first`` to the end by the header, with some slack (>= 1)."""
+        """Samples from position ``first`` to the end by the header, with some slack, capped by
+        what the source's size makes plausible (see MAX_EXPANSION) (>= 1)."""
         duration = self.metadata.duration_seconds          # the stream's, else the container's
         slack = self._sample_rate // 10 + 4096
         if duration is None or not math.isfinite(duration) or duration <= 0:
-            return min(10 * self._sample_rate, _UNKNOWN_LENGTH_GUESS)
-        begin = self.metadata.begin_stream_seconds or 0.0
-        end = math.ceil((begin + duration - self._begin) * self._sample_rate)
-        return max(1, end - first + slack)
+            claimed = min(10 * self._sample_rate, _UNKNOWN_LENGTH_GUESS)
+        else:
+            begin = self.metadata.begin_stream_seconds or 0.0
+            claimed = math.ceil((begin + duration - self._begin) * self._sample_rate) - first + slack
+        # In the stream's own samples, then at the output rate: resampling up really needs more.
+        rate, channels = self.metadata.sample_rate or self._sample_rate, self.metadata.num_channels or 1
+        plausible = max(FIRST_BLOCK_BYTES, MAX_EXPANSION * (self._source_size or 0)) // (4 * channels)
+        return max(1, min(claimed, plausible * self._sample_rate // max(1, rate)))
 
 
 def _check_positive(name: str, value: Any) -> None:

@@ -603,13 +603,11 @@ def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> Fr
     """A FrameIndex from ffprobe ``-show_frames -of json`` output (str, bytes or file object)."""
     if hasattr(mappings, "read"):
         mappings = mappings.read()
-    if isinstance(mappings, (bytes, bytearray)):
-        mappings = mappings.decode("utf-8")
-    if not isinstance(mappings, str):
+    if not isinstance(mappings, (str, bytes, bytearray)):
         raise TypeError(f"custom_frame_mappings must be a JSON str, bytes or a file object, "
                         f"not {type(mappings).__name__}")
     try:
-        data = json.loads(mappings)
+        data = json.loads(mappings if isinstance(mappings, str) else mappings.decode("utf-8"))
     except ValueError as e:
         raise ValueError(f"Invalid custom frame mappings: {e}. It should be the JSON output of ffprobe "
                          f"-show_frames -of json, as a str, bytes or a file object.") from None
@@ -631,9 +629,12 @@ def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> Fr
             raise ValueError(f"Invalid custom frame mappings. The 'pts'/'pkt_pts', 'duration'/'pkt_duration', and "
                              f"'key_frame' keys are required in the frame metadata (frame {number} lacks "
                              f"{e}).") from None
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:     # null, "x", 1e400...
             raise ValueError(f"Invalid custom frame mappings. Frame {number} has a value that is not an "
                              f"integer: {e}") from None
     if not pts:
         raise ValueError(f"Invalid custom frame mappings: no frame of video stream {stream_index}")
-    return FrameIndex.from_lists(time_base, pts, durations, keys)
+    try:
+        return FrameIndex.from_lists(time_base, pts, durations, keys)
+    except OverflowError:
+        raise ValueError("Invalid custom frame mappings: a pts or duration does not fit in 64 bits") from None

@@ -1,0 +1,265 @@
+"""Fuzz targets: each takes the fuzzer's bytes and drives one public entry point with them.
+
+A target returns normally when the package either decoded the input or refused it with one of the
+exceptions its API documents (``EXPECTED``). Anything else escapes: a crash or a sanitizer report
+inside the engine, and also a Python exception of the wrong kind (ZeroDivisionError, OverflowError,
+KeyError... from a value that a hostile header made absurd), which a user could not catch with the
+documented ``except`` clauses.
+
+The choices that are not the file itself (seek mode, dimension order, which calls, at what times)
+are drawn from a generator seeded with the input's last two bytes (which stay part of the file):
+a run is reproducible from its input file alone, the fuzzer steers the choices by mutating those
+bytes, and minimising an input by cutting elsewhere keeps the same calls.
+
+Targets ask for a handful of frames per call, and run under a memory limit of ``MEMORY_LIMIT``
+(torchcodec.set_memory_limit): a header may claim any size, and the package must refuse a request
+beyond the limit with a MemoryError before allocating it, or size its output from what it decodes
+(tools/fuzz.sh makes any single allocation above its -malloc_limit_mb a finding).
+"""
+from __future__ import annotations
+
+import io
+import math
+import pathlib
+import random
+from typing import Callable
+
+import torchcodec
+from torchcodec.decoders import AudioDecoder, VideoDecoder, WavDecoder
+from torchcodec.transforms import CenterCrop, RandomCrop, Resize
+
+torchcodec.set_bridge("numpy")
+MEMORY_LIMIT = 256 << 20
+torchcodec.set_memory_limit(MEMORY_LIMIT)
+
+# What the public API raises for input it cannot use (UnsupportedWavError is a ValueError;
+# NotImplementedError a RuntimeError; MemoryError: the memory limit's refusal, or check_av's
+# translation of AVERROR(ENOMEM)).
+EXPECTED: tuple[type[BaseException], ...] = (RuntimeError, ValueError, IndexError, MemoryError)
+
+MAX_FRAMES = 4
+
+
+def _rng(data: bytes) -> random.Random:
+    return random.Random(data[-2:])
+
+
+def _calls(rng: random.Random, calls: list[Callable[[], object]], count: int,
+           expected: tuple[type[BaseException], ...] = EXPECTED) -> None:
+    """Run ``count`` of ``calls`` (chosen by ``rng``), each allowed to fail with ``expected``."""
+    for call in rng.sample(calls, min(count, len(calls))):
+        try:
+            call()
+        except expected:
+            pass
+
+
+# ---- video ------------------------------------------------------------------------------------
+
+def _stream_index(rng: random.Random) -> int | None:
+    """Mostly FFmpeg's best stream; now and then an explicit one, which may not exist or be of the
+    other kind."""
+    return None if rng.random() < 0.8 else rng.randrange(3)
+
+
+def _transforms(rng: random.Random) -> list | None:
+    """Mostly none; else a resize or crop, which may be larger than the frame (then ValueError)."""
+    if rng.random() < 0.75:
+        return None
+    size = (rng.randint(1, 70), rng.randint(1, 70))
+    return [rng.choice((Resize, CenterCrop, RandomCrop))(size)]
+
+
+def _open_video(source: object, rng: random.Random, **options: object) -> VideoDecoder:
+    seek_mode = "exact" if "custom_frame_mappings" in options else rng.choice(("exact", "approximate"))
+    return VideoDecoder(source, seek_mode=seek_mode, dimension_order=rng.choice(("NCHW", "NHWC")),
+                        output_dtype=rng.choice(("uint8", "uint8", "float32", "auto")),
+                        num_ffmpeg_threads=rng.choice((1, 1, 1, 2)), stream_index=_stream_index(rng),
+                        transforms=_transforms(rng), **options)
+
+
+def _read_metadata(decoder: VideoDecoder | AudioDecoder | WavDecoder) -> None:
+    metadata = decoder.metadata
+    repr(metadata)
+    str(metadata)
+    for name in dir(metadata):
+        if not name.startswith("_"):
+            getattr(metadata, name)
+
+
+def _exercise_video(decoder: VideoDecoder, rng: random.Random,
+                    expected: tuple[type[BaseException], ...] = EXPECTED) -> None:
+    _read_metadata(decoder)
+    n = len(decoder)
+    metadata = decoder.metadata
+    if n <= 0:
+        return
+    begin, end = metadata.begin_stream_seconds, metadata.end_stream_seconds
+    span = (end - begin) if end is not None and math.isfinite(end - begin) else 1.0
+
+    def some_time() -> float:
+        return begin + rng.random() * span
+
+    calls: list[Callable[[], object]] = [
+        lambda: decoder[0],
+        lambda: decoder[-1],
+        lambda: decoder[rng.randrange(n)],
+        lambda: decoder.get_frames_at([rng.randrange(-n, n) for _ in range(rng.randint(1, MAX_FRAMES))]),
+        lambda: decoder.get_frames_in_range(rng.randrange(n), n, max(1, n // 2)),
+        lambda: decoder[max(0, n - 3)::2],
+        lambda: decoder.get_frame_played_at(some_time()),
+        lambda: decoder.get_frames_played_at([some_time() for _ in range(rng.randint(1, MAX_FRAMES))]),
+        lambda: decoder.get_frames_played_in_range(begin, begin + min(span, 2 / (metadata.average_fps or 10))),
+        lambda: decoder.get_frames_played_in_range(begin, begin + min(span, 0.5), fps=MAX_FRAMES / 0.5),
+        lambda: next(iter(decoder)),
+    ]
+    _calls(rng, calls, 4, expected)
+
+
+def video_bytes(data: bytes) -> None:
+    """VideoDecoder over the bytes: metadata, the index (exact or approximate), a few get_* calls."""
+    rng = _rng(data)
+    try:
+        decoder = _open_video(data, rng)
+    except EXPECTED:
+        return
+    _exercise_video(decoder, rng)
+
+
+class InjectedReadError(OSError):
+    """Raised by FlakyFile at a chosen offset: the decoder must hand it back to the caller."""
+
+
+class FlakyFile:
+    """A binary file over ``data`` (read, seek, tell) that may return short reads and fail at one offset."""
+
+    def __init__(self, data: bytes, chunk: int, fail_at: int | None) -> None:
+        self._data, self._chunk, self._fail_at, self._pos = data, chunk, fail_at, 0
+
+    def _next(self, size: int) -> bytes:
+        if self._fail_at is not None and self._pos <= self._fail_at < self._pos + max(size, 1):
+            raise InjectedReadError(f"injected read error at byte {self._fail_at}")
+        size = len(self._data) - self._pos if size is None or size < 0 else size
+        got = self._data[self._pos:self._pos + min(size, self._chunk)]
+        self._pos += len(got)
+        return got
+
+    def read(self, size: int = -1) -> bytes:
+        return self._next(size)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._data)}[whence]
+        if base + offset < 0:
+            raise ValueError("negative seek position")
+        self._pos = base + offset
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+
+class FlakyRawFile(FlakyFile, io.RawIOBase):
+    """The same through readinto(), as io.RawIOBase subclasses are read."""
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        got = self._next(len(buffer))
+        memoryview(buffer).cast("B")[:len(got)] = got
+        return len(got)
+
+
+def video_file(data: bytes) -> None:
+    """VideoDecoder over a file object (short reads; sometimes a read that raises) instead of bytes."""
+    rng = _rng(data)
+    chunk = rng.choice((1 << 20, 4096, 1000, 7))
+    fail_at = rng.randrange(len(data)) if data and rng.random() < 0.25 else None
+    expected = (*EXPECTED, InjectedReadError)
+    try:
+        decoder = _open_video(rng.choice((FlakyFile, FlakyRawFile))(data, chunk, fail_at), rng)
+    except expected:
+        return
+    _exercise_video(decoder, rng, expected)
+
+
+# ---- audio ------------------------------------------------------------------------------------
+
+def _exercise_audio(decoder: AudioDecoder | WavDecoder, rng: random.Random) -> None:
+    _read_metadata(decoder)
+    metadata = decoder.metadata
+    begin = metadata.begin_stream_seconds_from_header or 0.0
+    duration = metadata.duration_seconds_from_header
+    span = duration if duration is not None and math.isfinite(duration) and 0 < duration < 3600 else 1.0
+
+    def some_time() -> float:
+        return begin + rng.random() * span
+
+    calls: list[Callable[[], object]] = [
+        lambda: decoder.get_samples_played_in_range(*sorted((some_time(), some_time()))),
+        lambda: decoder.get_samples_played_in_range(begin, begin + span / 4),
+        lambda: decoder.get_samples_played_in_range(begin + span / 2, begin + span / 2),
+        decoder.get_all_samples,
+        lambda: decoder.get_samples_played_in_range(some_time()),
+    ]
+    _calls(rng, calls, 3)
+
+
+def audio(data: bytes) -> None:
+    """AudioDecoder over the bytes, sometimes resampling and remixing: metadata and sample ranges."""
+    rng = _rng(data)
+    try:
+        decoder = AudioDecoder(data, stream_index=_stream_index(rng),
+                               sample_rate=rng.choice((None, None, 8000, 44100)),
+                               num_channels=rng.choice((None, None, 1, 2, 6)),
+                               seek_mode=rng.choice(("exact", "approximate")))
+    except EXPECTED:
+        return
+    _exercise_audio(decoder, rng)
+
+
+def wav(data: bytes) -> None:
+    """WavDecoder over the bytes: the header parser, then sample ranges."""
+    rng = _rng(data)
+    try:
+        decoder = WavDecoder(data)
+    except EXPECTED:
+        return
+    _exercise_audio(decoder, rng)
+
+
+# ---- custom frame mappings --------------------------------------------------------------------
+
+_MAPPED: dict[int, bytes] = {}
+
+
+def set_mapped_videos(paths: list[pathlib.Path]) -> None:
+    """The videos that frame_mappings decodes with the fuzzed mappings (seeds.MAPPED_VIDEOS)."""
+    _MAPPED.update({i: path.read_bytes() for i, path in enumerate(paths)})
+
+
+def frame_mappings(data: bytes) -> None:
+    """VideoDecoder(custom_frame_mappings=the bytes) over a fixed video (chosen by len(data) % 2):
+    the JSON reader, the index built from it, and decoding by an index that may be nonsense."""
+    if not _MAPPED:
+        raise RuntimeError("frame_mappings: call set_mapped_videos() first")
+    rng = _rng(data)
+    video = _MAPPED[len(data) % len(_MAPPED)]
+    mappings = data if rng.random() < 0.5 else data.decode("utf-8", "replace")
+    try:
+        decoder = _open_video(video, rng, custom_frame_mappings=mappings)
+    except EXPECTED:
+        return
+    _exercise_video(decoder, rng)
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "video_bytes": video_bytes,
+    "video_file": video_file,
+    "audio": audio,
+    "wav": wav,
+    "frame_mappings": frame_mappings,
+}
