@@ -447,6 +447,55 @@ def test_absurd_audio_sample_rate_is_refused_before_allocating(media, memory_lim
     assert f"({10**9 // 2 * 2 * 4} bytes)" in str(error)          # 0.5 s x 2 channels x float32
 
 
+def _wav_bytes(sample_rate: int, samples: np.ndarray) -> bytes:
+    """A 16-bit PCM WAV (channels, samples) whose header says ``sample_rate``, written by hand."""
+    channels = samples.shape[0]
+    data = np.round(samples.T * 32767).astype("<i2").tobytes()
+    fmt = struct.pack("<HHIIHH", 1, channels, sample_rate, sample_rate * 2 * channels, 2 * channels, 16)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def test_hostile_sample_rate_filter_bank_is_refused_before_swr_init(memory_limit):
+    # A header's odd rate of 44,600,009 Hz resampled to 8 kHz: libswresample's defaults (filter_size 32,
+    # cutoff 0.97) give ceil(32 / (8000 * 0.97 / 44600009)) = 183918 taps, aligned to 183920, and
+    # 8000/44600009 does not reduce below 1024 phases, so its bank is 183920 x 1025 float32 coefficients
+    # = 754,072,000 bytes (strace shows that mmap without the check), plus (2 x 183918 + 1) x 4 bytes of
+    # history for the one channel.
+    wav = _wav_bytes(44600009, np.zeros((1, 4000), np.float32))
+    memory_limit(256 << 20)
+    error, peak = _refused(lambda: AudioDecoder(wav, sample_rate=8000).get_all_samples())
+    assert "resampling 44600009 Hz to 8000 Hz" in str(error)
+    assert "183918 taps x 1025 phases x 4 bytes" in str(error) and "(754072000 bytes)" in str(error)
+    assert f"({754072000 + (2 * 183918 + 1) * 4} bytes)" in str(error)
+    assert peak < 1 << 20
+
+
+def test_implausible_sample_rate_is_refused_whatever_the_limit():
+    # 300,000,007 Hz to 8 kHz: 1,237,114 taps x 1025 phases x 4 bytes = 5,072,192,000 bytes (and about
+    # 80 s of computing coefficients), beyond the fixed 1 GiB for a resampling filter even when the
+    # machine has that much memory available.
+    wav = _wav_bytes(300000007, np.zeros((2, 100), np.float32))
+    with raises_as((MemoryError, RuntimeError), "allowed for a resampling filter") as info:
+        AudioDecoder(wav, sample_rate=8000).get_all_samples()
+    assert "(5072192000 bytes)" in str(info.value) and "300000007 Hz" in str(info.value)
+    # without resampling the same file decodes
+    assert AudioDecoder(wav).get_all_samples().data.shape == (2, 100)
+
+
+@pytest.mark.parametrize("in_rate, out_rate", [(44100, 16000), (22050, 44100), (48000, 44100)])
+def test_ordinary_resampling_is_not_refused_and_matches_ffmpeg(tmp_path, memory_limit, in_rate, out_rate):
+    memory_limit(64 << 20)                       # their filter banks: 62 KB, 384 bytes, 95 KB
+    t = np.arange(in_rate // 2) / in_rate
+    path = tmp_path / f"tone_{in_rate}.wav"
+    path.write_bytes(_wav_bytes(in_rate, np.stack([0.5 * np.sin(2 * np.pi * 440 * t), 0.25 * np.sin(2 * np.pi * 1000 * t)])))
+    samples = AudioDecoder(path, sample_rate=out_rate).get_all_samples()
+    expected = reference.ffmpeg_audio_samples(path, sample_rate=out_rate)
+    assert samples.sample_rate == out_rate
+    assert samples.data.shape == expected.shape
+    np.testing.assert_allclose(np.asarray(samples.data), expected, atol=1e-4)
+
+
 def test_absurd_clip_counts_are_refused_before_drawing_starts(decoder, memory_limit):
     memory_limit(1 << 30)
     for call, clips in [(lambda: clips_at_random_indices(decoder, num_clips=10**9), 10**9),

@@ -6,11 +6,18 @@ container says) and reconfigures it when a frame's format or layout changes; enc
 input once (``set_input``) and asks for the encoder's sample format. ``restart`` throws away the
 resampling history, for seeks: the caller then feeds samples from an aligned input position, so
 that the output continues exactly as an unbroken run would (see _audio.pyx).
+
+Before each ``swr_init`` that resamples, ``filter_memory`` sizes what libswresample will allocate
+for it (its filter bank, which a hostile sample rate makes hundreds of MB, and the filter's input
+history), and the memory limit (torchcodec._memory.check_request) refuses it beyond the limit.
 """
+import math
+
 from libc.errno cimport EINVAL
 
 from torchcodec._core._error cimport check_av
-from torchcodec._core._error import InvalidArgumentError
+from torchcodec._core._error import InvalidArgumentError, MemoryLimitError
+from torchcodec._memory import check_request, describe_bytes
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg cimport swresample as swr
@@ -76,6 +83,9 @@ cdef class Resampler:
         self.started = False
         if self.in_format < 0:
             return 0                  # not configured yet: configure() will create it
+        if self.in_rate != self.out_rate:
+            with gil:
+                check_filter_memory(self)
         cdef int ret = swr.swr_alloc_set_opts2(
             &self.ptr, &self.out_layout, <AVSampleFormat>self.out_format, self.out_rate,
             &self.in_layout, <AVSampleFormat>self.in_format, self.in_rate, 0, NULL)
@@ -129,6 +139,57 @@ cdef class Resampler:
             with gil:
                 check_av(n, "swr_convert (drain)", describe_conversion(self))
         return n
+
+
+# libswresample's defaults (options.c), which restart() keeps: filter_size 32, phase_shift 10,
+# cutoff 0.97, exact_rational on.
+SWR_FILTER_SIZE = 32
+SWR_PHASES = 1 << 10
+SWR_CUTOFF = 0.97
+# A filter bank larger than this is refused whatever the memory limit: libswresample computes
+# every coefficient in swr_init (about 16 ms per MiB measured here: 1 GiB takes 16 s, and its own
+# bound, 8.4 million taps or 34 GB, about 9 minutes), and no real pair of sample rates comes near
+# (768 kHz to 8 kHz: 13 MB; see docs/reliability.md).
+MAX_FILTER_BANK_BYTES = 1 << 30
+
+
+def filter_memory(int in_rate, int out_rate, int in_sample_bytes, int out_sample_bytes, int channels):
+    """``(taps, phases, element bytes, bank bytes, history bytes)``: what libswresample 5.1's
+    resample_init (resample.c) allocates to resample ``in_rate`` to ``out_rate`` (Hz) with its
+    default options, for samples of ``in_sample_bytes`` and ``out_sample_bytes`` and ``channels``
+    channels. The bank: ``align(taps, 8) * (phases + 1)`` coefficients of the internal sample format;
+    the history: ``2 * taps + 1`` samples per channel (the input buffer it keeps for the filter)."""
+    factor = min(out_rate * SWR_CUTOFF / in_rate, 1.0)
+    taps = max(math.ceil(SWR_FILTER_SIZE / factor), 1)
+    if taps > 1:
+        taps += taps % 2
+    reduced = out_rate // math.gcd(out_rate, in_rate)       # av_reduce(out_rate, in_rate): exact
+    phases = reduced if reduced <= SWR_PHASES else SWR_PHASES
+    # swresample.c picks the internal format: s16p when both sides have <= 2 bytes per sample,
+    # else fltp when the input has <= 4, else dblp.
+    element = 2 if in_sample_bytes <= 2 and out_sample_bytes <= 2 else 4 if in_sample_bytes <= 4 else 8
+    bank = (taps + 7) // 8 * 8 * (phases + 1) * element
+    return taps, phases, element, bank, (2 * taps + 1) * channels * element
+
+
+cdef int check_filter_memory(Resampler resampler) except -1:
+    """Refuse (MemoryLimitError) a resampling whose filter would take more memory than the memory
+    limit allows, or more than MAX_FILTER_BANK_BYTES, before swr_init allocates it."""
+    taps, phases, element, bank, history = filter_memory(
+        resampler.in_rate, resampler.out_rate,
+        lavu.av_get_bytes_per_sample(<AVSampleFormat>resampler.in_format),
+        lavu.av_get_bytes_per_sample(<AVSampleFormat>resampler.out_format),
+        max(resampler.in_layout.nb_channels, resampler.out_layout.nb_channels))
+    what = (f"resampling {resampler.in_rate} Hz to {resampler.out_rate} Hz (libswresample's filter bank: "
+            f"{taps} taps x {phases + 1} phases x {element} bytes = {describe_bytes(bank)}, and "
+            f"{describe_bytes(history)} of filter history)")
+    if bank > MAX_FILTER_BANK_BYTES:
+        raise MemoryLimitError(
+            f"{what} needs more than the {describe_bytes(MAX_FILTER_BANK_BYTES)} allowed for a resampling "
+            f"filter: the stream's sample rate ({resampler.in_rate} Hz) is not a plausible one. Nothing was "
+            f"allocated.")
+    check_request(what, other_bytes=bank + history)
+    return 0
 
 
 cdef str describe_conversion(Resampler resampler):
