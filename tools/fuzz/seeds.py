@@ -108,7 +108,45 @@ WAV: dict[str, Spec] = {
                     "-c:a", "pcm_mulaw"),
 }
 
-SEEDS: dict[str, Spec] = {**VIDEO, **AUDIO, **WAV}
+def _still(size: str = "24x16", *filters: str) -> list[str]:
+    graph = ",".join((f"testsrc2=size=32x32:rate=4:duration=1,scale={size.replace('x', ':')}", *filters))
+    return [*mm._lavfi(graph), "-frames:v", "1"]
+
+
+def _anim(frames: int = 3) -> list[str]:
+    return [*mm._lavfi("testsrc2=size=32x32:rate=4:duration=1,scale=24:16"), "-frames:v", str(frames)]
+
+
+# Still and animated images (image target): every format and the variants its decoder branches on.
+# HEIC is made by heif-enc from heic_source.png (HEIC_FROM), since FFmpeg has no HEIF muxer.
+IMAGE: dict[str, Spec] = {
+    "rgb.jpg": _s("baseline JPEG 4:2:0", *_still(), "-c:v", "mjpeg", "-q:v", "10", "-pix_fmt", "yuvj420p"),
+    "odd.jpg": _s("JPEG at an odd size", *_still("23x15"), "-c:v", "mjpeg", "-q:v", "10",
+                  "-pix_fmt", "yuvj422p"),
+    "yuv444.jpg": _s("JPEG 4:4:4", *_still(), "-c:v", "mjpeg", "-q:v", "10", "-pix_fmt", "yuvj444p"),
+    "rgb.png": _s("PNG RGB 8-bit", *_still(), "-pix_fmt", "rgb24"),
+    "rgba.png": _s("PNG RGBA", *_still("24x16", "format=rgba,geq=r='r(X,Y)':a='X*10'"), "-pix_fmt", "rgba"),
+    "gray16.png": _s("PNG 16-bit gray", *_still("23x15"), "-pix_fmt", "gray16be"),
+    "rgb48.png": _s("PNG 16-bit RGB", *_still(), "-pix_fmt", "rgb48be"),
+    "palette.png": _s("PNG palette", *_still("24x16", "format=pal8"), "-pix_fmt", "pal8"),
+    "heic_source.png": _s("source of the HEIC seed", *_still("32x32"), "-pix_fmt", "rgb24"),
+    "gray_source.pgm": _s("source of the grayscale JPEG seed", *_still("23x15"), "-pix_fmt", "gray"),
+    "anim.gif": _s("animated GIF", *_anim()),
+    "still.gif": _s("one-frame GIF", *_still("23x15")),
+    "lossy.webp": _s("lossy WebP", *_still(), "-c:v", "libwebp", "-quality", "50"),
+    "lossless_alpha.webp": _s("lossless WebP with alpha", *_still("24x16", "format=rgba,geq=r='r(X,Y)':a='Y*16'"),
+                              "-c:v", "libwebp", "-lossless", "1", "-pix_fmt", "bgra"),
+    "anim.webp": _s("animated WebP", *_anim(), "-c:v", "libwebp_anim", "-quality", "30", "-loop", "0"),
+    "still.avif": _s("AVIF 8-bit", *_still(), "-c:v", "libaom-av1", "-still-picture", "1", "-cpu-used", "8",
+                     "-crf", "40", "-pix_fmt", "yuv420p"),
+    "still10.avif": _s("AVIF 10-bit", *_still(), "-c:v", "libaom-av1", "-still-picture", "1", "-cpu-used", "8",
+                       "-crf", "40", "-pix_fmt", "yuv420p10le"),
+}
+HEIC_FROM = {"still.heic": "heic_source.png"}
+# and a grayscale JPEG by cjpeg (FFmpeg 5.1's MJPEG encoder writes 3 components even for gray input)
+GRAY_JPEG_FROM = "gray_source.pgm"
+
+SEEDS: dict[str, Spec] = {**VIDEO, **AUDIO, **WAV, **IMAGE}
 
 # The videos whose ffprobe frame lists seed the frame-mapping target (the target decodes them).
 MAPPED_VIDEOS = ("h264_bframes.mp4", "vp9.webm")
@@ -119,6 +157,7 @@ TARGET_SEEDS: dict[str, tuple[str, ...]] = {
     "video_file": tuple(VIDEO),
     "audio": (*AUDIO, *WAV, "h264_aac.mp4", "mpeg2_mp2.mpg"),
     "wav": (*WAV, "pcm_s16_stereo.wav"),
+    "image": tuple(name for name in IMAGE if name not in (*HEIC_FROM.values(), GRAY_JPEG_FROM)),
 }
 
 DEFAULT_DIR = REPO / "build" / "fuzz"
@@ -152,6 +191,24 @@ def write_seed_dirs(out: pathlib.Path = DEFAULT_DIR / "seeds") -> dict[str, path
         for name in names:
             if not (folder / name).exists():
                 shutil.copyfile(paths[name], folder / name)
+    for heic, source in HEIC_FROM.items():
+        if not (folders["image"] / heic).exists():
+            made = subprocess.run(["heif-enc", "-q", "30", "-o", str(folders["image"] / heic), str(paths[source])],
+                                  capture_output=True)
+            if made.returncode:       # no heif-enc (libheif-examples): the HEIC decoder gets mutations only
+                (folders["image"] / heic).unlink(missing_ok=True)
+                print(f"seeds: {heic} not made: {made.stderr.decode(errors='replace').strip()}", file=sys.stderr)
+    gray = folders["image"] / "gray.jpg"
+    if not gray.exists():
+        made = subprocess.run(["cjpeg", "-grayscale", "-quality", "50", "-outfile", str(gray), str(paths[GRAY_JPEG_FROM])],
+                              capture_output=True)
+        if made.returncode:
+            gray.unlink(missing_ok=True)
+            print(f"seeds: gray.jpg not made: {made.stderr.decode(errors='replace').strip()}", file=sys.stderr)
+    folder = folders["image_encode"] = out / "image_encode"
+    folder.mkdir(parents=True, exist_ok=True)
+    for number in range(8):       # the bytes only steer choices and fill pixels: short varied seeds
+        (folder / f"steer_{number}.bin").write_bytes(bytes((number * 37 + i * 11) % 256 for i in range(16 + 40 * number)))
     folder = folders["frame_mappings"] = out / "frame_mappings"
     folder.mkdir(parents=True, exist_ok=True)
     for video_number, name in enumerate(MAPPED_VIDEOS):

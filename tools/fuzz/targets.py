@@ -24,8 +24,12 @@ import pathlib
 import random
 from typing import Callable
 
+import numpy as np
+
 import torchcodec
-from torchcodec.decoders import AudioDecoder, VideoDecoder, WavDecoder
+from torchcodec.decoders import (AudioDecoder, VideoDecoder, WavDecoder, decode_avif, decode_gif, decode_heic,
+                                 decode_image, decode_jpeg, decode_png, decode_webp)
+from torchcodec.encoders import JpegEncoder, PngEncoder
 from torchcodec.transforms import CenterCrop, RandomCrop, Resize
 
 torchcodec.set_bridge("numpy")
@@ -256,10 +260,129 @@ def frame_mappings(data: bytes) -> None:
     _exercise_video(decoder, rng)
 
 
+# ---- images -----------------------------------------------------------------------------------
+
+_IMAGE_DECODERS = {"jpeg": decode_jpeg, "png": decode_png, "webp": decode_webp, "gif": decode_gif,
+                   "avif": decode_avif, "heic": decode_heic}
+_MODES = ("RGB", "RGB", "GRAY", "UNCHANGED", "RGB_ALPHA", "GRAY_ALPHA")
+_DTYPES = (None, None, np.uint16, "auto")
+
+
+def _format_of(data: bytes) -> str | None:
+    """The format decode_image recognises in the first bytes (None: none)."""
+    try:
+        from torchcodec.decoders._image_decoders import _detect_format
+        return _detect_format(data[:64])
+    except ValueError:
+        return None
+
+
+def _check_image(image: object, mode: str) -> None:
+    """A decoded image is (C, H, W) or (N, C, H, W) with the channels its mode promises."""
+    shape = np.asarray(image).shape
+    channels = {"GRAY": (1,), "GRAY_ALPHA": (2,), "RGB": (3,), "RGB_ALPHA": (4,), "UNCHANGED": (1, 2, 3, 4)}[mode]
+    if len(shape) not in (3, 4) or shape[-3] not in channels or 0 in shape:
+        raise AssertionError(f"decoded image of shape {shape} in mode {mode}")
+
+
+def image(data: bytes) -> None:
+    """decode_image over the bytes, then the format's own decoder (or, now and then, another
+    format's) in another mode and dtype; JPEGs sometimes as a batch of two on two threads."""
+    rng = _rng(data)
+    mode = rng.choice(_MODES)
+    try:
+        _check_image(decode_image(data, mode=mode, output_dtype=rng.choice(_DTYPES)), mode)
+    except EXPECTED:
+        pass
+    name = _format_of(data)
+    if name is None or rng.random() < 0.2:
+        name = rng.choice(tuple(_IMAGE_DECODERS))
+    mode = rng.choice(_MODES)
+    options: dict[str, object] = {"mode": mode, "output_dtype": rng.choice(_DTYPES)}
+    if name == "avif":
+        options["num_threads"] = rng.choice((1, 2))
+    try:
+        if name == "jpeg" and rng.random() < 0.25:
+            for decoded in decode_jpeg([data, data[:rng.randrange(1, len(data) + 1)] if data else data],
+                                       num_threads=2, **options):
+                _check_image(decoded, mode)
+        else:
+            _check_image(_IMAGE_DECODERS[name](data, **options), mode)
+    except EXPECTED:
+        pass
+
+
+def _encoder_input(data: bytes, rng: random.Random) -> np.ndarray:
+    """An array built from the bytes: mostly (C, H, W) uint8 with 1 or 3 channels, in any layout
+    (transposed, strided, reversed, Fortran order, read-only), sometimes of another shape or dtype."""
+    channels = rng.choice((1, 3, 3, 1, 0, 2, 4))
+    height, width = rng.choice((rng.randint(1, 40), 0, 1)), rng.choice((rng.randint(1, 40), 0, 1))
+    step_h, step_w = rng.choice((1, 1, 2, -1)), rng.choice((1, 1, 3, -1))
+    count = channels * height * abs(step_h) * width * abs(step_w)
+    pixels = np.frombuffer((data * (count // max(len(data), 1) + 1))[:count], np.uint8) if data else np.zeros(count, np.uint8)
+    kind = rng.randrange(6)
+    if kind == 0:                                         # (H, W, C) memory viewed as (C, H, W)
+        img = pixels.reshape(height * abs(step_h), width * abs(step_w), channels).transpose(2, 0, 1)
+    elif kind == 1:
+        img = np.asfortranarray(pixels.reshape(channels, height * abs(step_h), width * abs(step_w)))
+    else:
+        img = pixels.reshape(channels, height * abs(step_h), width * abs(step_w))
+    img = img[:, ::step_h, ::step_w]
+    shape_or_dtype = rng.random()
+    if shape_or_dtype < 0.08:
+        img = img.astype(rng.choice((np.uint16, np.float32, np.int8, np.bool_)))
+    elif shape_or_dtype < 0.14:
+        img = img.reshape(-1) if rng.random() < 0.5 else img[None]
+    return img
+
+
+class _ShortWriter:
+    """A file-like object that takes at most 5 bytes per write(); sometimes without seek()."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, chunk) -> int:
+        self.data += bytes(chunk[:5])
+        return min(len(chunk), 5)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return len(self.data)
+
+
+def image_encode(data: bytes) -> None:
+    """JpegEncoder/PngEncoder over arrays the bytes shape (dtypes, shapes, strides) with quality and
+    compression values in and out of range: a clean exception, or bytes that decode back to the
+    image's shape (and, for PNG, to its pixels)."""
+    rng = _rng(data)
+    img = _encoder_input(data, rng)
+    png = rng.random() < 0.5
+    encoder = PngEncoder(img) if png else JpegEncoder(img)
+    setting = rng.choice((rng.randint(-2, 102), 0, 1, 9, 10, 100, 101, True, 5.0, None, "75", 10**20))
+    keyword = "compression_level" if png else "quality"
+    where = rng.randrange(3)
+    try:
+        if where == 0:
+            encoded = bytes(np.asarray(encoder.to_tensor(**{keyword: setting})))
+        else:
+            sink = io.BytesIO() if where == 1 else _ShortWriter()
+            encoder.to_file_like(sink, **{keyword: setting})
+            encoded = bytes(sink.getvalue() if isinstance(sink, io.BytesIO) else sink.data)
+    except EXPECTED:
+        return
+    decoded = np.asarray((decode_png if png else decode_jpeg)(encoded, mode="UNCHANGED"))
+    if decoded.shape != img.shape:
+        raise AssertionError(f"encoded {img.shape}, decoded {decoded.shape}")
+    if png and not np.array_equal(decoded, img):
+        raise AssertionError("PNG round trip changed the pixels")
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "video_bytes": video_bytes,
     "video_file": video_file,
     "audio": audio,
     "wav": wav,
     "frame_mappings": frame_mappings,
+    "image": image,
+    "image_encode": image_encode,
 }
