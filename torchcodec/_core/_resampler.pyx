@@ -149,7 +149,7 @@ SWR_CUTOFF = 0.97
 # A filter bank larger than this is refused whatever the memory limit: libswresample computes
 # every coefficient in swr_init (about 16 ms per MiB measured here: 1 GiB takes 16 s, and its own
 # bound, 8.4 million taps or 34 GB, about 9 minutes), and no real pair of sample rates comes near
-# (768 kHz to 8 kHz: 13 MB; see docs/reliability.md).
+# (768 kHz to 8 kHz: 25 KB; even an odd 1,000,003 Hz to 8 kHz: 17 MB; see docs/reliability.md).
 MAX_FILTER_BANK_BYTES = 1 << 30
 
 
