@@ -22,7 +22,7 @@ import io
 import math
 import pathlib
 import random
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -358,15 +358,15 @@ def image_encode(data: bytes) -> None:
     img = _encoder_input(data, rng)
     png = rng.random() < 0.5
     encoder = PngEncoder(img) if png else JpegEncoder(img)
-    setting = rng.choice((rng.randint(-2, 102), 0, 1, 9, 10, 100, 101, True, 5.0, None, "75", 10**20))
-    keyword = "compression_level" if png else "quality"
+    setting: Any = rng.choice((rng.randint(-2, 102), 0, 1, 9, 10, 100, 101, True, 5.0, None, "75", 10**20))
+    settings: dict[str, Any] = {"compression_level" if png else "quality": setting}
     where = rng.randrange(3)
     try:
         if where == 0:
-            encoded = bytes(np.asarray(encoder.to_tensor(**{keyword: setting})))
+            encoded = bytes(np.asarray(encoder.to_tensor(**settings)))
         else:
             sink = io.BytesIO() if where == 1 else _ShortWriter()
-            encoder.to_file_like(sink, **{keyword: setting})
+            encoder.to_file_like(sink, **settings)
             encoded = bytes(sink.getvalue() if isinstance(sink, io.BytesIO) else sink.data)
     except EXPECTED:
         return
