@@ -75,20 +75,25 @@ cdef int memory_read(void *opaque, uint8_t *buf, int buf_size) noexcept nogil:
     return n
 
 
+cdef int64_t seek_target(int64_t pos, int64_t size, int64_t offset, int whence) noexcept nogil:
+    """Where an AVIO seek of ``offset`` from ``whence`` (SEEK_SET/CUR/END, AVSEEK_FORCE ignored)
+    lands in memory whose position is ``pos`` and whose content is ``size`` bytes; -1 for another
+    ``whence``. (AVSEEK_SIZE is the caller's.)"""
+    whence &= ~lavf.AVSEEK_FORCE
+    if whence == SEEK_SET:
+        return offset
+    if whence == SEEK_CUR:
+        return pos + offset
+    if whence == SEEK_END:
+        return size + offset
+    return -1
+
+
 cdef int64_t memory_seek(void *opaque, int64_t offset, int whence) noexcept nogil:
     cdef MemoryReader *reader = <MemoryReader *>opaque
     if whence & lavf.AVSEEK_SIZE:
         return reader.size
-    whence &= ~lavf.AVSEEK_FORCE
-    cdef int64_t position
-    if whence == SEEK_SET:
-        position = offset
-    elif whence == SEEK_CUR:
-        position = reader.pos + offset
-    elif whence == SEEK_END:
-        position = reader.size + offset
-    else:
-        return lavu.AVERROR(EINVAL)
+    cdef int64_t position = seek_target(reader.pos, reader.size, offset, whence)
     if position < 0 or position > reader.size:
         return lavu.AVERROR(EINVAL)
     reader.pos = position
@@ -233,16 +238,7 @@ cdef int64_t memory_sink_seek(void *opaque, int64_t offset, int whence) noexcept
     cdef MemoryWriter *writer = <MemoryWriter *>opaque
     if whence & lavf.AVSEEK_SIZE:
         return writer.size
-    whence &= ~lavf.AVSEEK_FORCE
-    cdef int64_t position
-    if whence == SEEK_SET:
-        position = offset
-    elif whence == SEEK_CUR:
-        position = writer.pos + offset
-    elif whence == SEEK_END:
-        position = writer.size + offset
-    else:
-        return lavu.AVERROR(EINVAL)
+    cdef int64_t position = seek_target(writer.pos, writer.size, offset, whence)
     if position < 0 or position > INT64_MAX // 4:
         return lavu.AVERROR(EINVAL)
     writer.pos = position

@@ -19,15 +19,7 @@ class AudioEncoder:
     """
 
     def __init__(self, samples: Any, *, sample_rate: int):
-        if not _inputs.is_array(samples):
-            raise InvalidArgumentError(f"Expected samples to be a Tensor or an array, got {type(samples) = }.")
-        shape = tuple(getattr(samples, "shape", None) or memoryview(samples).shape)
-        if len(shape) not in (1, 2):
-            raise InvalidArgumentError(f"Expected 1D or 2D samples, got samples.shape = "
-                                       f"{getattr(samples, 'shape', shape)}.")
-        dtype = getattr(samples, "dtype", None)
-        if dtype is not None and str(dtype).replace("torch.", "") != "float32":
-            raise InvalidArgumentError(f"Expected float32 samples, got samples.dtype = {dtype}.")
+        shape = _inputs.checked_shape(samples, "samples", (1, 2), "float32")
         if not sample_rate > 0:
             raise InvalidArgumentError(f"{sample_rate = } must be > 0.")
         self._samples = samples

@@ -27,6 +27,21 @@ def is_array(data: Any) -> bool:
             or hasattr(data, "__dlpack__") or _bridge._is_buffer(data))
 
 
+def checked_shape(data: Any, name: str, ndims: tuple[int, ...], dtype: str) -> tuple[int, ...]:
+    """The shape of an encoder's input ``data`` (called ``name`` in messages) after TorchCodec's
+    checks and words: an array of one of ``ndims`` dimension counts, of ``dtype`` where it says."""
+    if not is_array(data):
+        raise InvalidArgumentError(f"Expected {name} to be a Tensor or an array, got type({name}) = {type(data)}.")
+    shape = tuple(getattr(data, "shape", None) or memoryview(data).shape)
+    if len(shape) not in ndims:
+        counts = " or ".join(f"{n}D" for n in ndims)
+        raise InvalidArgumentError(f"Expected {counts} {name}, got {name}.shape = {getattr(data, 'shape', shape)}.")
+    actual = getattr(data, "dtype", None)
+    if actual is not None and str(actual).replace("torch.", "") != dtype:
+        raise InvalidArgumentError(f"Expected {dtype} {name}, got {name}.dtype = {actual}.")
+    return shape
+
+
 def device_of(data: Any) -> str:
     """"cpu", or "cuda:N" for a CUDA array (torch, cupy, or anything with __cuda_array_interface__)."""
     device = getattr(data, "device", None)

@@ -20,14 +20,7 @@ class VideoEncoder:
     """
 
     def __init__(self, frames: Any, *, frame_rate: float):
-        if not _inputs.is_array(frames):
-            raise InvalidArgumentError(f"Expected frames to be a Tensor or an array, got {type(frames) = }.")
-        shape = tuple(getattr(frames, "shape", None) or memoryview(frames).shape)
-        if len(shape) != 4:
-            raise InvalidArgumentError(f"Expected 4D frames, got frames.shape = {getattr(frames, 'shape', shape)}.")
-        dtype = getattr(frames, "dtype", None)
-        if dtype is not None and str(dtype).replace("torch.", "") != "uint8":
-            raise InvalidArgumentError(f"Expected uint8 frames, got frames.dtype = {dtype}.")
+        _inputs.checked_shape(frames, "frames", (4,), "uint8")
         if not frame_rate > 0:
             raise InvalidArgumentError(f"{frame_rate = } must be > 0.")
         self._frames = frames
