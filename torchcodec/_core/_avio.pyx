@@ -174,21 +174,31 @@ cdef int file_read(void *opaque, uint8_t *buf, int buf_size) noexcept with gil:
         return lavu.AVERROR(EIO)
 
 
-cdef int64_t file_seek(void *opaque, int64_t offset, int whence) noexcept with gil:
-    cdef FileObjectSource source = <FileObjectSource>opaque
+cdef int64_t seek_file_object(IOSource owner, object seek, int64_t offset, int whence) noexcept with gil:
+    """AVIO's seek over a Python file object's ``seek(offset, whence)``: AVSEEK_SIZE by seeking to
+    the end and back; a ``seek`` that returns None (some writers do) landed where SEEK_SET asked.
+    An exception is kept in ``owner.pending_error``, for the caller of FFmpeg to raise."""
     try:
         if whence & lavf.AVSEEK_SIZE:
-            current = source.seek(0, SEEK_CUR)
-            size = source.seek(0, SEEK_END)
-            source.seek(current, SEEK_SET)
+            current = seek(0, SEEK_CUR)
+            size = seek(0, SEEK_END)
+            seek(current, SEEK_SET)
             return size
         whence &= ~lavf.AVSEEK_FORCE
         if whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
             return lavu.AVERROR(EINVAL)
-        return source.seek(offset, whence)
+        position = seek(offset, whence)
+        if position is None:
+            return offset if whence == SEEK_SET else lavu.AVERROR(EIO)
+        return position
     except BaseException:
-        source.pending_error = sys.exc_info()
+        owner.pending_error = sys.exc_info()
         return lavu.AVERROR(EIO)
+
+
+cdef int64_t file_seek(void *opaque, int64_t offset, int whence) noexcept with gil:
+    cdef FileObjectSource source = <FileObjectSource>opaque
+    return seek_file_object(source, source.seek, offset, whence)
 
 
 cdef class FileObjectSource(IOSource):
@@ -296,20 +306,7 @@ cdef int file_write(void *opaque, const uint8_t *buf, int buf_size) noexcept wit
 
 cdef int64_t file_sink_seek(void *opaque, int64_t offset, int whence) noexcept with gil:
     cdef FileObjectSink sink = <FileObjectSink>opaque
-    try:
-        if whence & lavf.AVSEEK_SIZE:
-            current = sink.seek(0, SEEK_CUR)
-            size = sink.seek(0, SEEK_END)
-            sink.seek(current, SEEK_SET)
-            return size
-        whence &= ~lavf.AVSEEK_FORCE
-        if whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
-            return lavu.AVERROR(EINVAL)
-        position = sink.seek(offset, whence)
-        return offset if position is None and whence == SEEK_SET else position
-    except BaseException:
-        sink.pending_error = sys.exc_info()
-        return lavu.AVERROR(EIO)
+    return seek_file_object(sink, sink.seek, offset, whence)
 
 
 cdef class FileObjectSink(IOSource):
