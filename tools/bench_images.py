@@ -208,20 +208,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         return worker()
-    corpus = make_corpus(args.corpus)
+    corpus = make_corpus(args.corpus.resolve())        # absolute: TorchCodec's worker runs elsewhere
     peers: dict[str, Callable] = {"torchcodec (ours)": ours, "TorchCodec 0.17": None,
                                   "torchvision.io": torchvision_peer, "Pillow": pillow_peer, "OpenCV": opencv_peer}
     tc = Worker(args.tc_python) if Path(args.tc_python).exists() else None
     if tc is None:
         del peers["TorchCodec 0.17"]
+    import importlib
+
     import numpy
-    import PIL
-    import cv2
-    import torchvision
     print(f"CPUs usable: {len(os.sched_getaffinity(0))}; load average at start: "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    print(f"Pillow {PIL.__version__}, OpenCV {cv2.__version__}, torchvision {torchvision.__version__}, "
-          f"numpy {numpy.__version__}")
+    versions = [f"numpy {numpy.__version__}"]
+    for name, module in {"torchvision.io": "torchvision", "Pillow": "PIL", "OpenCV": "cv2"}.items():
+        try:                            # a peer that is not installed is reported, not fatal
+            versions.append(f"{name} {importlib.import_module(module).__version__}")
+        except ImportError as error:
+            print(f"{name}: n/a ({error})")
+            del peers[name]
+    print(", ".join(versions))
     rows, speedups = [], []
     for kind in args.only.split(","):
         files = corpus[kind]
