@@ -4,7 +4,6 @@ from torchcodec._core._decoder cimport StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._resampler cimport Resampler
 from torchcodec._ffmpeg.avcodec cimport AVPacket
-from torchcodec._ffmpeg.avformat cimport AVStream
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational
 
 
@@ -31,7 +30,6 @@ cdef class AudioStream:
     cdef bint scan_before_seeking           # timestamps after a seek are estimates until the file was read once
     cdef bint scanned
     # The current run (everything decoded since the last seek).
-    cdef bint positioned                    # False: the next request seeks
     cdef bint landing                       # the next frame is the first of a run: its pts places it
     cdef bint from_start                    # the run began at the start of the stream
     cdef int step_backs                     # seeks of this request that landed after their target
@@ -55,7 +53,8 @@ cdef class AudioStream:
     cdef int64_t history_start
     cdef int64_t history_length
     cdef int64_t history_capacity
-    cdef int64_t history_expected           # its first size: what the headers announce
+    cdef public int64_t history_expected    # its first size (reserved, not touched): the caller's
+                                            # estimate of the stream's output samples (0: unknown)
     cdef public int64_t history_limit_bytes # at most this much is kept: the oldest samples go first
     cdef int64_t next_wanted                # the position after the last delivered sample
     cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
@@ -67,7 +66,6 @@ cdef class AudioStream:
     cdef int produce(self) except -1 nogil
     cdef int raise_rate_change(self, int rate) except -1
     cdef int ensure_scratch(self, int samples) except -1 nogil
-    cdef int64_t expected_samples(self, AVStream *st) noexcept
     cdef void record(self) noexcept nogil
     cdef bint make_room(self, int64_t samples) noexcept nogil
     cdef void forget_history(self, bint keep_recording) noexcept nogil

@@ -198,7 +198,7 @@ cdef class AudioStream:
         self.keeps_history = not self.may_seek
         self.history_limit_bytes = HISTORY_LIMIT_BYTES
         self.history_capacity = 0
-        self.history_expected = self.expected_samples(st)
+        self.history_expected = 0
         self.forget_history(self.keeps_history)
         self.next_wanted = 0
 
@@ -268,7 +268,6 @@ cdef class AudioStream:
         """The state of a run that has decoded nothing yet and feeds the resampler from input
         position ``feed_from``, whose first output is at ``out_position``."""
         self.has_frame = False
-        self.positioned = True
         self.landing = True
         self.drained = False
         self.feed_from = feed_from
@@ -371,18 +370,6 @@ cdef class AudioStream:
 
     # ---- history ------------------------------------------------------------------------------
 
-    cdef int64_t expected_samples(self, lavf.AVStream *st) noexcept:
-        """Output samples per channel that the headers announce, plus a second (0: unknown).
-        The history's first allocation: reserved, not touched, so a wrong claim costs no memory."""
-        cdef double seconds = 0
-        if st.duration > 0:
-            seconds = ticks_to_seconds(st.duration, st.time_base.num, st.time_base.den)
-        elif self.demuxer.ptr.duration > 0:
-            seconds = self.demuxer.ptr.duration / <double>lavu.AV_TIME_BASE
-        if not 0 < seconds < 1e7:
-            return 0
-        return <int64_t>((seconds + 1) * self.out_rate)
-
     cdef void forget_history(self, bint keep_recording) noexcept nogil:
         """Empty the history; the run records from here on if ``keep_recording``."""
         self.history_start = self.out_next
@@ -470,7 +457,7 @@ cdef class AudioStream:
         if stop < 0 and self.recording:
             self.forget_history(False)               # a read to the end: no second copy
         next_available = self.scratch_start + self.scratch_read
-        if not self.positioned or first + written < next_available:
+        if first + written < next_available:
             if self.may_seek:
                 self.seek_for(first + written)
             else:

@@ -197,6 +197,8 @@ class AudioDecoder(SampleRanges):
         self._sample_rate = self._engine.out_rate
         self._begin = self._engine.begin_seconds
         self._source_size = demuxer.size
+        if self._engine.keeps_history:      # reserve what the stream plausibly holds, in one block
+            self._engine.history_expected = self._expected_remaining(0)
 
     def _engines(self) -> tuple:
         return (self._engine, self._demuxer)
