@@ -9,7 +9,7 @@ import pytest
 
 from torchcodec.decoders import (CpuFallbackStatus, VideoDecoder, get_nvdec_cache_capacity, set_cuda_backend,
                                  set_nvdec_cache_capacity)
-from torchcodec.decoders import _cuda
+from torchcodec._cuda import _backend as _cuda
 
 
 def test_the_default_backend_is_nvdec_and_the_block_sets_and_restores_it():
@@ -73,7 +73,7 @@ def test_nvdec_cache_capacity_defaults_to_20_and_is_validated():
 
 def test_setting_the_cache_capacity_does_not_open_the_driver():
     set_nvdec_cache_capacity(20)
-    assert "torchcodec._core._nvdec" not in sys.modules
+    assert "torchcodec._cuda._nvdec" not in sys.modules
 
 
 def test_fallback_status_reads_as_falsy_without_a_fallback_and_says_why_with_one():

@@ -1,4 +1,4 @@
-"""The CUDA frame converter (torchcodec._core._cuda_convert) and FFmpeg's CUDA hwaccel backend,
+"""The CUDA frame converter (torchcodec._cuda._converter) and FFmpeg's CUDA hwaccel backend,
 tested without a GPU.
 
 The stub libcuda.so.1 (tests/cuda_stubs/libcuda_stub.c) is linked here with
@@ -21,7 +21,7 @@ import sysconfig
 
 import pytest
 
-from torchcodec._core import _build_config
+from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
 from stub_build import CC, CXX, STUBS, build_emulating_libcuda, run_python  # noqa: E402
@@ -63,8 +63,8 @@ PROLOGUE = """
 import ctypes, json, sys
 import numpy as np
 import torchcodec
-from torchcodec._core import _cuda_driver
-from torchcodec._core._cuda_convert import CudaConverter
+from torchcodec._cuda import _driver
+from torchcodec._cuda._converter import CudaConverter
 from torchcodec._core._decoder import StreamDecoder
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._video import VideoStream
@@ -76,7 +76,7 @@ import device_frames
 torchcodec.set_bridge("numpy")
 stub = ctypes.CDLL("libcuda.so.1")
 stub.stub_call_log.restype = ctypes.c_char_p
-context = _cuda_driver.load_driver().context(0)
+context = _driver.load_driver().context(0)
 primary = ctypes.c_void_p()
 assert stub.cuDevicePrimaryCtxRetain(ctypes.byref(primary), 0) == 0
 
@@ -425,7 +425,7 @@ except ValueError as error:
 stream, index = engine(path, converter)
 try:
     decode(stream, index, [0], 240, 320)
-except _cuda_driver.CudaError as error:
+except _driver.CudaError as error:
     out["launch"] = str(error)
 surface = DeviceArray((16, 64), np.uint8)
 try:
@@ -478,7 +478,7 @@ HWACCEL = """
 import json
 import numpy as np
 import torchcodec
-from torchcodec._core import _cuda_driver
+from torchcodec._cuda import _driver
 from torchcodec._core._decoder import StreamDecoder, cuda_hwaccel_unavailable_reason
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._video import VideoStream
@@ -488,7 +488,7 @@ torchcodec.set_bridge("numpy")
 out = {"reason": cuda_hwaccel_unavailable_reason()}
 path = %r
 # The package retains (activates) the primary context first, as torch or the NVDEC backend would.
-context = _cuda_driver.load_driver().context(0)
+context = _driver.load_driver().context(0)
 try:
     StreamDecoder(Demuxer(*open_source(path)), 0, 1, 0, 0)
 except ValueError as error:
@@ -526,8 +526,8 @@ GPU_PROLOGUE = """
 import ctypes, json
 import numpy as np
 import torchcodec
-from torchcodec._core import _cuda_driver
-from torchcodec._core._cuda_convert import CudaConverter
+from torchcodec._cuda import _driver
+from torchcodec._cuda._converter import CudaConverter
 from torchcodec._core._decoder import StreamDecoder
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._video import VideoStream
@@ -546,7 +546,7 @@ def decode_on_gpu(path, indices, as_float=False, rotation=0, cuda_device=-1):
     device memory, downloaded; and whether FFmpeg's hwaccel decoded them (cuda_device >= 0).'''
     demuxer = Demuxer(*open_source(path))
     index = demuxer.scan(0)
-    context = _cuda_driver.load_driver().context(0)
+    context = _driver.load_driver().context(0)
     decoder = StreamDecoder(demuxer, 0, 1, cuda_device, context.handle) if cuda_device >= 0 else None
     converter = CudaConverter(context)
     info = VideoDecoder(path).metadata

@@ -39,9 +39,9 @@ CLOSE = sorted(name for name, entry in gpu_tolerances.TOLERANCES.items() if not 
 @pytest.fixture(scope="module", autouse=True)
 def gpu():
     if not torchcodec.cuda_available():
-        from torchcodec._device import cuda_unavailable_reason
+        from torchcodec._cuda import reason as cuda_unavailable_reason
         pytest.skip(f"no usable GPU: {cuda_unavailable_reason()}")
-    from torchcodec._core._cuda_driver import CudaUnavailableError, load_nvcuvid
+    from torchcodec._cuda._driver import CudaUnavailableError, load_nvcuvid
     try:
         load_nvcuvid()
     except CudaUnavailableError as error:

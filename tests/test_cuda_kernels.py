@@ -27,7 +27,7 @@ import pytest
 import colour_probe
 import torchcodec
 import torchcodec._core
-from torchcodec._core import _build_config
+from torchcodec._cuda import _build_config
 
 KERNEL_SOURCES = pathlib.Path(__file__).resolve().parent.parent / "kernels"
 FATBIN_MAGIC = 0xBA55ED50
@@ -40,7 +40,7 @@ CUDA_LIBRARIES = ("libcuda.so", "libcudart.so", "libnvcuvid.so", "libnvidia-")
 
 
 def test_build_config_says_whether_the_kernels_module_exists():
-    exists = importlib.util.find_spec("torchcodec._core._kernels") is not None
+    exists = importlib.util.find_spec("torchcodec._cuda._kernels") is not None
     assert _build_config.CUDA_KERNELS is exists
     assert _build_config.CUDA_OPTION in ("auto", "enabled", "disabled")
     if _build_config.CUDA_OPTION == "disabled":
@@ -60,7 +60,7 @@ def test_kernels_are_built_wherever_nvcc_is_found():
 def kernels():
     if not _build_config.CUDA_KERNELS:
         pytest.skip("this build has no CUDA kernels (no nvcc, or -Dcuda=disabled)")
-    return importlib.import_module("torchcodec._core._kernels")
+    return importlib.import_module("torchcodec._cuda._kernels")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_no_extension_module_needs_a_cuda_library():
 
 
 def test_importing_the_kernels_loads_no_cuda_library(kernels, tmp_path):
-    code = ("import torchcodec._core._kernels as k, sys; k.fatbin('colour');"
+    code = ("import torchcodec._cuda._kernels as k, sys; k.fatbin('colour');"
             "maps = open('/proc/self/maps').read();"
             "print([l for l in ('libcuda', 'libcudart', 'libnvcuvid') if l in maps])")
     if not os.path.exists("/proc/self/maps"):

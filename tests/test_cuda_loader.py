@@ -1,4 +1,4 @@
-"""The CUDA driver loader (torchcodec._core._cuda_driver), tested without a GPU.
+"""The CUDA driver loader (torchcodec._cuda._driver), tested without a GPU.
 
 Each test compiles stand-ins for libcuda.so.1 / libnvcuvid.so.1 (tests/cuda_stubs/*.c, plus the
 other symbols that ffnvcodec's loader requires, generated from the installed dynlink_loader.h as
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from torchcodec._core import _build_config
+from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
 from stub_build import CC, build_stub, run_python  # noqa: E402
@@ -23,7 +23,7 @@ from stub_build import CC, build_stub, run_python  # noqa: E402
 
 def test_cuda_available_never_raises_and_agrees_with_the_reason():
     import torchcodec
-    from torchcodec._device import cuda_unavailable_reason
+    from torchcodec._cuda import reason as cuda_unavailable_reason
     reason = cuda_unavailable_reason()
     assert torchcodec.cuda_available() is (reason is None)
     if not _build_config.CUDA_DRIVER:
@@ -69,7 +69,7 @@ def loadable(soname: str, libdir: pathlib.Path) -> bool:
 STATUS = """
     import json, sys
     import torchcodec
-    from torchcodec._device import cuda_unavailable_reason
+    from torchcodec._cuda import reason as cuda_unavailable_reason
     from torchcodec.decoders import VideoDecoder
     try:
         VideoDecoder(b"", device="cuda")
@@ -122,13 +122,13 @@ def test_with_a_working_driver_cuda_is_available_and_a_cuda_decoder_gets_as_far_
 
 CONTEXT = """
     import ctypes, json
-    from torchcodec._core import _cuda_driver
+    from torchcodec._cuda import _driver
     stub = ctypes.CDLL("libcuda.so.1")
     def counter(name):
         return ctypes.c_int.in_dll(stub, name).value
-    driver = _cuda_driver.load_driver()
+    driver = _driver.load_driver()
     first = driver.context(0)
-    out = {"same_driver": _cuda_driver.load_driver() is driver, "same_context": driver.context(0) is first,
+    out = {"same_driver": _driver.load_driver() is driver, "same_context": driver.context(0) is first,
            "device_count": driver.device_count, "name": first.name, "retains": counter("stub_retains")}
     try:
         driver.context(2)
@@ -139,7 +139,7 @@ CONTEXT = """
     out["found"] = module.has_function("tc_copy_strided")
     try:
         module.function("no_such_kernel")
-    except _cuda_driver.CudaError as error:
+    except _driver.CudaError as error:
         out["lookup_error"] = [str(error), error.name]
     out["after_failure"] = [counter("stub_pushes"), counter("stub_pops"), counter("stub_stack_depth")]
     out["releases_before_exit"] = counter("stub_releases")
@@ -151,7 +151,7 @@ CONTEXT = """
 def kernels():
     if not _build_config.CUDA_KERNELS:
         pytest.skip("this build has no CUDA kernels (no nvcc)")
-    return importlib.import_module("torchcodec._core._kernels")
+    return importlib.import_module("torchcodec._cuda._kernels")
 
 
 def test_primary_context_is_retained_once_and_pushes_and_pops_balance(stubs, kernels, tmp_path):
@@ -176,9 +176,9 @@ def test_primary_context_is_retained_once_and_pushes_and_pops_balance(stubs, ker
 
 FATBIN = """
     import ctypes, json
-    from torchcodec._core import _cuda_driver, _kernels
+    from torchcodec._cuda import _driver, _kernels
     stub = ctypes.CDLL("libcuda.so.1")
-    context = _cuda_driver.load_driver().context(0)
+    context = _driver.load_driver().context(0)
     out = {}
     for name, kernels in _kernels.KERNELS.items():
         module = context.load_module(name)
@@ -209,13 +209,13 @@ def test_cuModuleLoadData_receives_exactly_the_embedded_fatbin(stubs, kernels):
 
 EXTRAS = """
     import json
-    from torchcodec._core import _cuda_driver
-    driver = _cuda_driver.load_driver()
+    from torchcodec._cuda import _driver
+    driver = _driver.load_driver()
     out = {"extras": driver.extras, "version": driver.driver_version}
     try:
         driver.require("cuStreamWaitEvent")
         out["require"] = None
-    except _cuda_driver.CudaError as error:
+    except _driver.CudaError as error:
         out["require"] = str(error)
     print(json.dumps(out))
 """
@@ -237,11 +237,11 @@ def test_a_driver_without_the_extra_functions_still_loads_and_says_what_is_missi
 
 NVCUVID = """
     import json
-    from torchcodec._core import _cuda_driver
+    from torchcodec._cuda import _driver
     try:
-        _cuda_driver.load_nvcuvid()
+        _driver.load_nvcuvid()
         out = {"error": None}
-    except _cuda_driver.CudaUnavailableError as error:
+    except _driver.CudaUnavailableError as error:
         out = {"error": str(error)}
     print(json.dumps(out))
 """

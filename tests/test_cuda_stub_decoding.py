@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import colour_probe
-from torchcodec._core import _build_config
+from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
 from stub_build import CC, CXX, build_emulating_libcuda, build_stub, run_python  # noqa: E402
@@ -200,10 +200,10 @@ def test_the_ffmpeg_backend_reports_its_fallback_after_the_first_frame(stubs, me
 
 
 OUT_AND_PICKLE = """
-from torchcodec._core import _cuda_driver, _device_buffer
+from torchcodec._cuda import _driver, _device_buffer
 path = {path!r}
 decoder = VideoDecoder(path, device="cuda", dimension_order="NHWC")
-context = _cuda_driver.load_driver().context(0)
+context = _driver.load_driver().context(0)
 target = _device_buffer.DeviceBuffer.empty(context, (2, 240, 320, 3), "uint8", 1)
 result = decoder.get_frames_at([10, 20], out=target)
 out = {{"same": result.data is target, "values": [sorted(set(f.ravel().tolist())) for f in host(target)]}}
@@ -337,11 +337,11 @@ def test_decoding_through_the_public_api_waits_on_the_host_for_nothing(stubs, me
 
 
 TWO_STREAMS = """
-from torchcodec._core import _cuda_driver, _device_buffer
+from torchcodec._cuda import _driver, _device_buffer
 cuda.stub_call_log.restype = ctypes.c_char_p
 cuda.stub_event_covers.restype = ctypes.c_ulonglong
 cuda.stub_stream_bit.restype = ctypes.c_ulonglong
-context = _cuda_driver.load_driver().context(0)
+context = _driver.load_driver().context(0)
 
 class OnStream:
     '''Memory of a DeviceBuffer offered through a CUDA Array Interface v3 that names a stream.'''

@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 import torchcodec
-from torchcodec._core import _build_config
+from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
 from stub_build import CC, build_stub, run_python  # noqa: E402
@@ -46,8 +46,8 @@ def stubs(tmp_path_factory):
 PRELUDE = """
 import ctypes, json, sys, threading
 import numpy
-from torchcodec._core import _cuda_driver
-from torchcodec._core._device_buffer import DeviceBuffer
+from torchcodec._cuda import _driver
+from torchcodec._cuda._device_buffer import DeviceBuffer
 stub = ctypes.CDLL("libcuda.so.1")
 stub.stub_call_log.restype = ctypes.c_char_p
 def counter(name):
@@ -62,7 +62,7 @@ def clear():
     stub.stub_clear_log()
 def balanced():
     return counter("stub_pushes") == counter("stub_pops") and counter("stub_stack_depth") == 0
-context = _cuda_driver.load_driver().context(0)
+context = _driver.load_driver().context(0)
 
 class DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
@@ -207,7 +207,7 @@ def test_a_permuted_view_shares_the_memory_and_keeps_it_alive(stubs):
 
 def test_absurd_sizes_and_bad_arguments_are_refused_before_allocating(stubs):
     out = run(stubs, """
-        from torchcodec._core._device_buffer import MAX_NBYTES
+        from torchcodec._cuda._device_buffer import MAX_NBYTES
         results = {}
         cases = {"huge": ((1 << 20, 1 << 20, 3), "uint8", 1), "negative": ((2, -1), "uint8", 1),
                  "dtype": ((2, 2), "int16", 1), "shape": ((2, "x"), "uint8", 1), "stream": ((2, 2), "uint8", -3),
@@ -218,7 +218,7 @@ def test_absurd_sizes_and_bad_arguments_are_refused_before_allocating(stubs):
                 DeviceBuffer.empty(context, shape, dtype, stream)
             except Exception as error:
                 results[name] = [type(error).__name__, str(error)]
-        from torchcodec._core._device_buffer import DeviceMemory
+        from torchcodec._cuda._device_buffer import DeviceMemory
         for name, make in {"direct": DeviceBuffer, "memory": DeviceMemory}.items():
             try:
                 make()
@@ -420,7 +420,7 @@ def test_dlpack_stream_orders_the_consumer_after_the_recorded_writes(stubs, stre
 
 def test_dlpack_refuses_stream_zero_other_devices_and_copies(stubs):
     out = run(stubs, """
-        second = _cuda_driver.load_driver().context(1)
+        second = _driver.load_driver().context(1)
         buffer = DeviceBuffer.empty(second, (4, 4), "uint8", 1)
         errors = {}
         for name, kwargs in {"zero": {"stream": 0}, "text": {"stream": "1"}, "bool": {"stream": True},
@@ -456,7 +456,7 @@ def test_without_custreamwaitevent_dlpack_waits_on_the_host(stubs):
 
 def test_driver_failures_raise_cuda_errors_and_leave_nothing_behind(stubs):
     out = run(stubs, """
-        from torchcodec._core._cuda_driver import CudaError
+        from torchcodec._cuda._driver import CudaError
         result = {}
         try:
             DeviceBuffer.empty(context, (4, 4), "uint8", 1)      # cuEventRecord fails after the allocation
@@ -468,7 +468,7 @@ def test_driver_failures_raise_cuda_errors_and_leave_nothing_behind(stubs):
     assert out["empty"][0].startswith("cuEventRecord failed: CUDA_ERROR_INVALID_VALUE")
     assert out["empty"][1:] == [0, 0] and out["balanced"]
     out = run(stubs, """
-        from torchcodec._core._cuda_driver import CudaError
+        from torchcodec._cuda._driver import CudaError
         buffer = DeviceBuffer.empty(context, (4, 4), "uint8", 1)
         base = sys.getrefcount(buffer)
         result = {}
@@ -686,7 +686,7 @@ def test_wrap_out_takes_device_buffers_in_both_dimension_orders(stubs):
         result["planar_as_nhwc"] = describe_output(_cuda_output.wrap_out(planar.permuted((0, 2, 3, 1)),
                                                                          (2, 4, 5, 3), "uint8", 0))
         errors = {}
-        second = DeviceBuffer.empty(_cuda_driver.load_driver().context(1), (2, 4, 5, 3), "uint8", 1)
+        second = DeviceBuffer.empty(_driver.load_driver().context(1), (2, 4, 5, 3), "uint8", 1)
         for name, args in {"shape": (nhwc, (2, 4, 6, 3), "uint8", 0), "nchw_shape": (nhwc, (2, 4, 5, 3), "uint8", 0, "NCHW"),
                            "dtype": (nhwc, (2, 4, 5, 3), "float32", 0), "device": (second, (2, 4, 5, 3), "uint8", 0),
                            "numpy": (numpy.empty((2, 4, 5, 3), "uint8"), (2, 4, 5, 3), "uint8", 0),
@@ -787,13 +787,13 @@ def gpu_context():
     import torchcodec
     if not torchcodec.cuda_available():
         pytest.skip("no CUDA device")
-    from torchcodec._core import _cuda_driver
-    return _cuda_driver.load_driver().context(0)
+    from torchcodec._cuda import _driver
+    return _driver.load_driver().context(0)
 
 
 @pytest.mark.cuda
 def test_torch_and_cupy_take_the_buffer_without_a_copy(gpu_context):
-    from torchcodec._core._device_buffer import DeviceBuffer
+    from torchcodec._cuda._device_buffer import DeviceBuffer
     buffer = DeviceBuffer.empty(gpu_context, (2, 4, 5, 3), "uint8", 1)
     consumers = [name for name in ("torch", "cupy") if importlib.util.find_spec(name) is not None]
     if not consumers:

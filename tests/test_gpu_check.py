@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import reference
 
-from torchcodec._core import _build_config
+from torchcodec._cuda import _build_config
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 GPU_CHECK = REPO / "tools" / "gpu_check.py"
@@ -360,7 +360,7 @@ def test_bundle_ffmpeg_decodes_and_demuxes_the_whole_corpus(media):
 
 
 def test_bundle_ffmpeg_has_what_the_tests_and_the_nvdec_input_use():
-    # the NVDEC input's bitstream filters (torchcodec/_core/_nvdec_input.pyx, choose_bsf)
+    # the NVDEC input's bitstream filters (torchcodec/_cuda/_nvdec_input.pyx, choose_bsf)
     assert {"h264_mp4toannexb", "hevc_mp4toannexb", "mpeg4_unpack_bframes", "null"} <= enabled("bsf")
     # tests/reference.py and the tests' own ffmpeg commands
     assert {"format", "scale", "crop", "aresample", "transpose", "hflip", "vflip", "testsrc", "testsrc2"} \

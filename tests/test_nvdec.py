@@ -1,4 +1,4 @@
-"""The NVDEC decoder (torchcodec._core._nvdec), tested without a GPU (issue 5, point 4).
+"""The NVDEC decoder (torchcodec._cuda._nvdec), tested without a GPU (issue 5, point 4).
 
 Each test runs Python in a subprocess against stand-ins for libcuda.so.1 (tests/cuda_stubs/
 libcuda_stub.c: counted context pushes and pops, events) and libnvcuvid.so.1
@@ -21,7 +21,7 @@ import pytest
 
 import reference
 from nvdec_frames import DeviceMemory, bit_depth, raw_frames
-from torchcodec._core import _build_config
+from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
 from stub_build import CC, build_stub, run_python  # noqa: E402
@@ -50,12 +50,12 @@ def stubs(tmp_path_factory):
 # decoder opened on a file (its best video stream).
 PRELUDE = """
 import ctypes, gc, json, os
-from torchcodec._core import _cuda_driver, _nvdec
+from torchcodec._cuda import _driver, _nvdec, _nvdec_cache
 from torchcodec._core._demuxer import Demuxer
 cuda = ctypes.CDLL("libcuda.so.1")
 nvcuvid = ctypes.CDLL("libnvcuvid.so.1")
 nvcuvid.stub_nvcuvid_log.restype = ctypes.c_char_p
-context = _cuda_driver.load_driver().context(0)
+context = _driver.load_driver().context(0)
 
 def counters():
     names = ("caps_queries", "decoders_created", "decoders_destroyed", "parsers_created", "parsers_destroyed", "sequences",
@@ -88,7 +88,7 @@ def samples(bytes_per_sample):
 def finish(out):
     # drop every decoder, empty the cache, and report the counters with the test's output
     gc.collect()
-    _nvdec.set_nvdec_cache_capacity(0)
+    _nvdec_cache.set_nvdec_cache_capacity(0)
     out["counters"] = counters()
     print(json.dumps(out))
 """
@@ -254,7 +254,7 @@ finish(out)
 @pytest.mark.parametrize("name", ["h264_bframes.mp4", "vp9.webm"])
 def test_a_flush_after_a_seek_restarts_at_the_key_frame_with_the_sequence_header(stubs, media, name):
     from torchcodec._core._demuxer import Demuxer
-    from torchcodec._core._nvdec_input import NvdecInput
+    from torchcodec._cuda._nvdec_input import NvdecInput
     path = media[name]
     stream_index = reference.best_stream(path)
     expected = [f["pts"] for f in reference.ffprobe_frames(path, stream_index)]
@@ -413,9 +413,9 @@ def destroyed_codecs():
     made = created_by_codec()
     return [made[line[len("destroy("):-1]] for line in log().splitlines() if line.startswith("destroy(")]
 
-out = {{"default": _nvdec.get_nvdec_cache_capacity()}}
+out = {{"default": _nvdec_cache.get_nvdec_cache_capacity()}}
 try:
-    _nvdec.set_nvdec_cache_capacity(-1)
+    _nvdec_cache.set_nvdec_cache_capacity(-1)
 except ValueError as error:
     out["negative"] = str(error)
 """
@@ -438,7 +438,7 @@ finish(out)
 """
     out = run(stubs, code)
     assert out["default"] == 20
-    assert "must be >= 0, got -1" in out["negative"]
+    assert "must be non-negative, got -1" in out["negative"]
     assert out["created"] == 1 and out["destroyed_while_used"] == 0
     assert out["destroyed_after"] == 0, "an idle decoder stays in the cache"
     assert out["counters"]["parsers_created"] == 2
@@ -447,7 +447,7 @@ finish(out)
 
 def test_capacity_zero_destroys_decoders_when_their_user_goes(stubs, media):
     code = CACHE.format(paths=cache_paths(media)) + """
-_nvdec.set_nvdec_cache_capacity(0)
+_nvdec_cache.set_nvdec_cache_capacity(0)
 decoder = decode("h264_bframes.mp4")
 out["live"] = counters()["decoders_destroyed"]
 del decoder
@@ -463,7 +463,7 @@ finish(out)
 
 def test_the_least_recently_used_decoder_is_evicted_beyond_the_capacity(stubs, media):
     code = CACHE.format(paths=cache_paths(media)) + """
-_nvdec.set_nvdec_cache_capacity(2)
+_nvdec_cache.set_nvdec_cache_capacity(2)
 for name in ("h264_bframes.mp4", "hevc_bframes.mp4", "vp9.webm"):
     decode(name)                       # each returned to the cache when the decoder goes
 out["evicted"] = destroyed_codecs()
@@ -472,7 +472,7 @@ out["created_after_hevc"] = counters()["decoders_created"]
 decode("h264_bframes.mp4")             # evicted: made again, and vp9 is now the least recently used
 out["created_after_h264"] = counters()["decoders_created"]
 out["evicted_after"] = destroyed_codecs()
-_nvdec.set_nvdec_cache_capacity(1)
+_nvdec_cache.set_nvdec_cache_capacity(1)
 out["shrunk"] = destroyed_codecs()
 finish(out)
 """
@@ -489,12 +489,12 @@ def test_a_decoder_returned_while_the_cache_is_busy_is_filed_later_without_waiti
     never waits for the lock: its decoder is queued and filed by the next cache operation."""
     code = CACHE.format(paths=cache_paths(media)) + """
 decoder = decode("h264_bframes.mp4")
-_nvdec._cache.lock.acquire()
+_nvdec_cache.cache.lock.acquire()
 del decoder                            # would deadlock if it waited for the lock
-out["queued"] = len(_nvdec._cache.returned)
-_nvdec._cache.lock.release()
+out["queued"] = len(_nvdec_cache.cache.returned)
+_nvdec_cache.cache.lock.release()
 decode("h264_bframes.mp4")             # files the queued decoder, then takes it
-out["queued_after"] = len(_nvdec._cache.returned)
+out["queued_after"] = len(_nvdec_cache.cache.returned)
 out["created"] = counters()["decoders_created"]
 finish(out)
 """
@@ -598,11 +598,11 @@ def test_decoders_and_surfaces_are_released_before_the_context_at_exit(stubs, me
     time_base = reference.ffprobe_stream(path, 0)["time_base"]
     code = """
 import numpy as np
-from torchcodec._core import _nvdec, _cuda_driver
+from torchcodec._cuda import _nvdec, _driver
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._video import VideoStream
-context = _cuda_driver.load_driver().context(0)
+context = _driver.load_driver().context(0)
 cached = _nvdec.NvdecDecoder(Demuxer({other!r}), 0, context)
 cached.decode_frames(3)
 del cached                                       # its CUVID decoder goes to the cache
@@ -715,19 +715,19 @@ def gpu():
     import torchcodec
     if not _build_config.CUDA_DRIVER or not torchcodec.cuda_available():
         pytest.skip("no usable NVIDIA GPU")
-    from torchcodec._core import _cuda_driver
+    from torchcodec._cuda import _driver
     try:
-        _cuda_driver.load_nvcuvid()
-    except _cuda_driver.CudaUnavailableError as error:
+        _driver.load_nvcuvid()
+    except _driver.CudaUnavailableError as error:
         pytest.fail(f"a GPU without NVDEC: {error}")
     memory = DeviceMemory()
-    yield _cuda_driver.load_driver().context(0), memory
+    yield _driver.load_driver().context(0), memory
     memory.close()
 
 
 def gpu_decoder(context, path, stream_index: int):
     """An NvdecDecoder on the real device, or a skip saying why NVDEC cannot take the stream there."""
-    from torchcodec._core import _nvdec
+    from torchcodec._cuda import _nvdec
     from torchcodec._core._demuxer import Demuxer
     demuxer = Demuxer(os.fspath(path))
     demuxer.use_only_stream(stream_index)

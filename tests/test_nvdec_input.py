@@ -19,7 +19,7 @@ import pytest
 import reference
 from torchcodec._core._avio import MemorySource
 from torchcodec._core._demuxer import Demuxer
-from torchcodec._core._nvdec_input import NvdecInput
+from torchcodec._cuda._nvdec_input import NvdecInput
 
 # (corpus file or remux of one, NVDEC codec, bitstream filter)
 CHOICES = [

@@ -293,7 +293,7 @@ def test_audio_only_file_has_no_video_stream(media):
 
 def test_cuda_device_without_a_usable_gpu_is_refused_with_the_reason(h264):
     import torchcodec
-    from torchcodec._device import cuda_unavailable_reason
+    from torchcodec._cuda import reason as cuda_unavailable_reason
     if torchcodec.cuda_available():
         pytest.skip("this machine has a usable GPU (tests/test_cuda_api.py covers the refusal with stubs)")
     with pytest.raises(RuntimeError, match="CUDA decoding is not available") as error:

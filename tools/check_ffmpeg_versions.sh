@@ -22,13 +22,16 @@ py_include=$("$PYTHON" -c "import sysconfig; print(sysconfig.get_paths()['includ
 
 echo "== cythonizing the engine"
 mkdir -p "$work/c"
-for pyx in torchcodec/_core/*.pyx; do
-  # The CUDA driver loader and device buffer use no FFmpeg header, only ffnvcodec's (absent where it is not installed).
-  case "$(basename "$pyx")" in _cuda_driver.pyx|_device_buffer.pyx) continue ;; esac
-  # The NVDEC decoder and the converter use both: checked where ffnvcodec's header is installed.
-  if { [ "$(basename "$pyx")" = _nvdec.pyx ] || [ "$(basename "$pyx")" = _cuda_convert.pyx ]; } &&
+for pyx in torchcodec/_core/*.pyx torchcodec/_cuda/*.pyx; do
+  name=$(basename "$pyx")
+  # The CUDA driver loader, device buffer and kernels use no FFmpeg header (the first two only ffnvcodec's).
+  case "$name" in _driver.pyx|_device_buffer.pyx|_kernels.pyx) continue ;; esac
+  # The NVDEC decoder and the CUDA converter use both: checked where ffnvcodec's header is installed.
+  if { [ "$pyx" = torchcodec/_cuda/_nvdec.pyx ] || [ "$pyx" = torchcodec/_cuda/_converter.pyx ]; } &&
      ! echo '#include <ffnvcodec/dynlink_loader.h>' | gcc -E -x c - >/dev/null 2>&1; then continue; fi
-  "$PYTHON" -m cython -3 -I . -X language_level=3 -X boundscheck=False -X wraparound=False -X cdivision=True "$pyx" -o "$work/c/$(basename "$pyx" .pyx).c" >/dev/null
+  # One C file per module path (_core/_x.pyx -> _core__x.c): the two folders may share a file name.
+  folder=$(basename "$(dirname "$pyx")")
+  "$PYTHON" -m cython -3 -I . -X language_level=3 -X boundscheck=False -X wraparound=False -X cdivision=True "$pyx" -o "$work/c/${folder}_${name%.pyx}.c" >/dev/null
 done
 
 echo "== cythonizing the image codecs"

@@ -337,7 +337,7 @@ carry_build() {
 import sys
 sys.meta_path[:] = [f for f in sys.meta_path if not (type(f).__module__.startswith("_torchcodec") and "editable" in type(f).__module__)]
 import torchcodec
-from torchcodec._core import _build_config as b
+from torchcodec._cuda import _build_config as b
 assert torchcodec.__file__.startswith(sys.argv[1]), torchcodec.__file__
 assert b.CUDA_KERNELS and b.CUDA_DRIVER, "built without CUDA"' "$dest"
     git -C "$REPO" rev-parse HEAD >"$dest/.commit"

@@ -666,8 +666,8 @@ def own_buffer(settings: Settings, shape: tuple) -> Any:
     """Memory torchcodec allocates itself (a DeviceBuffer on the legacy default stream); numpy in a dry run."""
     if settings.dry_run:
         return np.zeros(shape, np.uint8)
-    from torchcodec._core import _cuda_driver, _device_buffer
-    context = _cuda_driver.load_driver().context(int(settings.device.partition(":")[2] or 0))
+    from torchcodec._cuda import _driver, _device_buffer
+    context = _driver.load_driver().context(int(settings.device.partition(":")[2] or 0))
     return _device_buffer.DeviceBuffer.empty(context, shape, "uint8", 1)
 
 

@@ -216,8 +216,8 @@ wait_for_build() {
   [[ $(cat "$BUILD_RC") == 0 ]] || { echo "the build failed: $LOGS/build.log"; return 1; }
   PYTHONPATH=${INSTALL:+$INSTALL:}${PYTHONPATH:-} "$PYTHON" -P -c '
 import os, torchcodec
-from torchcodec._core import _build_config as b
-from torchcodec._device import cuda_unavailable_reason
+from torchcodec._cuda import _build_config as b
+from torchcodec._cuda import reason as cuda_unavailable_reason
 print("torchcodec", torchcodec.__version__, "from", torchcodec.__file__)
 print("FFmpeg", torchcodec.ffmpeg_version(), "| CUDA kernels:", b.CUDA_KERNELS, "| CUDA driver loader:", b.CUDA_DRIVER)
 print("cuda_available:", torchcodec.cuda_available(), cuda_unavailable_reason() or "")

@@ -14,7 +14,7 @@ from torchcodec import decoders, encoders, samplers, transforms
 from torchcodec._bridge import bridge, get_bridge, set_bridge
 from torchcodec._core._info import ffmpeg_major_version as _ffmpeg_major_version
 from torchcodec._core._info import ffmpeg_versions
-from torchcodec._device import cuda_available
+from torchcodec._cuda import cuda_available
 from torchcodec._frame import AudioSamples, Frame, FrameBatch
 from torchcodec._memory import get_memory_limit, set_memory_limit
 

@@ -194,8 +194,8 @@ def is_packed_rgb(strides: tuple[int, ...], itemsize: int) -> bool:
 
 
 def is_device_buffer(data: Any) -> bool:
-    """Whether ``data`` is torchcodec's own CUDA array (torchcodec._core._device_buffer.DeviceBuffer)."""
-    return type(data).__module__ == "torchcodec._core._device_buffer"
+    """Whether ``data`` is torchcodec's own CUDA array (torchcodec._cuda._device_buffer.DeviceBuffer)."""
+    return type(data).__module__ == "torchcodec._cuda._device_buffer"
 
 
 def nchw(data: Any) -> Any:

@@ -109,15 +109,16 @@ def _numpy() -> Any:
 
 def _info(args: argparse.Namespace) -> dict[str, Any]:
     import torchcodec
-    from torchcodec import _device, _install
-    from torchcodec._core import _build_config, _info as core_info
+    from torchcodec import _cuda, _install
+    from torchcodec._core import _info as core_info
+    from torchcodec._cuda import _build_config
 
-    cuda_reason = _device.cuda_unavailable_reason()
+    cuda_reason = _cuda.reason()
     nvdec_reason = cuda_reason
     if cuda_reason is None:
         try:
-            from torchcodec._core import _cuda_driver
-            _cuda_driver.load_nvcuvid()
+            from torchcodec._cuda import _driver
+            _driver.load_nvcuvid()
         except Exception as error:      # the reason, whatever the loader raised
             nvdec_reason = str(error)
     major, minor = torchcodec.__version__.split(".")[:2]

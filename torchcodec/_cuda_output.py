@@ -132,13 +132,13 @@ def _cupy_output(cupy: Any, data: Any) -> CudaOutput:
 
 
 def _context(device_index: int) -> Any:
-    from torchcodec._core._cuda_driver import load_driver
+    from torchcodec._cuda._driver import load_driver
     return load_driver().context(device_index)
 
 
 def _buffer_module() -> Any:
     try:
-        from torchcodec._core import _device_buffer
+        from torchcodec._cuda import _device_buffer
     except ImportError:
         raise RuntimeError("this build of torchcodec has no CUDA support (built without ffnvcodec's headers or "
                            "with -Dcuda=disabled)") from None

@@ -5,8 +5,8 @@ points at a FrameSync, and an FFmpeg CUDA hwaccel frame, AV_PIX_FMT_CUDA with a 
 naming its software format), their planes in memory the caller allocated with the stub's cuMemAlloc."""
 from libc.stdint cimport uint8_t
 
-from torchcodec._core._cuda_convert cimport CudaConverter
-from torchcodec._core._cuda_driver cimport FrameSync
+from torchcodec._cuda._converter cimport CudaConverter
+from torchcodec._cuda._driver cimport FrameSync
 from torchcodec._cuda cimport driver as cu
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVHWFramesContext, AVPixelFormat

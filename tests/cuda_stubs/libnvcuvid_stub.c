@@ -1,5 +1,5 @@
 /* A stand-in for libnvcuvid.so.1 (NVDEC), built by tests/cuda_stubs/stub_build.py, good enough to
- * drive torchcodec._core._nvdec without a GPU. It parses nothing: the test tells it the stream's
+ * drive torchcodec._cuda._nvdec without a GPU. It parses nothing: the test tells it the stream's
  * format through environment variables, and it treats every packet that carries a timestamp as one
  * picture.
  *

@@ -1,7 +1,7 @@
 # The Scaler owns a SwsContext: decoded frames to RGB in caller-provided memory, rotation applied,
 # then the decoder's transforms (crops and resizes), planned once as a short list of stages.
 from libc.stdint cimport uint8_t, uint16_t
-from torchcodec._core._converter cimport FrameConverter
+from torchcodec._core._frame_converter cimport FrameConverter
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVPixelFormat
 from torchcodec._ffmpeg.swscale cimport SwsContext
 

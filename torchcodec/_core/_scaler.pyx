@@ -23,7 +23,7 @@ from libc.stdint cimport uint8_t, uint16_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
-from torchcodec._core._converter cimport FrameConverter
+from torchcodec._core._frame_converter cimport FrameConverter
 from torchcodec._core._error cimport check_av
 
 from torchcodec._ffmpeg cimport avutil as lavu

@@ -1,6 +1,6 @@
 # The video engine: one stream of one source, decoded to RGB into caller-provided memory.
 from libc.stdint cimport int64_t, uint8_t
-from torchcodec._core._converter cimport FrameConverter
+from torchcodec._core._frame_converter cimport FrameConverter
 from torchcodec._core._decoder cimport FrameDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._frame_index cimport FrameIndex

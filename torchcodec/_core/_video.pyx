@@ -13,7 +13,7 @@ from libc.math cimport floor
 from libc.stdint cimport INT64_MIN, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, qsort
 
-from torchcodec._core._converter cimport FrameConverter
+from torchcodec._core._frame_converter cimport FrameConverter
 from torchcodec._core._decoder cimport FrameDecoder, StreamDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._error import EndOfStreamError

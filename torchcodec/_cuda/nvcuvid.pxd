@@ -1,6 +1,6 @@
 # NVCUVID (NVDEC's API) as ffnvcodec's loader exposes it: CuvidFunctions, filled by
 # cuvid_load_functions from libnvcuvid.so.1, and the parser / decoder types of dynlink_nvcuvid.h and
-# dynlink_cuviddec.h that torchcodec._core._nvdec uses. C names kept; only what is used. The picture
+# dynlink_cuviddec.h that torchcodec._cuda._nvdec uses. C names kept; only what is used. The picture
 # parameters (CUVIDPICPARAMS) are passed through from the parser to the decoder; only the surface
 # they decode into (CurrPicIdx) is read.
 from torchcodec._cuda.driver cimport CUdeviceptr, CUresult, CUstream

@@ -1,7 +1,7 @@
 """Decoders with TorchCodec's API."""
 from torchcodec.decoders._audio_decoder import AudioDecoder
-from torchcodec.decoders._cuda import (CpuFallbackStatus, get_nvdec_cache_capacity, set_cuda_backend,
-                                       set_nvdec_cache_capacity)
+from torchcodec._cuda._backend import CpuFallbackStatus, set_cuda_backend
+from torchcodec._cuda._nvdec_cache import get_nvdec_cache_capacity, set_nvdec_cache_capacity
 from torchcodec.decoders._image_decoders import (ImageCodecUnavailableError, ImageReadMode, ImageTooLargeError,
                                                  decode_avif, decode_gif, decode_heic, decode_image, decode_jpeg,
                                                  decode_png, decode_webp, get_max_image_pixels,

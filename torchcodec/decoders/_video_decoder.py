@@ -20,7 +20,7 @@ from torchcodec._core._video import Match, Request, VideoStream
 from torchcodec._frame import Frame, FrameBatch
 from torchcodec._memory import check_request
 from torchcodec._source import SourceLike, open_source
-from torchcodec.decoders import _cuda
+from torchcodec._cuda import _backend
 from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream
 from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
 from torchcodec.transforms._decoder_transforms import Resize, convert_transforms, make_plan
@@ -94,9 +94,9 @@ class VideoDecoder(Reopenable):
             raise InvalidArgumentTypeError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
         if not 0 <= num_ffmpeg_threads < 2**31:
             raise InvalidArgumentError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
-        self._device_index = _cuda.parse_device(device)
+        self._device_index = _backend.parse_device(device)
         if self._device_index is not None:
-            _cuda.check_cuda_usable(device, bool(transforms))
+            _backend.check_cuda_usable(device, bool(transforms))
         transforms = convert_transforms(transforms)      # refused before the source is opened
 
         self._dimension_order = dimension_order
@@ -128,7 +128,7 @@ class VideoDecoder(Reopenable):
         self._cuda = None
         decoder = converter = None
         if self._device_index is not None:
-            self._cuda = _cuda.CudaParts(self._device_index, demuxer, self.stream_index, int(num_ffmpeg_threads))
+            self._cuda = _backend.CudaParts(self._device_index, demuxer, self.stream_index, int(num_ffmpeg_threads))
             decoder, converter = self._cuda.decoder, self._cuda.converter
         self._engine = VideoStream(demuxer, self.stream_index, index, int(num_ffmpeg_threads),
                                    clockwise if clockwise in (90, 180, 270) else 0,
@@ -189,11 +189,11 @@ class VideoDecoder(Reopenable):
             yield self.get_frame_at(i).data
 
     @property
-    def cpu_fallback(self) -> _cuda.CpuFallbackStatus:
+    def cpu_fallback(self) -> _backend.CpuFallbackStatus:
         """Whether a CUDA decoder decodes on the CPU, and why: falsy when it does not (and always for
         CPU decoders); ``str()`` says which and why, ``.reason`` gives the reason alone."""
         if self._cuda is None:
-            return _cuda.CpuFallbackStatus(backend="CPU")
+            return _backend.CpuFallbackStatus(backend="CPU")
         return self._cuda.fallback_status()
 
     @property

@@ -1,8 +1,8 @@
 # The CUDA frame converter: decoded frames (NVDEC surfaces, FFmpeg CUDA hwaccel frames, or host
 # frames of the CPU fallback) to RGB in device memory, with the kernels of kernels/colour.cu.
 from libc.stdint cimport uint8_t
-from torchcodec._core._converter cimport FrameConverter
-from torchcodec._core._cuda_driver cimport CudaContext, CudaDriver
+from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._cuda._driver cimport CudaContext, CudaDriver
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._cuda cimport driver as cu
 from torchcodec._ffmpeg.avutil cimport AVFrame

@@ -25,7 +25,7 @@ from libc.stdint cimport int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 
 from torchcodec._cuda cimport driver as cu
-from torchcodec._core._cuda_driver cimport CudaContext, CudaDriver, check_cu, check_cu_nogil, stream_wait_event
+from torchcodec._cuda._driver cimport CudaContext, CudaDriver, check_cu, check_cu_nogil, stream_wait_event
 
 cdef extern from "Python.h":
     void Py_IncRef(PyObject *o)

@@ -4,7 +4,7 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from torchcodec._cuda cimport driver as cu
-from torchcodec._core._cuda_driver cimport CudaContext
+from torchcodec._cuda._driver cimport CudaContext
 
 
 # ---- DLPack 1.x (https://dmlc.github.io/dlpack/latest/c_api.html) -----------------------------

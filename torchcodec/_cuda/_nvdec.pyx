@@ -30,7 +30,6 @@ device's primary context is pushed around every CUVID call. Every decoder's driv
 destroyed before the driver releases the context (``add_release_hook``), whatever the order of the
 interpreter's exit handlers; frames still alive then only free their memory afterwards.
 """
-import threading
 from typing import NamedTuple
 
 from cpython.pythread cimport (PyThread_acquire_lock, PyThread_allocate_lock, PyThread_release_lock,
@@ -39,10 +38,10 @@ from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
-from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary, FrameSync, check_cu, check_cu_nogil
+from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, FrameSync, check_cu, check_cu_nogil
 from torchcodec._core._decoder cimport FrameDecoder
 from torchcodec._core._demuxer cimport Demuxer
-from torchcodec._core._nvdec_input cimport NvdecInput
+from torchcodec._cuda._nvdec_input cimport NvdecInput
 from torchcodec._cuda cimport driver as cu
 from torchcodec._cuda cimport nvcuvid as cuvid
 from torchcodec._ffmpeg cimport avcodec as lavc
@@ -51,7 +50,8 @@ from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avcodec cimport AVCodecParameters, AVPacket
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame
 
-from torchcodec._core._cuda_driver import CudaError, CudaUnavailableError, add_release_hook, load_nvcuvid
+from torchcodec._cuda._driver import CudaError, CudaUnavailableError, add_release_hook, load_nvcuvid
+from torchcodec._cuda._nvdec_cache import DecoderKey, cache
 
 cdef extern from *:
     """
@@ -87,7 +87,6 @@ cdef int NUM_OUTPUT_SURFACES = 4
 cdef int NOT_A_CUDA_ERROR = -1
 # What DALI and TorchCodec assume when the parser reports no minimum number of decode surfaces.
 cdef int FALLBACK_DECODE_SURFACES = 20
-DEFAULT_CACHE_CAPACITY = 20
 
 # NvdecInput's codec names -> cudaVideoCodec.
 CODECS = {
@@ -435,7 +434,7 @@ cdef class CuvidDecoder:
     def __cinit__(self):
         self.state = NULL
 
-    cdef int create(self, tuple key) except -1:
+    cdef int create(self, object key) except -1:
         codec, chroma, depth, width, height, output_format, num_decode, num_output = key
         cdef cuvid.CUVIDDECODECREATEINFO info
         cdef DecoderState *state = <DecoderState *>calloc(1, sizeof(DecoderState))
@@ -504,76 +503,10 @@ cdef class CuvidDecoder:
             unref_state(self.state)
 
 
-class DecoderCache:
-    """Idle CuvidDecoders per device, least recently used first, at most ``capacity`` per device.
-
-    Decoders come back from NvdecDecoder deallocators, which may run inside a garbage collection
-    while this thread holds the lock: such a return never waits for the lock, it is queued in
-    ``returned`` (a list append) and filed by the next operation that holds the lock.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.lock = threading.Lock()
-        self.idle = {}                  # device index -> [CuvidDecoder], least recently used first
-        self.returned = []              # given back while the lock was busy
-        self.capacity = capacity
-
-    def _file_returned(self) -> list:
-        """(Lock held.) File the queued returns; the decoders evicted beyond the capacity."""
-        while self.returned:
-            decoder = self.returned.pop(0)
-            self.idle.setdefault(decoder.device, []).append(decoder)
-        evicted = []
-        for decoders in self.idle.values():
-            excess = max(0, len(decoders) - self.capacity)
-            evicted += decoders[:excess]
-            del decoders[:excess]
-        return evicted
-
-    def take(self, int device, tuple key):
-        """The most recently used idle decoder of ``key`` on ``device``, or None."""
-        with self.lock:
-            evicted = self._file_returned()
-            decoders = self.idle.get(device, [])
-            for i in range(len(decoders) - 1, -1, -1):
-                if (<CuvidDecoder>decoders[i]).key == key:
-                    return decoders.pop(i)
-        del evicted                     # destroyed outside the lock
-        return None
-
-    def give_back(self, CuvidDecoder decoder) -> None:
-        """Keep an idle decoder, destroying the least recently used beyond the capacity."""
-        self.returned.append(decoder)
-        if not self.lock.acquire(blocking=False):
-            return                      # filed by the next operation
-        try:
-            evicted = self._file_returned()
-        finally:
-            self.lock.release()
-        del evicted
-
-    def set_capacity(self, int capacity) -> None:
-        with self.lock:
-            self.capacity = capacity
-            evicted = self._file_returned()
-        del evicted
-
-    def clear(self) -> None:
-        """Destroy every idle decoder (the driver's release hook, before it releases its contexts)."""
-        with self.lock:
-            self._file_returned()
-            evicted = list(self.idle.values())
-            self.idle.clear()
-        del evicted
-
-
-_cache = DecoderCache(DEFAULT_CACHE_CAPACITY)
-
-
 def _release_before_context() -> None:
     """The driver's release hook: destroy the cached decoders, then tear down every decoder still in
     use or kept alive by frames (surfaces unmapped after their readers), while the context exists."""
-    _cache.clear()
+    cache.clear()
     with nogil:
         teardown_all()
 
@@ -581,25 +514,9 @@ def _release_before_context() -> None:
 add_release_hook(_release_before_context)
 
 
-def set_nvdec_cache_capacity(int capacity) -> None:
-    """Keep at most ``capacity`` idle NVDEC decoders per GPU for reuse (default 20; 0 keeps none).
-
-    Decoders beyond it, least recently used first, are destroyed now. The cache and its capacity
-    are process-wide (decoders belong to a device, not to a thread). ValueError when negative.
-    """
-    if capacity < 0:
-        raise ValueError(f"the NVDEC cache capacity must be >= 0, got {capacity}")
-    _cache.set_capacity(capacity)
-
-
-def get_nvdec_cache_capacity() -> int:
-    """The number of idle NVDEC decoders kept per GPU (see set_nvdec_cache_capacity)."""
-    return _cache.capacity
-
-
-cdef CuvidDecoder take_decoder(CudaContext context, CuvidLibrary library, tuple key):
+cdef CuvidDecoder take_decoder(CudaContext context, CuvidLibrary library, object key):
     """An idle decoder of ``key`` on the context's device from the cache, or a new one."""
-    cdef CuvidDecoder decoder = _cache.take(context.index, key)
+    cdef CuvidDecoder decoder = cache.take(context.index, key)
     if decoder is not None:
         return decoder
     decoder = CuvidDecoder.__new__(CuvidDecoder)
@@ -781,7 +698,7 @@ cdef class NvdecDecoder(FrameDecoder):
         self.parser = NULL
         try:
             for decoder in self.retired + ([self.decoder] if self.decoder is not None else []):
-                _cache.give_back(decoder)
+                cache.give_back(decoder)
         except Exception:
             pass        # never raise from a deallocator: the decoders are then destroyed instead
 
@@ -849,8 +766,9 @@ cdef class NvdecDecoder(FrameDecoder):
             raise RuntimeError(reason)
         minimum = format.min_num_decode_surfaces or FALLBACK_DECODE_SURFACES
         num_decode = min(minimum + EXTRA_DECODE_SURFACES, MAX_DECODE_SURFACES)
-        key = (<int>format.codec, <int>format.chroma_format, depth, format.coded_width, format.coded_height,
-               surface_format(format.chroma_format, depth), num_decode, NUM_OUTPUT_SURFACES)
+        key = DecoderKey(<int>format.codec, <int>format.chroma_format, depth, format.coded_width,
+                         format.coded_height, surface_format(format.chroma_format, depth), num_decode,
+                         NUM_OUTPUT_SURFACES)
         if self.decoder is None or self.decoder.key != key:
             if self.decoder is not None:        # a format change: its queued pictures still map
                 self.retired.append(self.decoder)
@@ -868,7 +786,7 @@ cdef class NvdecDecoder(FrameDecoder):
         retired, self.retired = self.retired, []
         self.has_retired = False
         for decoder in retired:
-            _cache.give_back(decoder)
+            cache.give_back(decoder)
         return 0
 
     # ---- FrameDecoder
@@ -1126,4 +1044,4 @@ cdef class NvdecDecoder(FrameDecoder):
         sequence."""
         if self.decoder is None:
             return None
-        return self.decoder.key[6], self.decoder.key[7]
+        return self.decoder.key.decode_surfaces, self.decoder.key.output_surfaces

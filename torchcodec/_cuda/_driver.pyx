@@ -239,9 +239,9 @@ cdef class CudaContext:
         return buf.decode("utf-8", "replace")
 
     def load_module(self, name: str) -> CudaModule:
-        """Load the embedded fatbin ``name`` (see torchcodec._core._kernels.KERNELS) with cuModuleLoadData."""
+        """Load the embedded fatbin ``name`` (see torchcodec._cuda._kernels.KERNELS) with cuModuleLoadData."""
         try:
-            from torchcodec._core import _kernels
+            from torchcodec._cuda import _kernels
         except ImportError:
             raise CudaUnavailableError("this build of torchcodec has no CUDA kernels (built without nvcc)") from None
         cdef bytes image = _kernels.fatbin(name)

@@ -29,8 +29,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from torchcodec._core._converter cimport FrameConverter
-from torchcodec._core._cuda_driver cimport (CudaContext, CudaDriver, CudaModule, FrameSync, check_cu, check_cu_nogil,
+from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._cuda._driver cimport (CudaContext, CudaDriver, CudaModule, FrameSync, check_cu, check_cu_nogil,
                                             stream_wait_event)
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._cuda cimport driver as cu

@@ -1,10 +1,10 @@
 # NVDEC decoding driven from Cython: a CUVID parser fed by NvdecInput, CUVID decoders shared
 # through a per-device cache, decoded pictures handed out as AVFrames over mapped device surfaces.
 from libc.stdint cimport int64_t, uint8_t
-from torchcodec._core._cuda_driver cimport CudaContext, CuvidLibrary, FrameSync
+from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, FrameSync
 from torchcodec._core._decoder cimport FrameDecoder
 from torchcodec._core._demuxer cimport Demuxer
-from torchcodec._core._nvdec_input cimport NvdecInput
+from torchcodec._cuda._nvdec_input cimport NvdecInput
 from torchcodec._cuda cimport driver as cu
 from torchcodec._cuda cimport nvcuvid as cuvid
 from torchcodec._ffmpeg.avcodec cimport AVPacket
@@ -92,10 +92,9 @@ cdef class CuvidDecoder:
     cdef DecoderState *state
     cdef CudaContext context
     cdef CuvidLibrary library
-    cdef readonly tuple key     # (codec, chroma, bit depth, coded w, h, surface format, decode surfaces,
-                                #  output surfaces)
+    cdef readonly object key    # what it was created for: a DecoderKey (torchcodec._cuda._nvdec_cache)
     cdef readonly int device
-    cdef int create(self, tuple key) except -1
+    cdef int create(self, object key) except -1
 
 
 cdef class NvdecDecoder(FrameDecoder):
