@@ -1,9 +1,11 @@
 """The .pxd files are a C-level API: an extension built against the installed package decodes with it.
 
-tests/cimport_example/ is a small downstream project (meson + Cython) whose extension cimports
-``torchcodec._core._video`` and decodes frames without the GIL into memory it owns. It is built here
-against the torchcodec that this Python imports (installed or editable), like numpy's
-``numpy/_core/tests/test_cython.py``, then run on the corpus and compared with the ffmpeg CLI.
+tests/cimport_example/ is a small downstream project (meson + Cython) whose extension cimports the
+public paths ``torchcodec.readers`` (a VideoReader decoding frames by timestamp) and
+``torchcodec.blocks`` (Demuxer, VideoPacketDecoder and ColorConverter driven at C level), and
+decodes frames without the GIL into memory it owns. It is built here against the torchcodec that
+this Python imports (installed or editable), like numpy's ``numpy/_core/tests/test_cython.py``,
+then run on the corpus and compared with the ffmpeg CLI.
 """
 from __future__ import annotations
 
@@ -127,3 +129,17 @@ def test_cimport_example_checks_its_arguments_before_releasing_the_gil(frame_rea
         reader.read([len(reader)])
     with pytest.raises(ValueError, match="must have shape"):
         reader.read_into([0], np.empty((1, reader.height + 1, reader.width, 3), dtype=np.uint8))
+
+
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "h264_rotate90.mp4", "hevc_bframes.mp4"])
+def test_cimported_blocks_decode_only_the_key_frames_as_the_cli_does(frame_reader, media, name):
+    """The blocks pipeline of the example (demux, decode key packets only, convert), at C level."""
+    expected = reference.ffmpeg_rgb_frames(media[name])
+    keys = [i for i, frame in enumerate(reference.ffprobe_frames(media[name], 0)) if frame["key_frame"]]
+    assert 1 < len(keys) < len(expected)
+
+    frames, pts = frame_reader.key_frames(media[name])
+
+    assert frames.shape == (len(keys), *expected.shape[1:])
+    np.testing.assert_array_equal(frames, expected[keys])
+    assert list(pts) == sorted(pts) and pts[0] == 0.0

@@ -65,9 +65,10 @@ import numpy as np
 import torchcodec
 from torchcodec._cuda import _driver
 from torchcodec._cuda._converter import CudaConverter
-from torchcodec._core._decoder import StreamDecoder
+from torchcodec._core._packet_decoder import make_video_decoder
 from torchcodec._core._demuxer import Demuxer
-from torchcodec._core._video import VideoStream
+from torchcodec._core._color_converter import converter_over
+from torchcodec._core._video_reader import VideoReader
 from torchcodec._source import open_source
 from torchcodec.decoders import VideoDecoder
 sys.path.insert(0, ".")
@@ -104,9 +105,9 @@ class DeviceArray:
         assert stub.cuCtxPopCurrent_v2(None) == 0
 
 def engine(path, converter, rotation=0, decoder=None):
-    demuxer = Demuxer(*open_source(path))
-    index = demuxer.scan(0)
-    return VideoStream(demuxer, 0, index, 1, rotation, False, decoder, converter), index
+    demuxer = Demuxer(path)
+    index = demuxer._scan(0)
+    return VideoReader(demuxer, 0, index, rotation, False, decoder, converter_over(converter, 'cuda:0')), index
 
 def decode(stream, index, indices, height, width, as_float=False):
     '''Frames `indices` decoded by `stream` into device memory; returns them as a numpy copy.'''
@@ -462,10 +463,10 @@ finish({{"loads": counter("stub_loads"), "staging": staging, "live": counter("st
     assert out["events"] == [6, 6]
 
 
-# ---- FFmpeg's CUDA hwaccel (StreamDecoder(cuda_device=N)) ----------------------------------------
+# ---- FFmpeg's CUDA hwaccel (make_video_decoder(cuda_device=N)) ----------------------------------------
 
 def test_this_ffmpeg_build_has_the_cuda_hwaccel_as_ffmpeg_hwaccels_says():
-    from torchcodec._core._decoder import cuda_hwaccel_unavailable_reason
+    from torchcodec._core._packet_decoder import cuda_hwaccel_unavailable_reason
     listed = subprocess.run(["ffmpeg", "-hide_banner", "-hwaccels"], capture_output=True, text=True,
                             check=True).stdout.split()
     reason = cuda_hwaccel_unavailable_reason()
@@ -479,9 +480,10 @@ import json
 import numpy as np
 import torchcodec
 from torchcodec._cuda import _driver
-from torchcodec._core._decoder import StreamDecoder, cuda_hwaccel_unavailable_reason
+from torchcodec._core._packet_decoder import cuda_hwaccel_unavailable_reason, make_video_decoder
 from torchcodec._core._demuxer import Demuxer
-from torchcodec._core._video import VideoStream
+from torchcodec._core._color_converter import converter_over
+from torchcodec._core._video_reader import VideoReader
 from torchcodec._source import open_source
 from torchcodec.decoders import VideoDecoder
 torchcodec.set_bridge("numpy")
@@ -490,14 +492,14 @@ path = %r
 # The package retains (activates) the primary context first, as torch or the NVDEC backend would.
 context = _driver.load_driver().context(0)
 try:
-    StreamDecoder(Demuxer(*open_source(path)), 0, 1, 0, 0)
+    make_video_decoder(Demuxer(path), 0, 1, 0, 0)
 except ValueError as error:
     out["no_context"] = str(error)
-demuxer = Demuxer(*open_source(path))
-index = demuxer.scan(0)
-decoder = StreamDecoder(demuxer, 0, 1, 0, context.handle)
+demuxer = Demuxer(path)
+index = demuxer._scan(0)
+decoder = make_video_decoder(demuxer, 0, 1, 0, context.handle)
 out["before"] = decoder.hwaccel_used
-stream = VideoStream(demuxer, 0, index, 1, 0, False, decoder)
+stream = VideoReader(demuxer, 0, index, 0, False, decoder)
 frames = np.zeros((2, 240, 320, 3), np.uint8)
 stream.decode_at(np.array([index.pts(0), index.pts(33)], np.int64), 0, frames.ctypes.data, frames.strides[0],
                  frames.strides[1], 240, 320, False, np.zeros(2), np.zeros(2))
@@ -528,9 +530,10 @@ import numpy as np
 import torchcodec
 from torchcodec._cuda import _driver
 from torchcodec._cuda._converter import CudaConverter
-from torchcodec._core._decoder import StreamDecoder
+from torchcodec._core._packet_decoder import make_video_decoder
 from torchcodec._core._demuxer import Demuxer
-from torchcodec._core._video import VideoStream
+from torchcodec._core._color_converter import converter_over
+from torchcodec._core._video_reader import VideoReader
 from torchcodec._source import open_source
 from torchcodec.decoders import VideoDecoder
 
@@ -544,10 +547,10 @@ def check(ret, what):
 def decode_on_gpu(path, indices, as_float=False, rotation=0, cuda_device=-1):
     '''Frames `indices` of `path` converted by a CudaConverter on its own (non-blocking) stream, in
     device memory, downloaded; and whether FFmpeg's hwaccel decoded them (cuda_device >= 0).'''
-    demuxer = Demuxer(*open_source(path))
-    index = demuxer.scan(0)
+    demuxer = Demuxer(path)
+    index = demuxer._scan(0)
     context = _driver.load_driver().context(0)
-    decoder = StreamDecoder(demuxer, 0, 1, cuda_device, context.handle) if cuda_device >= 0 else None
+    decoder = make_video_decoder(demuxer, 0, 1, cuda_device, context.handle) if cuda_device >= 0 else None
     converter = CudaConverter(context)
     info = VideoDecoder(path).metadata
     height, width = (info.width, info.height) if rotation in (90, 270) else (info.height, info.width)
@@ -560,7 +563,7 @@ def decode_on_gpu(path, indices, as_float=False, rotation=0, cuda_device=-1):
     check(cu.cuStreamCreate(ctypes.byref(stream), 1), "cuStreamCreate")
     check(cu.cuMemAlloc_v2(ctypes.byref(memory), ctypes.c_size_t(host.nbytes)), "cuMemAlloc")
     converter.set_stream(stream.value)
-    engine = VideoStream(demuxer, 0, index, 1, rotation, False, decoder, converter)
+    engine = VideoReader(demuxer, 0, index, rotation, False, decoder, converter_over(converter, 'cuda:0'))
     targets = np.array([index.pts(i) for i in indices], np.int64)
     engine.decode_at(targets, 0, memory.value, host.strides[0], host.strides[1], height, width, as_float,
                      np.zeros(len(indices)), np.zeros(len(indices)))
@@ -613,7 +616,7 @@ print(json.dumps(out))
 @pytest.mark.cuda
 def test_on_a_gpu_ffmpegs_hwaccel_frames_are_converted_on_another_stream(real_gpu, media):
     code = GPU_PROLOGUE + f"""
-from torchcodec._core._decoder import cuda_hwaccel_unavailable_reason
+from torchcodec._core._packet_decoder import cuda_hwaccel_unavailable_reason
 out = {{"reason": cuda_hwaccel_unavailable_reason()}}
 if out["reason"] is None:
     for name in ("h264_25fps_2s.mp4", "hevc_10bit.mp4"):

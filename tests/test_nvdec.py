@@ -71,8 +71,7 @@ def log():
     return nvcuvid.stub_nvcuvid_log().decode()
 
 def open_decoder(path, stream_index):
-    demuxer = Demuxer(path)
-    demuxer.use_only_stream(stream_index)
+    demuxer = Demuxer(path, streams=stream_index)
     return _nvdec.NvdecDecoder(demuxer, stream_index, context)
 
 def reason(path, stream_index):
@@ -601,14 +600,14 @@ import numpy as np
 from torchcodec._cuda import _nvdec, _driver
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._frame_index import FrameIndex
-from torchcodec._core._video import VideoStream
+from torchcodec._core._video_reader import VideoReader
 context = _driver.load_driver().context(0)
 cached = _nvdec.NvdecDecoder(Demuxer({other!r}), 0, context)
 cached.decode_frames(3)
 del cached                                       # its CUVID decoder goes to the cache
 index = FrameIndex.from_lists({time_base!r}, {pts!r}, {durations!r}, {keys!r})
 demuxer = Demuxer({path!r})
-engine = VideoStream(demuxer, 0, index, 1, 0, True, decoder=_nvdec.NvdecDecoder(demuxer, 0, context))
+engine = VideoReader(demuxer, 0, index, 0, True, decoder=_nvdec.NvdecDecoder(demuxer, 0, context))
 rgb = np.zeros((1, 240, 320, 3), np.uint8)
 engine.decode_at(np.array([{target}], np.int64), 0, rgb.ctypes.data, rgb.strides[0], rgb.strides[1], 240, 320,
                  False, np.zeros(1), np.zeros(1))
@@ -640,10 +639,10 @@ def test_the_video_engine_decodes_any_frames_through_nvdec_with_its_seeks(stubs,
     code = """
 import numpy as np
 from torchcodec._core._frame_index import FrameIndex
-from torchcodec._core._video import VideoStream
+from torchcodec._core._video_reader import VideoReader
 index = FrameIndex.from_lists({time_base!r}, {pts!r}, {durations!r}, {keys!r})
 demuxer = Demuxer({path!r})
-engine = VideoStream(demuxer, 0, index, 1, 0, True, decoder=_nvdec.NvdecDecoder(demuxer, 0, context))
+engine = VideoReader(demuxer, 0, index, 0, True, decoder=_nvdec.NvdecDecoder(demuxer, 0, context))
 targets = np.array({targets!r}, dtype=np.int64)
 rgb = np.zeros((len(targets), 240, 320, 3), np.uint8)
 pts, durations = np.zeros(len(targets)), np.zeros(len(targets))
@@ -729,8 +728,7 @@ def gpu_decoder(context, path, stream_index: int):
     """An NvdecDecoder on the real device, or a skip saying why NVDEC cannot take the stream there."""
     from torchcodec._cuda import _nvdec
     from torchcodec._core._demuxer import Demuxer
-    demuxer = Demuxer(os.fspath(path))
-    demuxer.use_only_stream(stream_index)
+    demuxer = Demuxer(os.fspath(path), streams=stream_index)
     reason = _nvdec.nvdec_unsupported_reason(demuxer, stream_index, context)
     if reason is not None:
         pytest.skip(reason)

@@ -62,8 +62,7 @@ def corpus(media, tmp_path_factory) -> dict[str, pathlib.Path]:
 def open_input(path, stream_index: int | None = None) -> NvdecInput:
     if stream_index is None:
         stream_index = reference.best_stream(path)
-    demuxer = Demuxer(os.fspath(path))
-    demuxer.use_only_stream(stream_index)
+    demuxer = Demuxer(os.fspath(path), streams=stream_index)
     return NvdecInput(demuxer, stream_index)
 
 

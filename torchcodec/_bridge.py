@@ -16,7 +16,7 @@ import contextvars
 import importlib
 import importlib.util
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 BRIDGES = ("auto", "numpy", "torch", "jax", "cupy")
 _PACKAGES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "cupy": "cupy"}
@@ -93,6 +93,25 @@ def finish(data: Any, name: str) -> Any:
     if name == "jax":
         return _module("jax.numpy").from_dlpack(data)
     return data
+
+
+def from_host(view: Any, name: Optional[str] = None) -> Any:
+    """A HostArray (torchcodec._core._host_array: host memory another object owns, with shape and
+    byte strides) as an array of bridge ``name`` (default: the current bridge), without copying; the
+    array keeps the view's owner alive."""
+    name = name or get_bridge()
+    if name == "torch":
+        torch = _module("torch")
+        dtype = getattr(torch, view.dtype)
+        itemsize = torch.empty(0, dtype=dtype).element_size()
+        low, high = view.extent
+        flat = torch.frombuffer(view.bytes_view(), dtype=torch.uint8) if high > low else torch.empty(0, dtype=torch.uint8)
+        if dtype != torch.uint8:
+            flat = flat.view(dtype)
+        return flat.as_strided(view.shape, tuple(s // itemsize for s in view.strides), (view.address - low) // itemsize)
+    if name == "cupy":
+        raise ValueError("the cupy bridge gives CUDA arrays; these samples are in host memory")
+    return finish(_module("numpy").asarray(view), name)
 
 
 def float64_buffer(count: int) -> array.array:

@@ -187,10 +187,10 @@ def _json_value(value: Any) -> Any:
 
 def probe(path: str, exact: bool = False) -> dict[str, Any]:
     """Every stream's metadata (video streams: header values, or a scan with ``exact``)."""
-    from torchcodec._core._demuxer import Demuxer
+    from torchcodec._core._demuxer import open_source_demuxer
     from torchcodec.decoders import AudioDecoder, VideoDecoder
 
-    demuxer = Demuxer(path)
+    demuxer = open_source_demuxer(path)
     streams = []
     for index in range(demuxer.num_streams):
         kind = demuxer.media_type(index)

@@ -1,19 +1,33 @@
-"""Demuxing: open a source, describe its streams, read packets, seek, and scan a stream's frames."""
+"""Demuxing: open a source, describe its streams, read packets, seek, and scan streams' frames.
+
+The ``Demuxer`` is the first building block (TorchCodec's ``torchcodec.decoders.Demuxer``): it
+follows one or more streams (``streams=``), yields their compressed :class:`Packet`\\ s, seeks,
+and describes the container (``metadata``) and each followed stream (``streams[i].metadata``,
+``VideoStream.scan()``). A stream builds the packet decoder for its packets
+(``stream.make_decoder()``). The video and audio readers behind ``VideoDecoder`` and
+``AudioDecoder`` use the same Demuxer, through its C-level methods.
+"""
+import math
 from fractions import Fraction
 
 from libc.errno cimport EINVAL
 from libc.math cimport isnan
 from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t
+from libc.stdlib cimport free, malloc
 
 from torchcodec._core._avio cimport IOSource
 from torchcodec._core._error cimport check_av
-from torchcodec._core._frame_index cimport FrameIndex, ticks_to_seconds
+from torchcodec._core._error import InvalidArgumentError
+from torchcodec._core._frame_index cimport FrameIndex, closest_ticks, ticks_to_seconds
+from torchcodec._core import _metadata
+from torchcodec._source import open_source
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avcodec cimport AVPacket
 from torchcodec._ffmpeg.avformat cimport AVFormatContext, AVStream
+from torchcodec._ffmpeg.avutil cimport AVRational
 
 MEDIA_TYPE_NAMES = {
     lavu.AVMEDIA_TYPE_VIDEO: "video",
@@ -42,15 +56,106 @@ cdef object display_rotation(const int32_t *matrix):
     return None if isnan(degrees) else float(f"{degrees:f}")
 
 
-cdef class Demuxer:
-    """Opens ``source``: a path or URL (``str``), or an ``IOSource`` (memory or file object)."""
+def _process_local(name, hint):
+    raise TypeError(f"{name} cannot be pickled, copied or sent to another process: it is a handle to an FFmpeg "
+                    f"object that only exists in this one. {hint}")
 
-    def __cinit__(self, source, name=None):
+
+cdef class Packet:
+    """One compressed packet of one stream, as a :class:`Demuxer` read it.
+
+    Made by a ``Demuxer``, consumed by the packet decoder of its stream
+    (``VideoPacketDecoder``/``AudioPacketDecoder``); ``stream_index`` routes it there when a demuxer
+    follows several streams. The contents are FFmpeg's, by reference (no copy). Process-local: it
+    cannot be pickled or sent to another process.
+    """
+
+    def __cinit__(self):
+        self.ptr = lavc.av_packet_alloc()
+        if self.ptr == NULL:
+            raise MemoryError("av_packet_alloc failed")
+        self.stream_index = -1
+        self.generation = 0
+
+    def __dealloc__(self):
+        lavc.av_packet_free(&self.ptr)
+
+    def __reduce__(self):
+        _process_local("Packet", "Build a Demuxer in each process instead, from the same source: a packet is only "
+                                 "decodable by a decoder built from its own stream.")
+
+    @property
+    def pts_seconds(self):
+        """The packet's presentation timestamp in seconds (its decode timestamp where it has none;
+        None when it has neither)."""
+        cdef int64_t pts = ffcompat.tc_packet_pts(self.ptr)
+        return None if pts == lavu.AV_NOPTS_VALUE else ticks_to_seconds(pts, self.time_base.num, self.time_base.den)
+
+    @property
+    def duration_seconds(self):
+        """How long the packet's frame(s) are displayed, in seconds (0.0 when the container does not say)."""
+        return ticks_to_seconds(self.ptr.duration, self.time_base.num, self.time_base.den)
+
+    @property
+    def is_key_frame(self):
+        """Whether the packet starts a key frame (a decoder can start there)."""
+        return (self.ptr.flags & lavc.AV_PKT_FLAG_KEY) != 0
+
+    @property
+    def size(self):
+        """The packet's size in bytes."""
+        return self.ptr.size
+
+    def __repr__(self):
+        return (f"Packet(stream_index={self.stream_index}, pts_seconds={self.pts_seconds}, "
+                f"is_key_frame={self.is_key_frame}, size={self.size})")
+
+
+cdef class Demuxer:
+    """Reads one or more video and audio streams of a container and produces their compressed
+    :class:`Packet`\\ s (TorchCodec 0.17's building block).
+
+    This is a low-level API: for straightforward decoding, use ``VideoDecoder`` or ``AudioDecoder``.
+    Packets come out interleaved, in the order the container stores them, and
+    ``Packet.stream_index`` says which followed stream each belongs to::
+
+        demuxer = Demuxer("video.mp4", streams=("video", "audio"))
+        decoders = {s.index: s.make_decoder() for s in demuxer.streams}
+        for packet in demuxer:
+            for output in decoders[packet.stream_index].decode(packet):
+                ...
+
+    Args:
+        source: a path (str or pathlib.Path) or URL; bytes, bytearray, memoryview or a 1-D uint8
+            array of encoded bytes (read in place); or a binary file object with ``read`` and
+            ``seek`` (each read takes the GIL, so it overlaps less with other stages).
+        streams: which streams to follow: ``"video"`` / ``"audio"`` (FFmpeg's best stream of that
+            type), an int (an absolute stream index, video or audio), a tuple of those, or ``"all"``
+            (every video and audio stream, in container order; only on its own). Default "video".
+
+    Attributes:
+        streams (tuple): the :class:`VideoStream` / :class:`AudioStream` objects followed, in the
+            order ``streams`` named them; packet decoders are built from these.
+        metadata (DemuxerMetadata): what the header says about the container.
+
+    Errors: ``ValueError`` for a bad ``streams`` selection (not a stream, not video or audio, no
+    such stream type, empty); the source errors of ``VideoDecoder``. Passive and not thread-safe
+    (one thread at a time; reading a packet releases the GIL). Process-local: not picklable.
+    """
+
+    def __cinit__(self, source, *args, name=None, **kwargs):
         self.ptr = NULL
         self.source = None
+        self.generation = 0
+        self.followed = []
+        self.indices = {}
+        self._metadata = None
         cdef bytes url
         cdef const char *c_url
         cdef int ret
+        if not isinstance(source, IOSource):
+            source, opened_name = open_source(source)
+            name = name or opened_name
         cdef AVFormatContext *ctx = lavf.avformat_alloc_context()
         if ctx == NULL:
             raise MemoryError("avformat_alloc_context failed")
@@ -60,12 +165,9 @@ cdef class Demuxer:
             ctx.pb = self.source.ptr
             ctx.flags |= lavf.AVFMT_FLAG_CUSTOM_IO
             url = b""
-        elif isinstance(source, str):
-            self.name = repr(source)
-            url = source.encode("utf-8", "surrogateescape")
         else:
-            lavf.avformat_free_context(ctx)
-            raise TypeError(f"Demuxer needs a str path/URL or an IOSource, not {type(source).__name__}")
+            self.name = name or repr(source)
+            url = source.encode("utf-8", "surrogateescape")
         c_url = url
         with nogil:
             ret = lavf.avformat_open_input(&ctx, c_url, NULL, NULL)   # frees ctx on failure
@@ -77,6 +179,161 @@ cdef class Demuxer:
             ret = lavf.avformat_find_stream_info(self.ptr, NULL)
         self.raise_source_error()
         check_av(ret, "avformat_find_stream_info", self.name)
+
+    def __init__(self, source, *, streams="video"):
+        for selector in self._selectors(streams):
+            self.follow(self._stream_of(selector))
+
+    def __reduce__(self):
+        _process_local("Demuxer", "It owns an open container and the file descriptor behind it. Construct one in "
+                                  "each process, from the same source.")
+
+    def _selectors(self, streams):
+        """The stream selectors of ``streams`` (see the class documentation), checked."""
+        if isinstance(streams, str) and streams == "all":
+            return [i for i in range(self.ptr.nb_streams)
+                    if self.ptr.streams[i].codecpar.codec_type in (lavu.AVMEDIA_TYPE_VIDEO, lavu.AVMEDIA_TYPE_AUDIO)]
+        if isinstance(streams, (str, int)) or not hasattr(streams, "__iter__"):
+            streams = (streams,)
+        streams = tuple(streams)
+        if not streams:
+            raise ValueError("streams is empty, so this demuxer would have nothing to demux.")
+        for selector in streams:
+            if isinstance(selector, str) and selector == "all":
+                raise ValueError(f"streams='all' can only be used on its own, not alongside other selectors: got "
+                                 f"{streams!r}.")
+            if not (isinstance(selector, str) and selector in ("video", "audio")) and (
+                    isinstance(selector, bool) or not isinstance(selector, int)):
+                raise ValueError(f"Invalid stream selector {selector!r}. Expected 'video', 'audio', or an int "
+                                 f"stream index.")
+        return list(streams)
+
+    def _stream_of(self, selector):
+        """The stream index that ``selector`` names (ValueError when it names none)."""
+        if isinstance(selector, str):
+            best = self.best_stream(selector)
+            if best is None:
+                raise ValueError(f"No valid stream found in input file: {self.name} has no {selector} stream")
+            return best
+        if not 0 <= selector < self.ptr.nb_streams:
+            raise ValueError(f"The stream index {selector} is not a valid stream (the file has "
+                             f"{self.ptr.nb_streams} stream(s)).")
+        kind = self.media_type(selector)
+        if kind not in ("video", "audio"):
+            raise ValueError(f"The stream at index {selector} is not a video or audio stream (it is {kind}).")
+        return selector
+
+    cdef object follow(self, int index):
+        """Follow stream ``index`` (its packets are read from now on); its VideoStream/AudioStream."""
+        if index in self.followed:
+            raise ValueError(f"stream {index} is selected twice")
+        kind = self.media_type(index)
+        if kind not in ("video", "audio"):
+            raise ValueError(f"The stream at index {index} is not a video or audio stream (it is {kind}).")
+        self.followed.append(index)
+        self.set_discards()
+        return self.stream_object(index)
+
+    cdef object stream_object(self, int index):
+        """A VideoStream / AudioStream of followed stream ``index``. The demuxer keeps only indices
+        (the stream objects point at it: keeping them would make a reference cycle, which the
+        garbage collector may break in an order that frees the source before the format context)."""
+        if self.media_type(index) == "video":
+            return VideoStream.__new__(VideoStream, self, index)
+        return AudioStream.__new__(AudioStream, self, index)
+
+    cdef int set_discards(self) except -1:
+        """Have FFmpeg skip the packets of the streams not followed (less I/O and parsing)."""
+        cdef unsigned int i
+        wanted = set(self.followed)
+        for i in range(self.ptr.nb_streams):
+            self.ptr.streams[i].discard = lavc.AVDISCARD_DEFAULT if i in wanted else lavc.AVDISCARD_ALL
+        return 0
+
+    def _follow(self, int index):
+        """Follow stream ``index`` too (the decoders' way of choosing their stream); its stream object."""
+        return self.follow(index)
+
+    @property
+    def streams(self):
+        """The followed streams (VideoStream / AudioStream), in the order they were selected."""
+        return tuple(self.stream_object(index) for index in self.followed)
+
+    @property
+    def metadata(self):
+        """What the header says about the container (a ``DemuxerMetadata``)."""
+        if self._metadata is None:
+            self._metadata = _metadata.DemuxerMetadata(**self.container_header())
+        return self._metadata
+
+    def stream_metadata(self, int index):
+        """The header metadata of stream ``index`` (made once)."""
+        key = ("stream", index)
+        if key not in self.indices:
+            self.indices[key] = _metadata.header_metadata(self.stream_header(index))
+        return self.indices[key]
+
+    def container_header(self):
+        """The container's header fields of DemuxerMetadata, as a dict."""
+        duration = None
+        if self.ptr.duration != lavu.AV_NOPTS_VALUE and self.ptr.duration > 0:
+            duration = ticks_to_seconds(self.ptr.duration, 1, lavu.AV_TIME_BASE)
+        return dict(duration_seconds_from_header=duration,
+                    bit_rate_from_header=float(self.ptr.bit_rate) if self.ptr.bit_rate > 0 else None,
+                    best_video_stream_index=self.best_stream("video"),
+                    best_audio_stream_index=self.best_stream("audio"))
+
+    # ---- packets ------------------------------------------------------------------------------
+
+    cdef Packet next_packet(self):
+        """The next packet of a followed stream, or None at the end of the file (or at data that
+        cannot be read: a truncated file ends there). Reading releases the GIL."""
+        cdef Packet packet = Packet.__new__(Packet)
+        cdef int got
+        with nogil:
+            got = self.read_into(packet)
+        return packet if got else None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        """The next :class:`Packet` of the followed streams, interleaved as the container stores them."""
+        packet = self.next_packet()
+        if packet is None:
+            raise StopIteration
+        return packet
+
+    def seek(self, seconds, *, stream=None):
+        """Move the demuxer to ``seconds`` (on ``stream``'s key frames; default: the first of ``streams``).
+
+        Every followed stream moves. Video lands on the key frame at or before ``seconds`` (the first
+        frames decoded then are usually before it); audio codecs need to re-prime, so decode a margin
+        before your target and drop it. Seeking straight to ``seconds`` is what VideoDecoder calls
+        seek_mode="approximate"; for exact access, scan the stream and seek to
+        ``FrameIndex.key_frame_seconds_for(target)``. Afterwards, call ``reset()`` on every packet
+        decoder and AudioConverter fed by this demuxer (a packet from before the seek refuses to be
+        decoded after it). ValueError for a ``stream`` this demuxer does not follow or a time that
+        is not a finite number.
+        """
+        cdef int index
+        if stream is None:
+            if not self.followed:
+                raise ValueError("this demuxer follows no stream")
+            index = self.followed[0]
+        elif (not isinstance(stream, DemuxedStream) or (<DemuxedStream>stream).demuxer is not self
+              or (<DemuxedStream>stream).index not in self.followed):
+            raise ValueError(f"seek(stream=...) must be one of this demuxer's streams, got {stream!r}")
+        else:
+            index = (<DemuxedStream>stream).index
+        seconds = float(seconds)
+        if not math.isfinite(seconds):
+            raise InvalidArgumentError(f"cannot seek to {seconds} seconds")
+        cdef AVStream *st = self.ptr.streams[index]
+        cdef int64_t timestamp = closest_ticks(seconds, st.time_base.num, st.time_base.den)
+        with nogil:
+            self.seek_timestamp(index, timestamp)
+        self.generation += 1
 
     def __dealloc__(self):
         if self.ptr != NULL:
@@ -118,13 +375,6 @@ cdef class Demuxer:
                                       else lavu.AVMEDIA_TYPE_AUDIO)
         cdef int ret = lavf.av_find_best_stream(self.ptr, kind, -1, -1, NULL, 0)
         return ret if ret >= 0 else None
-
-    def use_only_stream(self, int index):
-        """Tell the demuxer to skip the packets of every other stream (less I/O and parsing)."""
-        self.stream(index)
-        cdef unsigned int i
-        for i in range(self.ptr.nb_streams):
-            self.ptr.streams[i].discard = lavc.AVDISCARD_DEFAULT if <int>i == index else lavc.AVDISCARD_ALL
 
     def stream_header(self, int index):
         """A dict of what the container and codec parameters say about stream ``index``."""
@@ -180,12 +430,31 @@ cdef class Demuxer:
     cdef int read(self, AVPacket *packet) except? -1 nogil:
         """av_read_frame; returns its code (AVERROR_EOF at the end). Raises a file object's error."""
         cdef int ret = lavf.av_read_frame(self.ptr, packet)
+        self.has_read = True
         if ret < 0 and self.source is not None:
             with gil:
                 self.raise_source_error()
         return ret
 
-    cdef int seek(self, int stream_index, int64_t timestamp) except -1 nogil:
+    cdef int read_into(self, Packet packet) except -1 nogil:
+        """Read the next packet of a followed stream into ``packet`` (its previous content is
+        released): 1, or 0 at the end of the file (or at data that cannot be read). The C-level
+        form of iterating the demuxer, for extensions (see ``torchcodec/blocks.pxd``)."""
+        cdef int ret
+        while True:
+            lavc.av_packet_unref(packet.ptr)
+            ret = self.read(packet.ptr)
+            if ret < 0:
+                return 0
+            if (self.ptr.streams[packet.ptr.stream_index].discard != lavc.AVDISCARD_ALL
+                    and not ffcompat.tc_packet_is_discarded(packet.ptr)):
+                break
+        packet.stream_index = packet.ptr.stream_index
+        packet.generation = self.generation
+        packet.time_base = self.ptr.streams[packet.stream_index].time_base
+        return 1
+
+    cdef int seek_timestamp(self, int stream_index, int64_t timestamp) except -1 nogil:
         """Seek so that the next packets start at the key frame at or before ``timestamp``
         (INT64_MIN: the first key frame). Falls back to the nearest key frame, then to byte 0."""
         cdef int ret = lavu.AVERROR(EINVAL)
@@ -207,7 +476,7 @@ cdef class Demuxer:
         The video paths use this: INT64_MIN was seen to bring no packets back once an mp4 video had
         been read to its end."""
         cdef int64_t start = self.ptr.streams[stream_index].start_time
-        return self.seek(stream_index, start if start != lavu.AV_NOPTS_VALUE else INT64_MIN)
+        return self.seek_timestamp(stream_index, start if start != lavu.AV_NOPTS_VALUE else INT64_MIN)
 
     cdef int seek_bytes(self, int64_t position) except -1 nogil:
         """Seek to byte ``position`` (the start of a packet) of the file."""
@@ -221,32 +490,174 @@ cdef class Demuxer:
     cdef bint can_seek_bytes(self) noexcept nogil:
         return not (self.ptr.iformat.flags & lavf.AVFMT_NO_BYTE_SEEK)
 
-    def scan(self, int stream_index):
-        """Read every packet of ``stream_index`` and return its FrameIndex (discarded packets left out).
+    cdef bint follows(self, int index) noexcept:
+        return index in self.followed
 
-        Reading stops at the end of the file or at the first unreadable packet (a truncated file
-        keeps the frames before the damage). The demuxer must be seeked before reading again.
+    cdef int scan_followed(self, bint rewind) except -1:
+        """Read every packet of the followed streams once and keep each stream's FrameIndex
+        (discarded packets left out) in ``indices``; then, if ``rewind``, seek back to the start.
+
+        Reading starts at the start of the file and stops at its end or at the first unreadable
+        packet (a truncated file keeps the frames before the damage). Without ``rewind``, the
+        demuxer must be seeked before reading again.
         """
-        cdef AVStream *st = self.stream(stream_index)
-        cdef FrameIndex index = FrameIndex((st.time_base.num, st.time_base.den))
-        cdef AVPacket *packet = lavc.av_packet_alloc()
-        if packet == NULL:
-            raise MemoryError("av_packet_alloc failed")
+        cdef AVStream *st
+        cdef Py_ssize_t i, count = len(self.followed)
         cdef int ret = 0
+        cdef int first
+        if count == 0:
+            raise ValueError("this demuxer follows no stream: there is nothing to scan")
+        first = self.followed[0]
+        indices = []
+        for i in range(count):
+            st = self.ptr.streams[<int>self.followed[i]]
+            indices.append(FrameIndex((st.time_base.num, st.time_base.den)))
+        cdef int *wanted = <int *>malloc(count * sizeof(int))
+        cdef void **targets = <void **>malloc(count * sizeof(void *))     # borrowed: ``indices`` holds them
+        cdef AVPacket *packet = lavc.av_packet_alloc()
         try:
+            if wanted == NULL or targets == NULL or packet == NULL:
+                raise MemoryError("cannot allocate the scan's packet")
+            for i in range(count):
+                wanted[i] = self.followed[i]
+                targets[i] = <void *>indices[i]
             with nogil:
+                if self.generation > 0 or self.has_read:
+                    self.seek_to_start(first)
                 while True:
                     ret = self.read(packet)
                     if ret < 0:
                         break
-                    if packet.stream_index == stream_index and not ffcompat.tc_packet_is_discarded(packet):
-                        if packet.pts == lavu.AV_NOPTS_VALUE:
-                            index.pts_from_dts = True
-                        index.append(ffcompat.tc_packet_pts(packet), packet.duration,
-                                     (packet.flags & lavc.AV_PKT_FLAG_KEY) != 0, packet.pos)
+                    if not ffcompat.tc_packet_is_discarded(packet):
+                        for i in range(count):
+                            if packet.stream_index == wanted[i]:
+                                if packet.pts == lavu.AV_NOPTS_VALUE:
+                                    (<FrameIndex>targets[i]).pts_from_dts = True
+                                (<FrameIndex>targets[i]).append(ffcompat.tc_packet_pts(packet), packet.duration,
+                                                                (packet.flags & lavc.AV_PKT_FLAG_KEY) != 0, packet.pos)
+                                break
                     lavc.av_packet_unref(packet)
-                index.finish()
+                for i in range(count):
+                    (<FrameIndex>targets[i]).finish()
+                if rewind:
+                    self.seek_to_start(first)
         finally:
             lavc.av_packet_free(&packet)
-        return index
+            free(wanted)
+            free(targets)
+        for i in range(count):
+            self.indices[self.followed[i]] = indices[i]
+        if rewind:
+            self.generation += 1
+        return 0
 
+    def _scan(self, int stream_index, bint rewind=False):
+        """The FrameIndex of followed stream ``stream_index``, from one read of the file (see
+        scan_followed; every followed stream is indexed by the same read)."""
+        if not self.follows(stream_index):
+            raise ValueError(f"stream {stream_index} is not followed by this demuxer")
+        if stream_index not in self.indices:
+            self.scan_followed(rewind)
+        return self.indices[stream_index]
+
+
+cdef class DemuxedStream:
+    """A stream that a :class:`Demuxer` follows (a VideoStream or an AudioStream); the demuxer makes
+    them (``demuxer.streams``), never the caller.
+
+    Attributes:
+        index (int): the stream's absolute index in the container (what ``Packet.stream_index`` says).
+    """
+
+    def __cinit__(self, Demuxer demuxer not None, int index):
+        self.demuxer = demuxer
+        self.index = index
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(f"{type(self).__name__} cannot be built directly: a Demuxer makes one for each stream "
+                           f"it follows (demuxer.streams)")
+
+    def __reduce__(self):
+        _process_local(type(self).__name__, "Reach it through a Demuxer built in that process.")
+
+    def __repr__(self):
+        return f"{type(self).__name__}(index={self.index})"
+
+    def __eq__(self, other):
+        return (type(other) is type(self) and (<DemuxedStream>other).demuxer is self.demuxer
+                and (<DemuxedStream>other).index == self.index)
+
+    def __hash__(self):
+        return hash((id(self.demuxer), self.index))
+
+    @property
+    def metadata(self):
+        """What the container header says about this stream (VideoStreamHeaderMetadata or
+        AudioStreamHeaderMetadata): no frame count or timestamps from the content (see ``scan``)."""
+        return self.demuxer.stream_metadata(self.index)
+
+
+cdef class VideoStream(DemuxedStream):
+    """A video stream followed by a :class:`Demuxer` (see ``Demuxer.streams``)."""
+
+    def scan(self):
+        """Read the stream's packets from end to end without decoding them (a scan) and return its
+        :class:`FrameIndex`: the exact frame count, timestamps and key frames, which the header may
+        get wrong. One read of the file indexes every stream the demuxer follows, so later calls (on
+        this or another stream) are free. Call it before reading packets: the demuxer is back at the
+        start afterwards (decoders fed before must be ``reset()``)."""
+        return self.demuxer._scan(self.index, True)
+
+    def make_decoder(self, device=None, *, num_ffmpeg_threads=1):
+        """The :class:`VideoPacketDecoder` of this stream's packets.
+
+        Args:
+            device: where to decode: "cpu", "cuda" or "cuda:N" (also a ``torch.device``). None: torch's
+                default device when torch is in use (``torch.set_default_device``), else the CPU. On
+                CUDA, NVDEC decodes (or FFmpeg's CUDA hwaccel, under ``set_cuda_backend("ffmpeg")``);
+                a stream NVDEC cannot decode is decoded on the CPU and its frames uploaded.
+            num_ffmpeg_threads: CPU decoding threads (1: on the calling thread, best when several
+                streams decode in parallel; 0 lets FFmpeg choose). No effect on the GPU.
+        """
+        from torchcodec._cuda import _backend
+        from torchcodec._core._packet_decoder import make_video_decoder
+        threads = _backend.check_threads(num_ffmpeg_threads)
+        device_index = _backend.parse_device(device)
+        if device_index is None:
+            return make_video_decoder(self.demuxer, self.index, threads)
+        return _backend.open_cuda_packet_decoder(self.demuxer, self.index, device_index, threads)
+
+
+cdef class AudioStream(DemuxedStream):
+    """An audio stream followed by a :class:`Demuxer` (see ``Demuxer.streams``)."""
+
+    def make_decoder(self):
+        """The :class:`AudioPacketDecoder` of this stream's packets (audio decodes on the CPU)."""
+        from torchcodec._core._packet_decoder import make_audio_decoder
+        return make_audio_decoder(self.demuxer, self.index)
+
+
+cdef Demuxer open_demuxer(object source, object name=None):
+    """A Demuxer of ``source`` that follows no stream yet (``follow`` chooses them)."""
+    return Demuxer.__new__(Demuxer, source, name=name)
+
+
+def open_source_demuxer(source, name=None):
+    """``open_demuxer`` for Python callers (the decoders choose and follow their stream themselves)."""
+    return open_demuxer(source, name)
+
+
+def get_container_metadata(source):
+    """Describe a container and every stream in it, without decoding anything (only the header is
+    read): a ``ContainerMetadata`` with the container's fields and one entry per stream, indexed by
+    stream index (VideoStreamHeaderMetadata, AudioStreamHeaderMetadata, or StreamMetadata for the
+    others)::
+
+        metadata = get_container_metadata("video.mp4")
+        metadata.streams[metadata.best_video_stream_index].width
+
+    ``source`` is anything a Demuxer opens.
+    """
+    cdef Demuxer demuxer = open_demuxer(source)
+    streams = [_metadata.header_metadata(demuxer.stream_header(i)) for i in range(demuxer.ptr.nb_streams)]
+    return _metadata.ContainerMetadata(**demuxer.container_header(), streams=streams)

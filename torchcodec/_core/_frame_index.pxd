@@ -18,12 +18,18 @@ cdef class FrameIndex:
     cdef readonly int64_t time_base_num   # seconds per pts tick = num / den
     cdef readonly int64_t time_base_den
     cdef readonly bint pts_from_dts  # some packets had no pts: their dts stood in for it
+    cdef double *ends_so_far        # running max of each frame's end (seconds): index_at's search
+    cdef dict arrays                # (name, bridge) -> the public arrays, made when first asked for
 
     cdef int append(self, int64_t pts, int64_t duration, bint is_key, int64_t pos=*) except -1 nogil
     cdef void finish(self) noexcept nogil
     cdef Py_ssize_t find_pts(self, int64_t pts) noexcept nogil
     cdef Py_ssize_t last_at_or_before(self, int64_t pts) noexcept nogil
     cdef Py_ssize_t _check(self, Py_ssize_t i) except -1
+    cdef object cached(self, str which)
+    cdef int compute_ends(self) except -1
+    cdef Py_ssize_t index_at_seconds(self, double seconds) noexcept nogil
+    cdef double key_frame_seconds(self, double seconds) noexcept nogil
     cdef inline double seconds(self, int64_t pts) noexcept nogil:
         return ticks_to_seconds(pts, self.time_base_num, self.time_base_den)
 

@@ -1,14 +1,25 @@
 """The frame index of one stream (exact mode, or from user-provided frame mappings).
 
-Entries are in presentation (pts) order. They come from a packet scan (``Demuxer.scan``), where
-packets that an edit list discards are left out, or from ``FrameIndex.from_lists`` for custom
+Entries are in presentation (pts) order. They come from a packet scan (``VideoStream.scan()``),
+where packets that an edit list discards are left out, or from ``FrameIndex.from_lists`` for custom
 frame mappings. ``finish`` sorts them and computes, for each frame, the key frame a decoder must
 start from.
+
+The same object is TorchCodec 0.17's building-block ``FrameIndex``: per-frame arrays
+(``is_key_frame``, ``pts_seconds``, ``duration_seconds``) and key frame positions
+(``key_frame_indices``) of the bridge's array library, the stream's content-derived metadata, and
+the two searches an exact seek is built from (``index_at``, ``key_frame_seconds_for``). Seconds are
+computed as TorchCodec computes them (``pts * num / den`` in float64), so they compare equal to
+the timestamps decoded frames carry.
 """
+import math
 from fractions import Fraction
 
-from libc.stdint cimport int64_t
-from libc.stdlib cimport free, qsort, realloc
+from libc.math cimport isnan
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport free, malloc, qsort, realloc
+
+from torchcodec import _bridge
 
 
 def time_base_fraction(time_base):
@@ -26,8 +37,23 @@ cdef int compare_pts(const void *a, const void *b) noexcept nogil:
 
 
 cdef class FrameIndex:
+    """What the packets of a stream say about its frames: one entry per frame, in presentation
+    order (see the module's documentation). A scan makes it (``VideoStream.scan()``)::
+
+        frame_index = video_stream.scan()
+        target = frame_index.pts_seconds[frame_index.index_at(12.5)]    # the frame shown at 12.5 s
+        demuxer.seek(frame_index.key_frame_seconds_for(target))
+        packet_decoder.reset()
+        # ... then decode forward, dropping the frames before ``target``
+
+    Everything here comes from the stream's packets, not from the container header, so it is
+    exact where the header is only a claim (the ``_from_content`` names).
+    """
+
     def __cinit__(self, time_base):
         self.entries = NULL
+        self.ends_so_far = NULL
+        self.arrays = {}
         self.size = 0
         self.capacity = 0
         fraction = time_base_fraction(time_base)
@@ -39,6 +65,13 @@ cdef class FrameIndex:
 
     def __dealloc__(self):
         free(self.entries)
+        free(self.ends_so_far)
+
+    def __reduce__(self):
+        return (_rebuild_index, ((self.time_base_num, self.time_base_den), [self.entries[i].pts for i in range(self.size)],
+                                 [self.entries[i].duration for i in range(self.size)],
+                                 [bool(self.entries[i].is_key) for i in range(self.size)],
+                                 [self.entries[i].pos for i in range(self.size)], self.pts_from_dts))
 
     @staticmethod
     def from_lists(time_base, pts, durations, key_frames):
@@ -73,7 +106,8 @@ cdef class FrameIndex:
         return 0
 
     cdef void finish(self) noexcept nogil:
-        """Sort by pts (stable for equal pts is not needed) and link every frame to its key frame."""
+        """Sort by pts (stable for equal pts is not needed) and link every frame to its key frame.
+        Called once, when the index is complete (the public arrays and searches assume it is)."""
         cdef Py_ssize_t i
         cdef int64_t last_key = -1
         if self.size > 1:                       # entries is NULL while empty: qsort must not see it
@@ -158,3 +192,169 @@ cdef class FrameIndex:
         if i < 0 or i >= self.size:
             raise IndexError(f"frame index {i} is out of range [0, {self.size})")
         return i
+
+    # ---- TorchCodec's building-block API ---------------------------------------------------------
+
+    def __repr__(self):
+        return (f"FrameIndex(num_frames={self.size}, key_frames={sum(self.entries[i].is_key for i in range(self.size))}, "
+                f"time_base={self.time_base_num}/{self.time_base_den})")
+
+    cdef object cached(self, str which):
+        """The public array ``which`` of the current bridge, made the first time it is asked for."""
+        name = _bridge.get_bridge()
+        key = (which, name)
+        if key in self.arrays:
+            return self.arrays[key]
+        cdef Py_ssize_t i, k = 0, count = self.size
+        if which == "key_frame_indices":
+            count = 0
+            for i in range(self.size):
+                count += self.entries[i].is_key
+        dtype = {"is_key_frame": "bool", "key_frame_indices": "int64"}.get(which, "float64")
+        data = _bridge.empty((count,), dtype, name)
+        cdef size_t address = _bridge.address_of(data) if count else 0
+        cdef uint8_t *flags = <uint8_t *>address
+        cdef int64_t *positions = <int64_t *>address
+        cdef double *values = <double *>address
+        if which == "is_key_frame":
+            for i in range(count):
+                flags[i] = self.entries[i].is_key != 0
+        elif which == "key_frame_indices":
+            for i in range(self.size):
+                if self.entries[i].is_key:
+                    positions[k] = i
+                    k += 1
+        elif which == "pts_seconds":
+            for i in range(count):
+                values[i] = self.seconds(self.entries[i].pts)
+        else:
+            for i in range(count):
+                values[i] = self.seconds(self.entries[i].duration)
+        data = _bridge.finish(data, name)
+        self.arrays[key] = data
+        return data
+
+    @property
+    def is_key_frame(self):
+        """Bool array (N,): whether each frame is a key frame."""
+        return self.cached("is_key_frame")
+
+    @property
+    def pts_seconds(self):
+        """Float64 array (N,): each frame's presentation timestamp, in seconds."""
+        return self.cached("pts_seconds")
+
+    @property
+    def duration_seconds(self):
+        """Float64 array (N,): how long each frame is displayed, in seconds."""
+        return self.cached("duration_seconds")
+
+    @property
+    def key_frame_indices(self):
+        """Int64 array (K,): the indices (into the per-frame arrays) of the key frames."""
+        return self.cached("key_frame_indices")
+
+    @property
+    def num_frames_from_content(self):
+        """The number of frames in the stream."""
+        return self.size
+
+    @property
+    def begin_stream_seconds_from_content(self):
+        """The pts of the first frame, in seconds (IndexError when the stream has no frame)."""
+        if self.size == 0:
+            raise IndexError("the stream has no frames: it has no first pts")
+        return self.seconds(self.entries[0].pts)
+
+    @property
+    def end_stream_seconds_from_content(self):
+        """The time at which the last frame stops being displayed: the largest pts + duration over
+        the stream (durations vary: the frame that ends last need not start last)."""
+        self.compute_ends()
+        return self.ends_so_far[self.size - 1]
+
+    @property
+    def average_fps_from_content(self):
+        """The average number of frames per second over the stream."""
+        return self.size / (self.end_stream_seconds_from_content - self.begin_stream_seconds_from_content)
+
+    cdef int compute_ends(self) except -1:
+        """The running maximum of the frames' ends (pts + duration, converted once), in seconds."""
+        cdef Py_ssize_t i
+        cdef int64_t end = 0
+        if self.size == 0:
+            raise IndexError("the stream has no frames")
+        if self.ends_so_far != NULL:
+            return 0
+        self.ends_so_far = <double *>malloc(self.size * sizeof(double))
+        if self.ends_so_far == NULL:
+            raise MemoryError(f"cannot allocate the ends of {self.size} frames")
+        for i in range(self.size):
+            if i == 0 or self.entries[i].pts + self.entries[i].duration > end:
+                end = self.entries[i].pts + self.entries[i].duration
+            self.ends_so_far[i] = self.seconds(end)
+        return 0
+
+    cdef Py_ssize_t index_at_seconds(self, double seconds) noexcept nogil:
+        """The first frame that has not finished playing by ``seconds`` (its end is after it),
+        clamped to the last frame: TorchCodec's searchsorted(ends, seconds, right=True)."""
+        cdef Py_ssize_t lo = 0, hi = self.size, mid
+        if isnan(seconds):
+            return self.size - 1                    # NaN sorts after every value
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.ends_so_far[mid] <= seconds:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if lo < self.size else self.size - 1
+
+    def index_at(self, seconds):
+        """The index of the frame being displayed at ``seconds`` (the frame whose interval
+        [pts, pts + duration) contains it; a time outside the stream gives the first or the last
+        frame). ``seconds``: a number (gives an int), or an array/tensor of numbers (gives an int64
+        array of the same shape, of the bridge's library)."""
+        self.compute_ends()
+        if hasattr(seconds, "shape") and hasattr(seconds, "tolist"):
+            shape = tuple(seconds.shape)
+            values = seconds.reshape(-1).tolist() if len(shape) != 0 else [seconds.tolist()]
+            name = _bridge.get_bridge()
+            data = _bridge.empty(shape, "int64", name)
+            count = len(values)
+            if count:
+                address = _bridge.address_of(data)
+                for i in range(count):
+                    (<int64_t *><size_t>address)[i] = self.index_at_seconds(float(values[i]))
+            return _bridge.finish(data, name)
+        return self.index_at_seconds(float(seconds))
+
+    cdef double key_frame_seconds(self, double seconds) noexcept nogil:
+        """The pts (seconds) of the last key frame at or before ``seconds``, else the first frame's."""
+        cdef Py_ssize_t lo = 0, hi = self.size, mid, key
+        while lo < hi:                              # the last frame whose pts is at or before ``seconds``
+            mid = (lo + hi) // 2
+            if self.seconds(self.entries[mid].pts) <= seconds:
+                lo = mid + 1
+            else:
+                hi = mid
+        key = self.entries[lo - 1].key_before if lo > 0 else -1
+        return self.seconds(self.entries[key if key >= 0 else 0].pts)
+
+    def key_frame_seconds_for(self, seconds):
+        """The timestamp to ``Demuxer.seek`` to in order to reach ``seconds``: that of the last key
+        frame at or before it. This is what makes a seek exact (FFmpeg resolves seeks against decode
+        timestamps, so seeking to the target itself can land on a key frame displayed after it).
+        When no key frame precedes it (one an edit list cut away), the first frame's timestamp. To
+        reach frame ``i``, pass ``pts_seconds[i]``."""
+        if self.size == 0:
+            raise IndexError("the stream has no frames")
+        return self.key_frame_seconds(float(seconds))
+
+
+def _rebuild_index(time_base, pts, durations, keys, positions, pts_from_dts):
+    cdef FrameIndex index = FrameIndex(time_base)
+    for p, d, k, pos in zip(pts, durations, keys, positions):
+        index.append(p, d, k, pos)
+    index.finish()
+    index.pts_from_dts = pts_from_dts
+    return index

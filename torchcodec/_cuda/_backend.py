@@ -1,23 +1,28 @@
 """CUDA decoding for VideoDecoder: the backend choice, the engine's parts, and the CPU-fallback report.
 
-A CUDA VideoDecoder is the CPU decoder's engine (torchcodec._core._video.VideoStream: seeking, frame
-matching, batching) with two parts swapped: the FrameDecoder (NVIDIA's NVDEC through
-torchcodec._cuda._nvdec, or libavcodec with FFmpeg's CUDA hwaccel, or libavcodec on the CPU when
-neither can decode the stream) and the FrameConverter (torchcodec._cuda._converter: the
-colour kernels, writing device memory on the output library's stream). The compiled CUDA modules
+A CUDA VideoDecoder is the CPU decoder's reader (torchcodec._core._video_reader.VideoReader:
+seeking, frame matching, batching) over two other blocks: the VideoPacketDecoder (NVIDIA's NVDEC
+through torchcodec._cuda._nvdec, or libavcodec with FFmpeg's CUDA hwaccel, or libavcodec on the
+CPU when neither can decode the stream) and a ColorConverter over the CUDA converter
+(torchcodec._cuda._converter: the colour kernels, writing device memory on the output library's
+stream). The building blocks' CUDA decoders and converters (``make_decoder(device="cuda")``,
+``ColorConverter(device="cuda")``) come from here too. The compiled CUDA modules
 are imported when a CUDA decoder is built, after the gate (torchcodec._cuda.reason) said they exist.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import numbers
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from torchcodec import _cuda
-from torchcodec._core import _decoder
-from torchcodec._core._error import InvalidArgumentError
+from torchcodec._core._color_converter import converter_over
+from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
+from torchcodec._core._packet_decoder import cuda_hwaccel_unavailable_reason, make_video_decoder
 from torchcodec._logging import _LOGGER
 
 BACKENDS = ("nvdec", "ffmpeg")
@@ -78,25 +83,26 @@ class CpuFallbackStatus:
 
 
 class CudaParts:
-    """The decoder and converter of one CUDA VideoDecoder, and its fallback status."""
+    """The packet decoder and colour converter of one CUDA VideoDecoder (or of a CUDA stream's
+    ``make_decoder()``), and its fallback status."""
 
     def __init__(self, device_index: int, demuxer: Any, stream_index: int, num_threads: int) -> None:
         from torchcodec._cuda import _converter, _driver     # built in every CUDA build (see the gate)
         self.context = _driver.load_driver().context(device_index)
-        self.converter = _converter.CudaConverter(self.context)
+        self.frame_converter = _converter.CudaConverter(self.context)
+        self.converter = converter_over(self.frame_converter, f"cuda:{device_index}")
         if current_backend() == "ffmpeg":
-            reason = _decoder.cuda_hwaccel_unavailable_reason()
+            reason = cuda_hwaccel_unavailable_reason()
             if reason is not None:
                 raise RuntimeError(f"the 'ffmpeg' CUDA backend is unavailable: {reason}; use the default "
                                    f"'nvdec' backend")
-            self.decoder = _decoder.StreamDecoder(demuxer, stream_index, num_threads, device_index,
-                                                  self.context.handle)
+            self.decoder = make_video_decoder(demuxer, stream_index, num_threads, device_index, self.context.handle)
             self.status = CpuFallbackStatus(status_known=False, backend="FFmpeg CUDA")
             return
         self.decoder, reason = self._nvdec_decoder(demuxer, stream_index)
         if self.decoder is None:
             _LOGGER.info("Video stream not supported by NVDEC; falling back to CPU decoding: %s", reason)
-            self.decoder = _decoder.StreamDecoder(demuxer, stream_index, num_threads)
+            self.decoder = make_video_decoder(demuxer, stream_index, num_threads)
         self.status = CpuFallbackStatus(reason=reason, backend="NVDEC")
 
     def _nvdec_decoder(self, demuxer: Any, stream_index: int) -> tuple[Any, Optional[str]]:
@@ -120,15 +126,30 @@ class CudaParts:
 
 
 def parse_device(device: Any) -> Optional[int]:
-    """None for the CPU (None, "cpu", torch.device("cpu")), the index for "cuda" / "cuda:N"; ValueError
-    (also a RuntimeError, as in TorchCodec) for anything else. "cuda" is device 0."""
-    name = "cpu" if device is None else str(device)
+    """None for the CPU, the index for "cuda" / "cuda:N" (``torch.device`` objects too); ValueError
+    (also a RuntimeError, as in TorchCodec) for anything else. "cuda" is device 0. ``None`` is
+    torch's default device (``torch.set_default_device``) when torch is in use, as in TorchCodec,
+    and the CPU otherwise (torch is never imported for this)."""
+    if device is None:
+        torch = sys.modules.get("torch")
+        get_default = getattr(torch, "get_default_device", None)
+        device = get_default() if get_default is not None else "cpu"
+    name = str(device)
     if name == "cpu":
         return None
     index = _cuda.parse_cuda_index(name)
     if index is None:
         raise InvalidArgumentError(f"Invalid device {device!r}: use None, 'cpu', 'cuda' or 'cuda:N'")
     return index
+
+
+def check_threads(num_ffmpeg_threads: Any) -> int:
+    """``num_ffmpeg_threads`` as an int >= 0 (TypeError/ValueError, also RuntimeErrors, otherwise)."""
+    if isinstance(num_ffmpeg_threads, bool) or not isinstance(num_ffmpeg_threads, numbers.Integral):
+        raise InvalidArgumentTypeError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+    if not 0 <= num_ffmpeg_threads < 2**31:
+        raise InvalidArgumentError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+    return int(num_ffmpeg_threads)
 
 
 def check_cuda_usable(device: Any, has_transforms: bool) -> None:
@@ -140,3 +161,22 @@ def check_cuda_usable(device: Any, has_transforms: bool) -> None:
     reason = _cuda.reason()
     if reason is not None:
         raise RuntimeError(f"device={str(device)!r}: CUDA decoding is not available: {reason}; use device='cpu'")
+
+
+def open_cuda_packet_decoder(demuxer: Any, stream_index: int, device_index: int, num_threads: int) -> Any:
+    """The packet decoder of a stream's ``make_decoder(device="cuda:N")`` (NVDEC, FFmpeg's CUDA
+    hwaccel, or the CPU fallback), as a CUDA VideoDecoder would choose it."""
+    check_cuda_usable(f"cuda:{device_index}", False)
+    return CudaParts(device_index, demuxer, stream_index, num_threads).decoder
+
+
+def cuda_frame_converter(device_index: int) -> Any:
+    """The CUDA converter (kernels) of ``ColorConverter(device="cuda:N")``."""
+    check_cuda_usable(f"cuda:{device_index}", False)
+    from torchcodec._cuda import _converter, _driver
+    return _converter.CudaConverter(_driver.load_driver().context(device_index))
+
+
+def convert_raw_frame(converter: Any, raw_frame: Any, rotation: int, width: int, height: int, dtype: str) -> Any:
+    """``ColorConverter.convert`` on CUDA: the frame as a new (height, width, 3) CUDA array."""
+    raise NotImplementedError("ColorConverter.convert on CUDA")

@@ -2,7 +2,7 @@
 # through a per-device cache, decoded pictures handed out as AVFrames over mapped device surfaces.
 from libc.stdint cimport int64_t, uint8_t
 from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, FrameSync
-from torchcodec._core._decoder cimport FrameDecoder
+from torchcodec._core._packet_decoder cimport VideoPacketDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._cuda._nvdec_input cimport NvdecInput
 from torchcodec._cuda cimport driver as cu
@@ -97,14 +97,13 @@ cdef class CuvidDecoder:
     cdef int create(self, object key) except -1
 
 
-cdef class NvdecDecoder(FrameDecoder):
+cdef class NvdecDecoder(VideoPacketDecoder):
     cdef ParserState parser_state
     cdef cuvid.CUvideoparser parser
     cdef CudaContext context
     cdef CuvidLibrary library
     cdef NvdecInput input
     cdef Demuxer demuxer
-    cdef readonly int stream_index
     cdef readonly str codec_name
     cdef CuvidDecoder decoder           # None until the first sequence callback
     cdef list retired                   # decoders replaced by a format change, until their pictures are out
@@ -114,7 +113,6 @@ cdef class NvdecDecoder(FrameDecoder):
     cdef const uint8_t *header_data     # (its bytes, for nogil code)
     cdef int header_size
     cdef bint header_pending
-    cdef bint input_done                # the parser was sent the end of the stream
     cdef int display_width              # the stream's size, as FFmpeg reports it
     cdef int display_height
     cdef int colorspace                 # FFmpeg's view of the stream's matrix and range

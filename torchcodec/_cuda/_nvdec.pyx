@@ -39,7 +39,7 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
 from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, FrameSync, check_cu, check_cu_nogil
-from torchcodec._core._decoder cimport FrameDecoder
+from torchcodec._core._packet_decoder cimport VideoPacketDecoder
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._cuda._nvdec_input cimport NvdecInput
 from torchcodec._cuda cimport driver as cu
@@ -624,7 +624,7 @@ cdef int handle_display(void *user, cuvid.CUVIDPARSERDISPINFO *info) noexcept no
 
 # ---- the decoder --------------------------------------------------------------------------------
 
-cdef class NvdecDecoder(FrameDecoder):
+cdef class NvdecDecoder(VideoPacketDecoder):
     """NVDEC decoding of video stream ``stream_index`` of ``demuxer`` on ``context``'s device.
 
     Raises NvdecUnsupportedError (a RuntimeError) with the reason when NVDEC cannot decode the
@@ -655,6 +655,8 @@ cdef class NvdecDecoder(FrameDecoder):
         self.parser_state.cuvid = self.library.ptr
         self.demuxer = demuxer
         self.stream_index = stream_index
+        self.time_base = demuxer.stream(stream_index).time_base
+        self.device = f"cuda:{context.index}"
         self.codec_name = self.input.nvdec_codec
         self.header = self.input.sequence_header()
         self.header_data = <const uint8_t *>(<const char *>self.header)
@@ -685,6 +687,9 @@ cdef class NvdecDecoder(FrameDecoder):
             check_cu(context.driver, ret, "cuvidCreateVideoParser")
         finally:
             context.exit()
+
+    def __init__(self, *args, **kwargs):
+        pass                        # built by the CUDA backend (torchcodec._cuda._backend), not by a stream
 
     def __dealloc__(self):
         self.drop_queue()
@@ -789,7 +794,7 @@ cdef class NvdecDecoder(FrameDecoder):
             cache.give_back(decoder)
         return 0
 
-    # ---- FrameDecoder
+    # ---- the packet decoder's calls
 
     cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil:
         """Map the next picture (presentation order) into ``frame``: 1, or 0 at the end of the stream.
@@ -958,7 +963,7 @@ cdef class NvdecDecoder(FrameDecoder):
             if from_start:
                 self.demuxer.seek_to_start(self.stream_index)
             else:
-                self.demuxer.seek(self.stream_index, target)
+                self.demuxer.seek_timestamp(self.stream_index, target)
             self.flush()
 
     def decode_frames(self, Py_ssize_t count=-1, peek=None, int alive=2):

@@ -259,7 +259,7 @@ cdef class NvdecInput:
             elif from_start:
                 self.demuxer.seek_to_start(self.stream_index)
             else:
-                self.demuxer.seek(self.stream_index, target)
+                self.demuxer.seek_timestamp(self.stream_index, target)
             self.flush()
 
     def filtered_packets(self, Py_ssize_t max_count=-1):

@@ -174,6 +174,7 @@ cdef extern from "libavutil/pixdesc.h" nogil:
     int AV_PIX_FMT_FLAG_HWACCEL
     int AV_PIX_FMT_FLAG_PLANAR
     int AV_PIX_FMT_FLAG_RGB
+    int AV_PIX_FMT_FLAG_FLOAT
     int AV_PIX_FMT_FLAG_ALPHA
     const AVPixFmtDescriptor *av_pix_fmt_desc_get(AVPixelFormat pix_fmt)
     const char *av_get_pix_fmt_name(AVPixelFormat pix_fmt)
@@ -201,6 +202,8 @@ cdef extern from "libavutil/samplefmt.h" nogil:
     const char *av_get_sample_fmt_name(AVSampleFormat sample_fmt)
     int av_get_bytes_per_sample(AVSampleFormat sample_fmt)
     int av_sample_fmt_is_planar(AVSampleFormat sample_fmt)
+    AVSampleFormat av_get_packed_sample_fmt(AVSampleFormat sample_fmt)
+    AVSampleFormat av_get_planar_sample_fmt(AVSampleFormat sample_fmt)
 
 
 cdef extern from "libavutil/channel_layout.h" nogil:
@@ -257,6 +260,8 @@ cdef extern from "libavutil/frame.h" nogil:
     AVFrame *av_frame_alloc()
     void av_frame_free(AVFrame **frame)
     void av_frame_unref(AVFrame *frame)
+    void av_frame_move_ref(AVFrame *dst, AVFrame *src)
+    int av_frame_ref(AVFrame *dst, const AVFrame *src)
     int av_frame_get_buffer(AVFrame *frame, int align)
     int av_frame_is_writable(AVFrame *frame)
 

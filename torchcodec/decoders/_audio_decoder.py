@@ -8,15 +8,15 @@ import threading
 from typing import Any, Optional
 
 from torchcodec import _bridge
-from torchcodec._core._audio import AudioStream, compact_rows
-from torchcodec._core._demuxer import Demuxer
+from torchcodec._core._audio_reader import AudioReader, compact_rows
+from torchcodec._core._demuxer import open_source_demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._frame import AudioSamples
 from torchcodec._memory import check_request
 from torchcodec._logging import forwards_ffmpeg_log
-from torchcodec._source import SourceLike, open_source
+from torchcodec._source import SourceLike
 from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream
-from torchcodec.decoders._metadata import AudioStreamMetadata, audio_metadata
+from torchcodec._core._metadata import AudioStreamMetadata, audio_metadata
 
 _SEEK_MODES = ("exact", "approximate")
 _UNKNOWN_LENGTH_GUESS = 1 << 22      # samples per channel allocated first when the header has no duration
@@ -187,11 +187,11 @@ class AudioDecoder(SampleRanges):
                             num_channels=num_channels, seek_mode=seek_mode)
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        demuxer_input, name = open_source(source)
-        self._demuxer = demuxer = Demuxer(demuxer_input, name)
+        self._demuxer = demuxer = open_source_demuxer(source)
         self.stream_index: int = choose_stream(demuxer, stream_index, "audio")
+        demuxer._follow(self.stream_index)
         header = demuxer.stream_header(self.stream_index)
-        self._engine = AudioStream(demuxer, self.stream_index, int(sample_rate or 0), int(num_channels or 0),
+        self._engine = AudioReader(demuxer, self.stream_index, int(sample_rate or 0), int(num_channels or 0),
                                    seek_mode == "approximate")
         self.metadata: AudioStreamMetadata = audio_metadata(header)
         self._sample_rate = self._engine.out_rate

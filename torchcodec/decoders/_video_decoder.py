@@ -13,16 +13,17 @@ from typing import Any, Optional, Union
 
 from torchcodec import _bridge
 from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
-from torchcodec._core._demuxer import Demuxer
+from torchcodec._core._demuxer import open_source_demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._core._frame_index import FrameIndex
-from torchcodec._core._video import Match, Request, VideoStream
+from torchcodec._core._packet_decoder import make_video_decoder
+from torchcodec._core._video_reader import Match, Request, VideoReader
 from torchcodec._frame import Frame, FrameBatch
 from torchcodec._memory import check_request
-from torchcodec._source import SourceLike, open_source
+from torchcodec._source import SourceLike
 from torchcodec._cuda import _backend
 from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream
-from torchcodec.decoders._metadata import VideoStreamMetadata, video_metadata
+from torchcodec._core._metadata import VideoStreamMetadata, video_metadata
 from torchcodec.transforms._decoder_transforms import Resize, convert_transforms, make_plan
 
 _DIMENSION_ORDERS = ("NCHW", "NHWC")
@@ -90,10 +91,7 @@ class VideoDecoder(Reopenable):
         if custom_frame_mappings is not None and seek_mode == "approximate":
             raise ValueError("custom_frame_mappings gives exact timestamps; it cannot be combined with "
                              "seek_mode='approximate' (use the default seek_mode='exact')")
-        if isinstance(num_ffmpeg_threads, bool) or not isinstance(num_ffmpeg_threads, numbers.Integral):
-            raise InvalidArgumentTypeError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
-        if not 0 <= num_ffmpeg_threads < 2**31:
-            raise InvalidArgumentError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+        num_ffmpeg_threads = _backend.check_threads(num_ffmpeg_threads)
         self._device_index = _backend.parse_device(device)
         if self._device_index is not None:
             _backend.check_cuda_usable(device, bool(transforms))
@@ -110,9 +108,9 @@ class VideoDecoder(Reopenable):
                             output_dtype=output_dtype, custom_frame_mappings=custom_frame_mappings,
                             transforms=None)
         self._pid = os.getpid()
-        demuxer_input, name = open_source(source)
-        self._demuxer = demuxer = Demuxer(demuxer_input, name)
+        self._demuxer = demuxer = open_source_demuxer(source)
         self.stream_index = choose_stream(demuxer, stream_index, "video")
+        demuxer._follow(self.stream_index)
         header = demuxer.stream_header(self.stream_index)
         # Decoding threads are started when the codec opens: refuse absurd counts before that.
         check_request(f"num_ffmpeg_threads={num_ffmpeg_threads}", threads=int(num_ffmpeg_threads) or _FFMPEG_AUTO_THREADS,
@@ -121,17 +119,19 @@ class VideoDecoder(Reopenable):
         if custom_frame_mappings is not None:
             index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
         elif seek_mode == "exact":
-            index = demuxer.scan(self.stream_index)
+            index = demuxer._scan(self.stream_index)     # the reader seeks where it needs to
         else:
             index = None
         clockwise = (-round(header["rotation"])) % 360 if header["rotation"] is not None else 0
+        # The blocks: one demuxer, the stream's packet decoder and a colour converter, which the reader drives.
         self._cuda = None
-        decoder = converter = None
+        converter = None
         if self._device_index is not None:
             self._cuda = _backend.CudaParts(self._device_index, demuxer, self.stream_index, int(num_ffmpeg_threads))
             decoder, converter = self._cuda.decoder, self._cuda.converter
-        self._engine = VideoStream(demuxer, self.stream_index, index, int(num_ffmpeg_threads),
-                                   clockwise if clockwise in (90, 180, 270) else 0,
+        else:
+            decoder = make_video_decoder(demuxer, self.stream_index, int(num_ffmpeg_threads))
+        self._engine = VideoReader(demuxer, self.stream_index, index, clockwise if clockwise in (90, 180, 270) else 0,
                                    index is None or custom_frame_mappings is not None, decoder, converter)
         self._index: Optional[FrameIndex] = index
         content = None
@@ -338,7 +338,7 @@ class VideoDecoder(Reopenable):
                            **override: Any) -> FrameBatch:
         """Decode frames by (normalised) index; the one path to the engine for index requests.
 
-        Approximate mode decodes them as TorchCodec does (see VideoStream.decode_requests): in the
+        Approximate mode decodes them as TorchCodec does (see VideoReader.decode_requests): in the
         order of the indices as ``given`` (negative ones not normalised yet), a repeated index once;
         an index past the end raises IndexError when its turn comes.
         """
@@ -362,7 +362,7 @@ class VideoDecoder(Reopenable):
     def _decode_requests(self, requests: array.array, seconds: array.array, positions: list[int], out: Any = None,
                          **override: Any) -> FrameBatch:
         """Approximate mode: decode ``requests`` (BY_TIME ones at ``seconds``) in order (see
-        VideoStream.decode_requests); the frame of request k goes to slot ``positions[k]``."""
+        VideoReader.decode_requests); the frame of request k goes to slot ``positions[k]``."""
         slots = array.array("q", positions)
         return self._decode(len(requests), lambda engine, *memory: engine.decode_requests(requests, seconds, slots,
                                                                                           *memory), out, **override)
@@ -418,7 +418,7 @@ class VideoDecoder(Reopenable):
         self._check_fork()
         with self._lock:
             if stream is not None:
-                self._cuda.converter.set_stream(stream)
+                self._cuda.frame_converter.set_stream(stream)
             run(self._engine, address, frame_stride, row_stride, self._height, self._width,
                 self._output_dtype == "float32", pts, durations)
 

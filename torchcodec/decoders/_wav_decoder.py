@@ -7,7 +7,7 @@ import threading
 from torchcodec._core._wav import WavReader
 from torchcodec._source import SourceLike, open_source
 from torchcodec.decoders._audio_decoder import SampleRanges
-from torchcodec.decoders._metadata import AudioStreamMetadata, audio_metadata
+from torchcodec._core._metadata import AudioStreamMetadata, audio_metadata
 
 
 class WavDecoder(SampleRanges):

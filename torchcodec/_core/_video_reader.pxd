@@ -1,8 +1,9 @@
-# The video engine: one stream of one source, decoded to RGB into caller-provided memory.
+# The video reader: frames of one stream by index or time, decoded to RGB into caller-provided
+# memory, built from the blocks (a Demuxer, the stream's VideoPacketDecoder, a ColorConverter).
 from libc.stdint cimport int64_t, uint8_t
-from torchcodec._core._frame_converter cimport FrameConverter
-from torchcodec._core._decoder cimport FrameDecoder
+from torchcodec._core._color_converter cimport ColorConverter
 from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._packet_decoder cimport VideoPacketDecoder
 from torchcodec._core._frame_index cimport FrameIndex
 from torchcodec._ffmpeg.avcodec cimport AVPacket
 from torchcodec._ffmpeg.avutil cimport AVFrame
@@ -25,10 +26,10 @@ cdef struct OutputSlots:
     bint as_float
 
 
-cdef class VideoStream:
+cdef class VideoReader:
     cdef readonly Demuxer demuxer
-    cdef readonly FrameDecoder decoder      # StreamDecoder (libavcodec) or NvdecDecoder
-    cdef readonly FrameConverter converter  # Scaler (host memory) or CudaConverter (device memory)
+    cdef readonly VideoPacketDecoder decoder    # libavcodec (CPU or FFmpeg's CUDA hwaccel) or NVDEC's
+    cdef readonly ColorConverter converter      # swscale (host memory) or the CUDA kernels (device memory)
     cdef readonly FrameIndex index      # exact mode; None in approximate mode
     cdef readonly int stream_index
     cdef readonly int rotation          # clockwise degrees applied to output frames

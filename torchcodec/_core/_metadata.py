@@ -3,8 +3,9 @@ values computed from both (content preferred, header as the fallback).
 
 The classes, their fields and the order of the fields are TorchCodec 0.17's: ``StreamMetadata``
 (every stream), ``VideoStreamHeaderMetadata`` / ``AudioStreamHeaderMetadata`` (what the header
-says), ``VideoStreamMetadata`` / ``AudioStreamMetadata`` (what a decoder reports: the header, the
-scan, and the computed values). Every field is a plain dataclass field, the computed ones too:
+says: a Demuxer's streams report these), ``VideoStreamMetadata`` / ``AudioStreamMetadata`` (what a
+decoder reports: the header, the scan, and the computed values), ``DemuxerMetadata`` (the
+container's header) and ``ContainerMetadata`` (the container and all its streams). Every field is a plain dataclass field, the computed ones too:
 they are computed once, when the decoder is made, and can be assigned like any other field.
 
 Times and frame rates are floats, even when whole. TorchCodec passes its metadata through JSON
@@ -131,6 +132,40 @@ class AudioStreamMetadata(AudioStreamHeaderMetadata):
     """The header's start time, else 0."""
 
 
+@dataclasses.dataclass
+class DemuxerMetadata:
+    """What the container header says about the container itself (a Demuxer's ``metadata``)."""
+
+    duration_seconds_from_header: Optional[float]
+    """The container's duration in seconds (None when unknown)."""
+    bit_rate_from_header: Optional[float]
+    """The container's overall bit rate in bits per second (None when unknown)."""
+    best_video_stream_index: Optional[int]
+    """FFmpeg's best video stream (None without video)."""
+    best_audio_stream_index: Optional[int]
+    """FFmpeg's best audio stream (None without audio)."""
+
+    def __repr__(self) -> str:
+        lines = [f"{_INDENT}{f.name}: {_text(f.name, getattr(self, f.name))}\n" for f in dataclasses.fields(self)]
+        return f"{type(self).__name__}:\n" + "".join(lines)
+
+
+@dataclasses.dataclass
+class ContainerMetadata(DemuxerMetadata):
+    """A container and every stream in it (``get_container_metadata``)."""
+
+    streams: list[StreamMetadata]
+    """One entry per stream, indexed by stream index: VideoStreamHeaderMetadata,
+    AudioStreamHeaderMetadata, or StreamMetadata for the others (``media_type`` tells them apart)."""
+
+    def __repr__(self) -> str:
+        """The dataclass form, ``ContainerMetadata(duration_seconds_from_header=2, ..., streams=[...])``,
+        with TorchCodec's number format (whole floats without ".0")."""
+        values = [f"{f.name}={_text(f.name, getattr(self, f.name)) if f.name != 'streams' else self.streams!r}"
+                  for f in dataclasses.fields(self)]
+        return f"{type(self).__name__}({', '.join(values)})"
+
+
 def _header_fields(header: dict, media_type: str) -> dict[str, Any]:
     return dict(
         duration_seconds_from_header=header["duration_seconds_from_header"],
@@ -151,12 +186,38 @@ def _header_duration(header: dict, num_frames: Optional[int], fps: Optional[floa
     return header.get("duration_seconds_from_container")
 
 
-def video_metadata(header: dict, content: Optional[tuple[Optional[float], Optional[float], int]]) -> VideoStreamMetadata:
-    """VideoStreamMetadata from a Demuxer.stream_header() dict and (begin, end, count) of the
-    content (None in approximate mode; (None, None, 0) for a scan that found no frame)."""
+def _display_size(header: dict) -> tuple[Any, Any]:
+    """(width, height) of the output frames: the coded size turned by the display rotation."""
     width, height = header["width"], header["height"]
     if header["rotation"] is not None and round(header["rotation"]) % 180 != 0:
         width, height = height, width
+    return width, height
+
+
+def header_metadata(header: dict) -> StreamMetadata:
+    """What the header says about one stream (a Demuxer.stream_header() dict): a
+    VideoStreamHeaderMetadata, an AudioStreamHeaderMetadata, or a StreamMetadata for the others."""
+    media_type = header["media_type"]
+    fields = _header_fields(header, media_type)
+    if media_type == "video":
+        width, height = _display_size(header)
+        return VideoStreamHeaderMetadata(
+            **fields, width=width, height=height, num_frames_from_header=header["num_frames_from_header"],
+            average_fps_from_header=header["average_fps_from_header"],
+            pixel_aspect_ratio=header["pixel_aspect_ratio"], rotation=header["rotation"],
+            color_primaries=header["color_primaries"], color_space=header["color_space"],
+            color_transfer_characteristic=header["color_transfer_characteristic"],
+            pixel_format=header["pixel_format"])
+    if media_type == "audio":
+        return AudioStreamHeaderMetadata(**fields, sample_rate=header["sample_rate"],
+                                         num_channels=header["num_channels"], sample_format=header["sample_format"])
+    return StreamMetadata(**fields)
+
+
+def video_metadata(header: dict, content: Optional[tuple[Optional[float], Optional[float], int]]) -> VideoStreamMetadata:
+    """VideoStreamMetadata from a Demuxer.stream_header() dict and (begin, end, count) of the
+    content (None in approximate mode; (None, None, 0) for a scan that found no frame)."""
+    width, height = _display_size(header)
     begin, end, count = content if content is not None else (None, None, None)
     fps, frames = header["average_fps_from_header"], header["num_frames_from_header"]
     if begin is not None and end is not None:

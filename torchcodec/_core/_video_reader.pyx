@@ -1,6 +1,9 @@
-"""The video engine: decode frames of one stream into RGB, straight into caller-provided memory.
+"""The video reader: frames of one stream, by index or time, decoded into RGB straight into
+caller-provided memory. It is what VideoDecoder runs on, built from the building blocks: the
+Demuxer, the stream's VideoPacketDecoder (its ``next_frame`` loop) and a ColorConverter, used at C
+level (no Python per frame).
 
-``VideoStream.decode_at(targets, match, address, strides...)`` is the one batch routine that every
+``VideoReader.decode_at(targets, match, address, strides...)`` is the one batch routine that every
 public method uses. It sorts the targets, decodes each distinct one once, in presentation order,
 seeking only when the next target's key frame lies beyond the frame that the decoder would produce
 next, and writes each frame into its slot(s) of the caller's memory. All of it runs without the
@@ -13,20 +16,17 @@ from libc.math cimport floor
 from libc.stdint cimport INT64_MIN, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, qsort
 
-from torchcodec._core._frame_converter cimport FrameConverter
-from torchcodec._core._decoder cimport FrameDecoder, StreamDecoder
-from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._color_converter cimport ColorConverter, cpu_color_converter
+from torchcodec._core._demuxer cimport MAX_STEP_BACKS, Demuxer
 from torchcodec._core._error import EndOfStreamError
 from torchcodec._core._frame_index cimport FrameIndex, closest_ticks, ticks_to_seconds
+from torchcodec._core._packet_decoder cimport VideoPacketDecoder, open_video_decoder
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avutil cimport AVFrame
-
-# A seek that lands late is retried from earlier key frames this many times, then from the start.
-cdef int MAX_STEP_BACKS = 4
 
 
 cdef struct Target:
@@ -56,33 +56,37 @@ cdef int compare_targets(const void *a, const void *b) noexcept nogil:
     return (ta.position > tb.position) - (ta.position < tb.position)
 
 
-cdef class VideoStream:
-    """Decoding state for stream ``stream_index`` of ``demuxer``.
+cdef class VideoReader:
+    """Decoding state for stream ``stream_index`` of ``demuxer`` (which must follow it).
 
     ``index``: the FrameIndex (exact mode) or None (approximate mode: key frames come from the
     demuxer's own index). ``at_start``: whether the demuxer is still at the start of the file
     (False after a scan). ``rotation``: clockwise degrees (0, 90, 180, 270) to turn frames by.
-    ``decoder`` and ``converter``: what decodes and converts frames; by default a libavcodec
-    StreamDecoder with ``num_threads`` and a Scaler writing host memory (CUDA decoders pass an
-    NvdecDecoder or a hwaccel StreamDecoder, and a CudaConverter writing device memory).
+    ``decoder`` and ``converter``: the stream's VideoPacketDecoder and the ColorConverter (by
+    default a one-thread libavcodec decoder and a CPU converter; CUDA decoders pass NVDEC's decoder
+    or a hwaccel one, and a CUDA converter).
     """
 
-    def __cinit__(self, Demuxer demuxer, int stream_index, FrameIndex index, int num_threads,
-                  int rotation, bint at_start, FrameDecoder decoder=None, FrameConverter converter=None):
+    def __cinit__(self, Demuxer demuxer not None, int stream_index, FrameIndex index, int rotation, bint at_start,
+                  VideoPacketDecoder decoder=None, ColorConverter converter=None):
         self.packet = NULL
         self.held = NULL
         self.incoming = NULL
         if rotation not in (0, 90, 180, 270):
             raise ValueError(f"rotation must be 0, 90, 180 or 270, got {rotation}")
+        if not demuxer.follows(stream_index):
+            raise ValueError(f"the demuxer does not follow stream {stream_index}: build it with "
+                             f"Demuxer(source, streams={stream_index})")
         self.demuxer = demuxer
         self.stream_index = stream_index
         self.index = index
         self.rotation = rotation
-        demuxer.use_only_stream(stream_index)
         self.time_base_num = demuxer.stream(stream_index).time_base.num
         self.time_base_den = demuxer.stream(stream_index).time_base.den
-        self.decoder = decoder if decoder is not None else StreamDecoder(demuxer, stream_index, num_threads)
-        self.converter = converter if converter is not None else Scaler()
+        self.decoder = decoder if decoder is not None else open_video_decoder(demuxer, stream_index, 1)
+        if self.decoder.stream_index != stream_index:
+            raise ValueError(f"the decoder decodes stream {self.decoder.stream_index}, not {stream_index}")
+        self.converter = converter if converter is not None else cpu_color_converter("uint8")
         self.packet = lavc.av_packet_alloc()
         self.held = lavu.av_frame_alloc()
         self.incoming = lavu.av_frame_alloc()
@@ -131,11 +135,12 @@ cdef class VideoStream:
         Output frames are then the last stage's out_w x out_h. ``single_resize``: the transforms
         were a single Resize (see ``Scaler.set_stages``).
         """
-        if not isinstance(self.converter, Scaler):
+        if not isinstance(self.converter.impl, Scaler):
             if len(stages):
-                raise ValueError(f"transforms run in the Scaler; this stream converts with {type(self.converter).__name__}")
+                raise ValueError(f"transforms run in the Scaler; this stream converts with "
+                                 f"{type(self.converter.impl).__name__}")
             return
-        (<Scaler>self.converter).set_stages(stages, single_resize)
+        (<Scaler>self.converter.impl).set_stages(stages, single_resize)
 
     # ---- decoding ------------------------------------------------------------------------------
 
@@ -164,7 +169,7 @@ cdef class VideoStream:
             if key == INT64_MIN:
                 self.demuxer.seek_to_start(self.stream_index)
             else:
-                self.demuxer.seek(self.stream_index, key)
+                self.demuxer.seek_timestamp(self.stream_index, key)
         self.decoder.flush()
         self.seeks += 1
         if self.positional:
@@ -437,7 +442,7 @@ cdef class VideoStream:
         without the GIL; the caller serialises calls on one VideoStream.
         """
         self.find_frame(target, match)
-        return self.converter.convert(self.held, self.rotation, dst, row_stride, width, height, as_float)
+        return self.converter.convert_into(self.held, self.rotation, dst, row_stride, width, height, as_float)
 
     # ---- the batch routine ------------------------------------------------------------------------
 
@@ -488,7 +493,7 @@ cdef class VideoStream:
                         self.converter.copy_output(<uint8_t *>slot, <const uint8_t *>previous_slot, slots.row_stride,
                                                    slots.width, slots.height, slots.as_float)
                     else:
-                        self.converter.convert(self.held, self.rotation, <uint8_t *>slot, slots.row_stride,
+                        self.converter.convert_into(self.held, self.rotation, <uint8_t *>slot, slots.row_stride,
                                             slots.width, slots.height, slots.as_float)
                     previous_slot = slot
                     previous_serial = self.held_serial
@@ -542,7 +547,7 @@ cdef class VideoStream:
                     duration_view[slot] = duration_view[slot_of[k - 1]]
                     continue
                 self.serve(wanted[k], seconds[k])
-                self.converter.convert(self.held, self.rotation, <uint8_t *>data + slot * frame_stride, row_stride,
+                self.converter.convert_into(self.held, self.rotation, <uint8_t *>data + slot * frame_stride, row_stride,
                                        width, height, as_float)
                 pts_view[slot] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
                 duration_view[slot] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)

@@ -1,16 +1,19 @@
-# The audio engine: one audio stream of one source, decoded to planar float32 into caller memory.
+# The audio reader: sample ranges of one audio stream, decoded to planar float32 into caller memory,
+# built from the blocks (a Demuxer, the stream's AudioPacketDecoder, an AudioConverter).
 from libc.stdint cimport int64_t
-from torchcodec._core._decoder cimport StreamDecoder
+from torchcodec._core._audio_converter cimport AudioConverter
 from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._packet_decoder cimport AudioPacketDecoder
 from torchcodec._core._resampler cimport Resampler
 from torchcodec._ffmpeg.avcodec cimport AVPacket
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational
 
 
-cdef class AudioStream:
+cdef class AudioReader:
     cdef readonly Demuxer demuxer
-    cdef StreamDecoder decoder
-    cdef readonly Resampler resampler
+    cdef AudioPacketDecoder decoder         # a new one for every run (see start_run)
+    cdef readonly AudioConverter converter
+    cdef readonly Resampler resampler       # the converter's
     cdef readonly int stream_index
     cdef readonly int in_rate               # samples per second of the stream
     cdef readonly int out_rate              # ... and of the output

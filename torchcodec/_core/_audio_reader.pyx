@@ -1,4 +1,8 @@
-"""The audio engine: decode one audio stream to planar float32, straight into caller memory.
+"""The audio reader: decode one audio stream to planar float32, straight into caller memory.
+
+It is what AudioDecoder runs on, built from the building blocks: the Demuxer, the stream's
+AudioPacketDecoder (its ``next_frame`` loop) and an AudioConverter (its resampler), used at C
+level (no Python per frame).
 
 Samples are numbered by position: output sample k of the stream is at time
 ``begin + k / out_rate``, where ``begin`` is the pts of the first decoded sample. ``read(first, stop,
@@ -42,8 +46,9 @@ from libc.stdint cimport INT64_MIN, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memmove, strcmp, strncmp
 
-from torchcodec._core._decoder cimport StreamDecoder
-from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._core._audio_converter cimport AudioConverter, audio_converter
+from torchcodec._core._demuxer cimport MAX_STEP_BACKS, Demuxer
+from torchcodec._core._packet_decoder cimport AudioPacketDecoder, open_audio_decoder
 from torchcodec._core._error cimport av_error_string
 from torchcodec._core._frame_index cimport ticks_to_seconds
 from torchcodec._core._resampler cimport Resampler
@@ -54,8 +59,6 @@ from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avutil cimport AVRational
 
-# A seek that lands after the position it needs is retried this many times, from further back.
-cdef int MAX_STEP_BACKS = 3
 # Vorbis: decode this many seconds before the first sample a run needs (two of its longest blocks).
 cdef double VORBIS_PREROLL_SECONDS = 0.4
 # Other lossy codecs: at least this many frames (the MDCT overlap needs one).
@@ -125,7 +128,7 @@ cdef bint timestamps_guessed_after_seek(const char *format_name) noexcept nogil:
     return strcmp(format_name, "ogg") == 0
 
 
-cdef class AudioStream:
+cdef class AudioReader:
     """Decoding state for audio stream ``stream_index`` of ``demuxer``.
 
     ``sample_rate``/``num_channels``: the output's (0: the stream's). ``approximate``: seek even
@@ -149,8 +152,10 @@ cdef class AudioStream:
         self.demuxer = demuxer
         self.stream_index = stream_index
         self.time_base = st.time_base
-        demuxer.use_only_stream(stream_index)
-        self.decoder = StreamDecoder(demuxer, stream_index, 1)
+        if not demuxer.follows(stream_index):
+            raise ValueError(f"the demuxer does not follow stream {stream_index}: build it with "
+                             f"Demuxer(source, streams={stream_index})")
+        self.decoder = open_audio_decoder(demuxer, stream_index)
         self.packet = lavc.av_packet_alloc()
         self.frame = lavu.av_frame_alloc()
         if self.packet == NULL or self.frame == NULL:
@@ -170,7 +175,9 @@ cdef class AudioStream:
         self.frames_decoded = 1
         self.in_rate = self.frame.sample_rate if self.frame.sample_rate > 0 else st.codecpar.sample_rate
         self.out_rate = sample_rate if sample_rate > 0 else self.in_rate
-        self.resampler = Resampler(self.in_rate, self.out_rate, num_channels)
+        self.converter = audio_converter(sample_rate, num_channels)
+        self.converter.start(self.in_rate)
+        self.resampler = self.converter.resampler
         self.resampler.configure(self.frame)
         cdef int64_t pts = ffcompat.tc_frame_pts(self.frame)
         self.begin_pts = pts if pts != lavu.AV_NOPTS_VALUE else (st.start_time if st.start_time != lavu.AV_NOPTS_VALUE else 0)
@@ -243,20 +250,20 @@ cdef class AudioStream:
         if self.from_start:
             # The first packet, not the start time: an AAC stream's priming packet lies before it
             # (pts -1024, with samples to skip) and shapes the first frames.
-            self.demuxer.seek(self.stream_index, INT64_MIN)
+            self.demuxer.seek_timestamp(self.stream_index, INT64_MIN)
         else:
             if self.scan_before_seeking and not self.scanned:
                 with gil:
-                    self.demuxer.scan(self.stream_index)     # FFmpeg indexes every packet it reads
+                    self.demuxer.scan_followed(False)        # FFmpeg indexes every packet it reads
                 self.scanned = True
             per_sample.num = 1
             per_sample.den = self.in_rate
-            self.demuxer.seek(self.stream_index,
+            self.demuxer.seek_timestamp(self.stream_index,
                               self.begin_pts + lavu.av_rescale_q(seek_to, per_sample, self.time_base))
         with gil:
             # A new decoder, not a flushed one: some decoders keep state across a flush (AAC's noise
             # generator), and a run must not depend on what was decoded before it.
-            self.decoder = StreamDecoder(self.demuxer, self.stream_index, 1)
+            self.decoder = open_audio_decoder(self.demuxer, self.stream_index)
         self.resampler.restart()
         self.seeks += 1
         self.reset_run(feed_from, out_position)

@@ -1,0 +1,139 @@
+"""ColorConverter: decoded frames (RawFrame) to RGB Frames, with the display rotation applied.
+
+The same object converts for the video reader behind VideoDecoder (``convert_into``, at C level,
+straight into the output batch) and for callers of the building-block API (``convert``, one
+RawFrame into a new RGB array of the bridge's library). Not bound to a stream: everything it needs
+(size, pixel format, colour matrix and range, rotation) comes with each frame. On the CPU the
+pixels are swscale's, byte-equal to ``ffmpeg -vf format=rgb24`` (see _scaler.pyx).
+"""
+from libc.math cimport round
+from libc.stdint cimport uint8_t
+
+from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._raw_frames cimport RawFrame
+from torchcodec._core._scaler cimport Scaler
+from torchcodec._ffmpeg.avutil cimport AVFrame
+
+from torchcodec import _bridge
+from torchcodec._frame import Frame
+from torchcodec._memory import check_request
+
+OUTPUT_DTYPES = ("uint8", "float32", "auto")
+
+
+def output_dtype_name(output_dtype) -> str:
+    """``output_dtype`` as "uint8", "float32" or "auto" (numpy and torch dtypes accepted); ValueError
+    for anything else, in TorchCodec's words."""
+    name = "auto" if isinstance(output_dtype, str) and output_dtype == "auto" else _bridge.dtype_name(output_dtype)
+    if name not in OUTPUT_DTYPES:
+        raise ValueError(f"Invalid output_dtype ({output_dtype}). Supported values are uint8, float32, and 'auto'.")
+    return name
+
+
+cdef int clockwise_rotation(double counter_clockwise) noexcept:
+    """The display matrix's counter-clockwise rotation as the clockwise turn applied to frames:
+    0, 90, 180 or 270 (other angles: 0, as TorchCodec)."""
+    cdef int turn = (-<int>round(counter_clockwise)) % 360
+    if turn < 0:
+        turn += 360
+    return turn if turn in (90, 180, 270) else 0
+
+
+cdef ColorConverter cpu_color_converter(object output_dtype):
+    cdef ColorConverter converter = ColorConverter.__new__(ColorConverter)
+    converter.impl = Scaler()
+    converter.device = "cpu"
+    converter.output_dtype = output_dtype_name(output_dtype)
+    return converter
+
+
+cdef class ColorConverter:
+    """Turns a :class:`RawFrame` (typically YUV) into an RGB ``Frame``, rotation applied, as a
+    VideoDecoder returns it::
+
+        converter = ColorConverter()
+        for packet in demuxer:
+            for raw_frame in packet_decoder.decode(packet):
+                frame = converter.convert(raw_frame)      # frame.data: uint8 (3, H, W), RGB
+
+    Not tied to a stream: one converter converts frames of any video on its device.
+
+    Args:
+        device: "cpu", "cuda" or "cuda:N" (also a ``torch.device``); None: torch's default device
+            when torch is in use, else the CPU. It must be the device of the frames (the decoder's):
+            a frame on another device is refused rather than moved.
+        output_dtype: uint8 (default, 0..255), float32 (0..1) or "auto" (uint8 for 8-bit sources,
+            float32 for deeper ones, decided per frame). numpy/torch dtypes or their names.
+
+    Passive and not thread-safe: one converter per thread. ``convert`` releases the GIL while it
+    converts. Process-local (not picklable).
+    """
+
+    def __init__(self, device=None, output_dtype="uint8"):
+        from torchcodec._cuda import _backend
+        self.output_dtype = output_dtype_name(output_dtype)
+        device_index = _backend.parse_device(device)
+        if device_index is None:
+            self.impl = Scaler()
+            self.device = "cpu"
+        else:
+            self.impl = _backend.cuda_frame_converter(device_index)
+            self.device = f"cuda:{device_index}"
+
+    def __reduce__(self):
+        raise TypeError("ColorConverter cannot be pickled, copied or sent to another process: it is a handle to an "
+                        "FFmpeg object that only exists in this one. Construct one in each process.")
+
+    def __repr__(self):
+        return f"ColorConverter(device={self.device!r}, output_dtype={self.output_dtype!r})"
+
+    cdef int convert_into(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
+                          int width, int height, bint as_float) except -1 nogil:
+        return self.impl.convert(frame, rotation, dst, row_stride, width, height, as_float)
+
+    cdef int copy_output(self, uint8_t *dst, const uint8_t *src, Py_ssize_t row_stride, int width, int height,
+                         bint as_float) except -1 nogil:
+        return self.impl.copy_output(dst, src, row_stride, width, height, as_float)
+
+    def convert(self, RawFrame raw_frame not None):
+        """One RawFrame as an RGB ``Frame``: data (3, H, W) of the converter's dtype, upright
+        (``raw_frame.rotation`` applied, so H and W are swapped for 90 and 270 degrees), with the
+        frame's pts and duration. RuntimeError for a frame on another device."""
+        if raw_frame.device != self.device:
+            raise RuntimeError(f"the frame is on {raw_frame.device} and this ColorConverter converts on "
+                               f"{self.device}: convert on the frame's device (the decoder's), then move the RGB "
+                               f"output if needed")
+        cdef int rotation = clockwise_rotation(raw_frame.rotation)
+        cdef int width = raw_frame.ptr.width, height = raw_frame.ptr.height
+        if rotation in (90, 270):
+            width, height = height, width
+        if width <= 0 or height <= 0:
+            raise RuntimeError(f"the frame has no size ({raw_frame.ptr.width}x{raw_frame.ptr.height})")
+        dtype = self.output_dtype
+        if dtype == "auto":
+            dtype = "float32" if raw_frame.bit_depth > 8 else "uint8"
+        cdef bint as_float = dtype == "float32"
+        if self.device != "cpu":
+            from torchcodec._cuda import _backend
+            data = _backend.convert_raw_frame(self, raw_frame, rotation, width, height, dtype)
+            return Frame(_bridge.nchw(data), raw_frame.pts_seconds, raw_frame.duration_seconds)
+        check_request(f"converting a {width}x{height} frame to RGB {dtype}", frames=1, frame_size=(height, width),
+                      itemsize=4 if as_float else 1)
+        name = _bridge.get_bridge()
+        data = _bridge.empty((height, width, 3), dtype, name)
+        memory = _bridge.memory_of(data)
+        cdef uint8_t *dst = <uint8_t *><size_t>memory.address
+        cdef Py_ssize_t row_stride = memory.strides[0]
+        with nogil:
+            self.impl.convert(raw_frame.ptr, rotation, dst, row_stride, width, height, as_float)
+        return Frame(_bridge.nchw(_bridge.finish(data, name)), raw_frame.pts_seconds, raw_frame.duration_seconds)
+
+
+def converter_over(FrameConverter impl not None, device, output_dtype="uint8"):
+    """A ColorConverter converting with ``impl`` (a FrameConverter: the CUDA wing's CudaConverter)
+    on ``device`` ("cuda:N")."""
+    cdef ColorConverter converter = ColorConverter.__new__(ColorConverter)
+    converter.impl = impl
+    converter.device = device
+    converter.output_dtype = output_dtype_name(output_dtype)
+    return converter

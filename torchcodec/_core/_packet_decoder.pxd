@@ -1,0 +1,76 @@
+# Packet decoders: one stream's packets into AVFrames. PacketDecoder is the one send/receive/drain
+# loop of the package (over libavcodec, whose calls a subclass may replace: NVDEC's NvdecDecoder);
+# VideoPacketDecoder and AudioPacketDecoder turn its frames into RawFrame / RawAudioSamples for
+# Python callers. The video and audio readers drive the same objects through next_frame.
+from libc.stdint cimport int64_t
+from torchcodec._core._demuxer cimport Demuxer, Packet
+from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecContext, AVPacket
+from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational
+
+
+cdef class PacketDecoder:
+    cdef AVCodecContext *ptr            # libavcodec's decoder (NULL where a subclass decodes otherwise)
+    cdef readonly int stream_index
+    cdef AVRational time_base           # the stream's: frames' pts and durations are in it
+    cdef bint input_done                # the codec was sent the end of the stream
+    cdef bint output_done               # the codec gave its last frame (until flush())
+    cdef int bad_packets                # consecutive packets or frames the codec refused
+    cdef readonly int refused           # packets or frames the codec refused in all (skipped as corrupt)
+    cdef readonly int last_refusal      # the AVERROR of the last refusal (0: none)
+    cdef readonly bint may_have_left_out    # since the last flush, unreferenced frames may have been left out
+    cdef bint drained                   # Python API: drain() was called (reset() makes it usable again)
+    cdef object generation              # Python API: the demuxer's seek count its packets came with (None: any)
+    cdef AVFrame *scratch               # Python API: what receive_frame fills before it is wrapped
+
+    # The codec's own calls, AVERROR codes as libavcodec returns them (subclasses may replace them):
+    # send: a packet, or NULL for the end of the stream; receive: 0 with a frame, EAGAIN, AVERROR_EOF.
+    cdef int send(self, const AVPacket *packet) noexcept nogil
+    cdef int receive(self, AVFrame *frame) noexcept nogil
+    # flush: forget buffered packets and frames (after the demuxer seeked); the stream goes on.
+    cdef void flush(self) noexcept nogil
+    # frames_in_flight: how many frames the codec holds back before it outputs one (reordering,
+    #   frame threads): decoding on through that many frames costs no more than a seek's flush.
+    cdef int frames_in_flight(self) noexcept nogil
+    # skip_unneeded_before: the frames displayed before ``pts`` are not wanted: the codec may leave
+    #   out those that no other frame references (which changes no other frame). INT64_MIN: none.
+    cdef void skip_unneeded_before(self, int64_t pts) noexcept nogil
+    # Called before a packet of the stream is sent (the codec may adjust how it decodes it).
+    cdef void before_send(self, const AVPacket *packet) noexcept nogil
+
+    # The loop, built on the calls above. send_packet: send, refusing corrupt data (counted, up to a
+    # limit); a NULL packet ends the input. receive_frame: 1 with a frame, 0 when none is ready or
+    # the stream ended (output_done). next_frame: the next frame of the stream, reading packets
+    # from ``demuxer`` as needed (``packet`` is scratch): 1, or 0 at the end of the stream.
+    cdef int send_packet(self, const AVPacket *packet) except -1 nogil
+    cdef int receive_frame(self, AVFrame *frame) except -1 nogil
+    cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil
+    cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil
+
+    # libavcodec set-up (the factories call it): the stream's codec with ``num_threads`` threads.
+    cdef int open_codec(self, Demuxer demuxer, int stream_index, int num_threads) except -1
+    cdef int finish_open(self, const AVCodec *codec) except -1
+    # Python API: check a packet before it is decoded; the frames ready now, wrapped.
+    cdef int check_packet(self, Packet packet) except -1
+    cdef list ready_frames(self)
+    cdef object wrap(self, AVFrame *frame)
+
+
+cdef class VideoPacketDecoder(PacketDecoder):
+    cdef int hwaccel_state              # -1 before the first frame, then whether it was a CUDA frame
+    cdef readonly bint can_skip_unneeded    # the codec leaves out unreferenced frames exactly (H.264)
+    cdef int64_t unneeded_before        # packets displayed before this may skip unreferenced frames
+    cdef readonly unsigned long packets_skippable   # packets sent while they could be skipped (tests)
+    cdef readonly double rotation       # the stream's display rotation, counter-clockwise degrees (0: none)
+    cdef readonly object device         # "cpu" or "cuda:N": where its RawFrames' samples are
+
+    cdef int use_cuda_device(self, int device, size_t context) except -1
+
+
+cdef class AudioPacketDecoder(PacketDecoder):
+    pass
+
+
+# The factories (PacketDecoder's Python constructors refuse: build them from the stream).
+cdef VideoPacketDecoder open_video_decoder(Demuxer demuxer, int stream_index, int num_threads,
+                                           int cuda_device=*, size_t cuda_context=*)
+cdef AudioPacketDecoder open_audio_decoder(Demuxer demuxer, int stream_index)
