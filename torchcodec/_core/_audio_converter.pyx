@@ -124,7 +124,7 @@ cdef class AudioConverter:
                        <size_t>count * sizeof(float))
         pts = self.first_pts + self.emitted / <double>self.out_rate
         self.emitted += count
-        return AudioSamples(data=_bridge.finish(data, name), pts_seconds=pts, duration_seconds=count / self.out_rate,
+        return AudioSamples(data=_bridge.finish(data, name), pts_seconds=pts, duration_seconds=count / <double>self.out_rate,
                             sample_rate=self.out_rate)
 
     def convert(self, RawAudioSamples raw_samples not None):

@@ -37,6 +37,7 @@ cdef class Demuxer:
     cdef int raise_source_error(self) except -1
     cdef int seek_to_start(self, int stream_index) except -1 nogil
     cdef int seek_bytes(self, int64_t position) except -1 nogil
+    cdef int rewind(self, int stream_index) except -1 nogil
     cdef bint can_seek_bytes(self) noexcept nogil
     cdef int set_discards(self) except -1
     cdef object follow(self, int index)

@@ -6,6 +6,7 @@ keeps the frame alive. A ColorConverter turns a RawFrame into an RGB ``Frame``; 
 turns RawAudioSamples into normalised float32 ``AudioSamples``. Both are process-local: they cannot
 be pickled (their memory is FFmpeg's, in this process).
 """
+from libc.stdint cimport int64_t
 from libc.string cimport memcpy
 
 from torchcodec._core._frame_index cimport ticks_to_seconds
@@ -43,7 +44,11 @@ cdef RawAudioSamples take_raw_audio(AVFrame *frame, AVRational time_base, object
     lavu.av_frame_move_ref(raw.ptr, frame)
     raw.sample_rate = raw.ptr.sample_rate
     raw.pts_seconds = ticks_to_seconds(ffcompat.tc_frame_pts(raw.ptr), time_base.num, time_base.den)
-    raw.duration_seconds = raw.ptr.nb_samples / <double>raw.ptr.sample_rate if raw.ptr.sample_rate > 0 else 0.0
+    cdef int64_t duration = ffcompat.tc_frame_duration(raw.ptr)   # the packet's (trimmed at the end)
+    if duration > 0:
+        raw.duration_seconds = ticks_to_seconds(duration, time_base.num, time_base.den)
+    else:
+        raw.duration_seconds = raw.ptr.nb_samples / <double>raw.ptr.sample_rate if raw.ptr.sample_rate > 0 else 0.0
     raw._generation = generation if generation is not None else 0
     return raw
 
@@ -204,7 +209,8 @@ cdef class RawAudioSamples:
             copy, made when first read. Integer samples are not normalised.
         sample_rate (int): the source's sample rate in Hz.
         pts_seconds (float): the presentation timestamp of the first sample.
-        duration_seconds (float): how long the samples last (num_samples / sample_rate).
+        duration_seconds (float): how long the samples last (the packet's duration, which the
+            container may trim at the end of the stream; else num_samples / sample_rate).
     """
 
     def __cinit__(self):
