@@ -48,3 +48,55 @@ def test_torch_dataloader_example_batches_resized_clips(media, tmp_path):
         assert starts, "the clip's first frame is a frame of the video"
         np.testing.assert_array_equal(frames, expected[starts[0]:starts[0] + 4])
     assert isinstance(item, torch.Tensor)
+
+
+def run_example(name: str, *args: str) -> list[str]:
+    result = subprocess.run([sys.executable, "-P", str(EXAMPLES / name), *args], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def import_example(name: str):
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(EXAMPLES))
+
+
+def test_the_threaded_blocks_pipeline_gives_every_frame_of_the_cli(media, h264_frames):
+    lines = run_example("blocks_pipeline.py", str(media["h264_bframes.mp4"]))
+    assert lines[0].startswith("90 frames, 0.000 s to 2.967 s, shape (3, 240, 320), decoded on 3 threads in")
+    frames = import_example("blocks_pipeline").decode_pipelined(str(media["h264_bframes.mp4"]), depth=2)
+    np.testing.assert_array_equal(np.stack([f.data for f in frames]).transpose(0, 2, 3, 1), h264_frames)
+
+
+def test_the_thumbnailer_writes_the_key_frames_only(media, tmp_path):
+    from torchcodec.decoders import decode_png
+    path = media["hevc_bframes.mp4"]
+    keys = [i for i, frame in enumerate(reference.ffprobe_frames(path, 0)) if frame["key_frame"]]
+    expected = reference.ffmpeg_rgb_frames(path)
+    lines = run_example("blocks_thumbnails.py", str(path), "-o", str(tmp_path))
+    assert len(lines) == len(keys) > 1
+    for number, i in enumerate(keys):
+        image = decode_png(str(tmp_path / f"key_{number:04d}.png"))
+        np.testing.assert_array_equal(np.asarray(image).transpose(1, 2, 0), expected[i])
+
+
+def test_the_index_cache_example_scans_once_and_reaches_exact_frames(media, tmp_path):
+    path = media["h264_vfr.mkv"]
+    frames = reference.ffprobe_frames(path, 0)
+    expected = reference.ffmpeg_rgb_frames(path)
+    times = [frames[40]["pts_seconds"], frames[3]["pts_seconds"] + 1e-4, frames[-1]["pts_seconds"]]
+    index = tmp_path / "video.index"
+    args = [str(path), "--index", str(index), "--at", *map(repr, times), "-o", str(tmp_path / "frames")]
+    first, second = run_example("blocks_index_cache.py", *args), run_example("blocks_index_cache.py", *args)
+    assert first[0].startswith(f"index of {len(frames)} frames scanned, saved to")
+    assert second[0].startswith(f"index of {len(frames)} frames loaded from")
+    assert first[1:] == second[1:] == [f"{t:g} s: frame {i}, pts {frames[i]['pts_seconds']:.6f} s"
+                                       for t, i in zip(times, (40, 3, len(frames) - 1))]
+    from torchcodec.decoders import decode_png
+    for i in (40, 3, len(frames) - 1):
+        np.testing.assert_array_equal(np.asarray(decode_png(str(tmp_path / "frames" / f"frame_{i:05d}.png")))
+                                      .transpose(1, 2, 0), expected[i])

@@ -122,6 +122,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload("audio_ranges", f"audio: {NUM_AUDIO_RANGES} random {AUDIO_RANGE_SECONDS:g}-s ranges",
                  media="audio", report_approximate=True),
         Workload("resize256", f"every frame, batches of {BATCH_SIZE}, resized to {RESIZE_SIZE}x{RESIZE_SIZE}"),
+        Workload("blocks", "every frame, building blocks on one thread (demux, decode, convert)"),
+        Workload("blocks_pipeline", "every frame, building blocks on 3 threads (demux | decode | convert)"),
     )
 }
 
@@ -401,6 +403,68 @@ class TorchCodecApiPeer(Peer):
             raise NotApplicable(f"no decode-time transforms: {exc}") from None
         resize = transforms.Resize((RESIZE_SIZE, RESIZE_SIZE))
         return lambda: self._all_in_batches(self._open(job, threads, transforms=[resize]))
+
+    def _blocks(self, job: VideoJob, threads: int) -> tuple[Any, Any, Any]:
+        decoders = self._package.decoders
+        if not hasattr(decoders, "Demuxer"):
+            raise NotApplicable("no building blocks (torchcodec.decoders.Demuxer)")
+        demuxer = decoders.Demuxer(job.path)
+        return demuxer, demuxer.streams[0].make_decoder(num_ffmpeg_threads=threads), decoders.ColorConverter()
+
+    def blocks(self, job: VideoJob, threads: int) -> Task:
+        """Demuxer -> VideoPacketDecoder -> ColorConverter, every frame, on the calling thread."""
+        self._blocks(job, threads)
+
+        def run() -> Any:
+            demuxer, decoder, converter = self._blocks(job, threads)
+            last = None
+            for packet in demuxer:
+                for raw in decoder.decode(packet):
+                    last = converter.convert(raw)
+            for raw in decoder.drain():
+                last = converter.convert(raw)
+            return last
+
+        return run
+
+    def blocks_pipeline(self, job: VideoJob, threads: int) -> Task:
+        """The same stages on three threads joined by bounded queues: they overlap only where each
+        call releases the GIL for its work."""
+        import queue
+        import threading
+        self._blocks(job, threads)
+
+        def run() -> Any:
+            demuxer, decoder, converter = self._blocks(job, threads)
+            packets: queue.Queue = queue.Queue(16)
+            raws: queue.Queue = queue.Queue(4)
+            out: list[Any] = []
+
+            def demux() -> None:
+                for packet in demuxer:
+                    packets.put(packet)
+                packets.put(None)
+
+            def decode() -> None:
+                while (packet := packets.get()) is not None:
+                    for raw in decoder.decode(packet):
+                        raws.put(raw)
+                for raw in decoder.drain():
+                    raws.put(raw)
+                raws.put(None)
+
+            def convert() -> None:
+                while (raw := raws.get()) is not None:
+                    out[:] = [converter.convert(raw)]
+
+            stages = [threading.Thread(target=stage) for stage in (demux, decode, convert)]
+            for stage in stages:
+                stage.start()
+            for stage in stages:
+                stage.join()
+            return out[0] if out else None
+
+        return run
 
     def rgb_nhwc(self, result: Any) -> Any:
         data = result.data  # FrameBatch, NCHW (numpy array or torch tensor); clips as one batch
