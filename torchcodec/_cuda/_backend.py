@@ -135,7 +135,7 @@ def parse_device(device: Any) -> Optional[int]:
         get_default = getattr(torch, "get_default_device", None)
         device = get_default() if get_default is not None else "cpu"
     name = str(device)
-    if name == "cpu":
+    if name == "cpu" or (name.startswith("cpu:") and name[4:].isdigit()):
         return None
     index = _cuda.parse_cuda_index(name)
     if index is None:

@@ -10,7 +10,6 @@ codecs and writes the trailer.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import warnings
 from typing import Any, Optional, Union
@@ -18,6 +17,7 @@ from typing import Any, Optional, Union
 from torchcodec._core._avio import FileObjectSink, MemorySink
 from torchcodec._core._encoder import AudioStreamEncoder, VideoStreamEncoder
 from torchcodec._core._error import InvalidArgumentError
+from torchcodec._cuda import _backend
 from torchcodec._core._muxer import Muxer
 from torchcodec.encoders import _inputs
 
@@ -25,17 +25,10 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _device_name(device: Any) -> str:
-    """"cpu" or "cuda[:N]" from a str or torch.device; None: torch's default device when torch is
-    already imported (as TorchCodec does), else "cpu"."""
-    if device is None:
-        torch = sys.modules.get("torch")
-        device = torch.get_default_device() if torch is not None and hasattr(torch, "get_default_device") else "cpu"
-    name = str(device)
-    if name == "cpu" or name.startswith("cpu:"):
-        return "cpu"
-    if name == "cuda" or name.startswith("cuda:"):
-        return name
-    raise InvalidArgumentError(f"device must be 'cpu' or 'cuda' ('cuda:N'), got {device!r}")
+    """"cpu" or "cuda:N" from a str or torch.device (None: torch's default device when torch is in
+    use, as everywhere in torchcodec; see torchcodec._cuda._backend.parse_device)."""
+    index = _backend.parse_device(device)
+    return "cpu" if index is None else f"cuda:{index}"
 
 
 def _options(extra_options: Optional[dict[str, Any]]) -> dict[str, str]:

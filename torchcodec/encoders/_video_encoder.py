@@ -1,7 +1,6 @@
 """VideoEncoder: TorchCodec's one-shot video encoder, a thin layer over :class:`Encoder`."""
 from __future__ import annotations
 
-import io
 from typing import Any, Optional, Union
 
 from torchcodec._core._error import InvalidArgumentError
