@@ -62,4 +62,4 @@ for arg in ${MESON_ARGS:-}; do BUILD_OPTIONS+=("-Csetup-args=$arg"); done
 ${RUN_WITH:-} "$VENV/bin/python" -P -c "import torchcodec; print('torchcodec', torchcodec.__version__, 'with FFmpeg', torchcodec.ffmpeg_version(), '- default bridge:', torchcodec.get_bridge())"
 # CUDA kernels are built when nvcc is on PATH (-Dcuda=auto); no GPU is needed for that.
 ${RUN_WITH:-} "$VENV/bin/python" -P -c "import torchcodec._image as i; print('image codecs:', ', '.join(n for n, built in i.available().items() if built) or 'none')"
-${RUN_WITH:-} "$VENV/bin/python" -P -c "from torchcodec._core import _build_config as b; print('CUDA kernels:', 'built by ' + b.NVCC if b.CUDA_KERNELS else 'not built (-Dcuda=' + b.CUDA_OPTION + ', nvcc not found)' if b.CUDA_OPTION != 'disabled' else 'not built (-Dcuda=disabled)')"
+${RUN_WITH:-} "$VENV/bin/python" -P -c "from torchcodec._cuda import _build_config as b; print('CUDA kernels:', 'built by ' + b.NVCC if b.CUDA_KERNELS else 'not built (-Dcuda=' + b.CUDA_OPTION + ', nvcc not found)' if b.CUDA_OPTION != 'disabled' else 'not built (-Dcuda=disabled)')"
