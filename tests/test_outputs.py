@@ -223,6 +223,15 @@ def test_from_host_jax_and_jax_inputs():
         _outputs.describe(jnp.zeros(2))
 
 
+def test_out_under_the_jax_bridge_is_filled_and_returned(h264):
+    pytest.importorskip("jax")
+    from torchcodec.decoders import VideoDecoder
+    out = np.zeros((1, 240, 320, 3), np.uint8)
+    with torchcodec.bridge("jax"):
+        batch = VideoDecoder(h264, dimension_order="NHWC").get_frames_at([3], out=out)
+    assert batch.data is out and out.any()
+
+
 def _has(name: str) -> bool:
     import importlib.util
     return importlib.util.find_spec(name) is not None
