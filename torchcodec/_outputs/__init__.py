@@ -28,6 +28,7 @@ import contextlib
 import contextvars
 import importlib
 import importlib.util
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
@@ -189,10 +190,15 @@ class Adapter:
             package = self.module.split(".")[0]
             raise ImportError(f"{why or f'{self.name} output'} needs {package}: pip install {package}") from None
 
+    def imported(self) -> Any:
+        """The library's module if it is already imported, else None: an object of a library that
+        is not imported cannot exist, so recognising one never imports it."""
+        return sys.modules.get(self.module) if self.module else None
+
     def belongs(self, obj: Any, kind: str) -> bool:
         """Whether ``obj`` is this library's ``kind`` of object: "array", "dtype" or "generator"
-        (torch's adapter also knows torchvision's "transform"s). Checked with ``isinstance`` only when
-        the library is already imported; never imports it."""
+        (torch's adapter also knows torchvision's "transform"s), by ``isinstance`` against the
+        ``imported()`` library's types."""
         return False
 
     # outputs

@@ -3,7 +3,6 @@ stream) and cupy arrays as ``out=``. cupy arrays live on the GPU only: CPU outpu
 bridge are numpy's (``host_bridge``)."""
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from torchcodec._outputs import Adapter, Memory
@@ -15,7 +14,7 @@ class Cupy(Adapter):
     module = "cupy"
 
     def belongs(self, obj: Any, kind: str) -> bool:
-        cupy = sys.modules.get("cupy")
+        cupy = self.imported()
         return kind == "array" and cupy is not None and isinstance(obj, cupy.ndarray)
 
     def empty(self, shape: tuple[int, ...], dtype: str) -> Memory:

@@ -3,7 +3,6 @@ DLPack without a copy; jax arrays as inputs (read through their buffer). jax arr
 so they are never an ``out=``."""
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from torchcodec._outputs import Adapter, Memory
@@ -17,7 +16,7 @@ class Jax(Adapter):
     module = "jax"
 
     def belongs(self, obj: Any, kind: str) -> bool:
-        jax = sys.modules.get("jax")
+        jax = self.imported()
         return kind == "array" and jax is not None and isinstance(obj, jax.Array)
 
     def empty(self, shape: tuple[int, ...], dtype: str) -> Memory:

@@ -12,7 +12,7 @@ class Numpy(Adapter):
     module = "numpy"
 
     def belongs(self, obj: Any, kind: str) -> bool:
-        numpy = sys.modules.get("numpy")
+        numpy = self.imported()
         if numpy is None:
             return False
         if kind == "array":

@@ -16,7 +16,7 @@ class Torch(Adapter):
     module = "torch"
 
     def belongs(self, obj: Any, kind: str) -> bool:
-        torch = sys.modules.get("torch")
+        torch = self.imported()
         if torch is None:
             return False
         if kind == "array":
