@@ -520,10 +520,10 @@ def test_cuda_array_interface_v3_waits_for_the_writes_then_reports_no_stream(stu
         assert cai["seen"]
 
 
-# ---- CUDA outputs per bridge (torchcodec._cuda_output) ------------------------------------------
+# ---- CUDA outputs per bridge (torchcodec._outputs) ----------------------------------------------
 
 OUTPUTS = """
-from torchcodec import _cuda_output
+from torchcodec import _outputs
 def describe_output(output):
     return {"type": type(output.data).__name__, "address": output.address, "strides": list(output.strides),
             "stream": output.stream, "packed": output.packed}
@@ -536,14 +536,14 @@ def test_without_torch_or_cupy_the_numpy_bridge_gets_the_own_buffer_on_the_legac
         result = {}
         # "auto" is torch where torch is installed (test_torch_without_cuda_says_how_to_get_cuda_frames).
         for bridge in ("numpy", "auto") if importlib.util.find_spec("torch") is None else ("numpy",):
-            output = _cuda_output.allocate((2, 4, 5, 3), "uint8", bridge, 0)
+            output = _outputs.allocate((2, 4, 5, 3), "uint8", device_index=0, bridge=bridge)
             entry = describe_output(output)
             entry["ptr"] = output.data.ptr
             clear()
             finished = output.finish()
             entry["finish"] = log()
             entry["same"] = finished is output.data
-            entry["nchw"] = [list(_cuda_output.nchw(finished).shape), list(_cuda_output.nchw(finished).strides)]
+            entry["nchw"] = [list(_outputs.nchw(finished).shape), list(_outputs.nchw(finished).strides)]
             result[bridge] = entry
             del output, finished
         result["imported"] = [name for name in ("torch", "cupy", "jax") if name in sys.modules]
@@ -599,17 +599,17 @@ def test_the_numpy_bridge_prefers_cupy_and_writes_on_its_current_stream(stubs, t
     (tmp_path / "cupy.py").write_text(FAKE_CUPY)
     out = run(stubs, helpers=OUTPUTS, code="""
         import cupy
-        output = _cuda_output.allocate((2, 4, 5, 3), "float32", "numpy", 0)
+        output = _outputs.allocate((2, 4, 5, 3), "float32", device_index=0, bridge="numpy")
         entry = describe_output(output)
         entry["finished_same"] = output.finish() is output.data
         entry["calls"] = list(cupy.calls)
         wrong = cupy.ndarray((2, 4, 5, 3), "float32", device=1)
         try:
-            _cuda_output.wrap_out(wrong, (2, 4, 5, 3), "float32", 0)
+            _outputs.describe_out(wrong, (2, 4, 5, 3), "float32", device_index=0)
         except ValueError as error:
             entry["wrong_device"] = str(error)
-        entry["out"] = describe_output(_cuda_output.wrap_out(cupy.ndarray((2, 4, 5, 3), "float32"),
-                                                             (2, 4, 5, 3), "float32", 0))
+        entry["out"] = describe_output(_outputs.describe_out(cupy.ndarray((2, 4, 5, 3), "float32"),
+                                                             (2, 4, 5, 3), "float32", device_index=0))
         entry["allocs"] = counter("stub_allocs") + counter("stub_async_allocs")
         print(json.dumps(entry))
     """, PYTHONPATH=os.pathsep.join([str(tmp_path), TORCHCODEC_PARENT]))
@@ -629,11 +629,11 @@ def test_missing_libraries_give_clear_errors(stubs):
             if bridge != "tensorflow" and importlib.util.find_spec(bridge) is not None:
                 continue
             try:
-                _cuda_output.allocate((1, 2, 2, 3), "uint8", bridge, 0)
+                _outputs.allocate((1, 2, 2, 3), "uint8", device_index=0, bridge=bridge)
             except Exception as error:
                 errors[bridge] = [type(error).__name__, str(error)]
         try:
-            _cuda_output.allocate((1, 2, 2, 3), "int16", "numpy", 0)
+            _outputs.allocate((1, 2, 2, 3), "int16", device_index=0, bridge="numpy")
         except ValueError as error:
             errors["dtype"] = str(error)
         print(json.dumps(errors))
@@ -649,12 +649,12 @@ def test_torch_without_cuda_says_how_to_get_cuda_frames():
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("this torch can use CUDA")
-    from torchcodec import _cuda_output
+    from torchcodec import _outputs
     for bridge in ("torch", "auto"):
         with pytest.raises(RuntimeError, match=r"torch.cuda.is_available\(\) is False.*install a CUDA build of torch"):
-            _cuda_output.allocate((1, 2, 2, 3), "uint8", bridge, 0)
+            _outputs.allocate((1, 2, 2, 3), "uint8", device_index=0, bridge=bridge)
     with pytest.raises(ValueError, match="out= is on cpu; this decoder decodes on cuda:0"):
-        _cuda_output.wrap_out(torch.empty((1, 2, 2, 3), dtype=torch.uint8), (1, 2, 2, 3), "uint8", 0)
+        _outputs.describe_out(torch.empty((1, 2, 2, 3), dtype=torch.uint8), (1, 2, 2, 3), "uint8", device_index=0)
 
 
 def test_jax_without_a_gpu_backend_says_so():
@@ -664,36 +664,36 @@ def test_jax_without_a_gpu_backend_says_so():
         pytest.skip("this jax has a GPU backend")
     except RuntimeError:
         pass
-    from torchcodec import _cuda_output
+    from torchcodec import _outputs
     with pytest.raises(RuntimeError, match="this jax has no GPU backend"):
-        _cuda_output.allocate((1, 2, 2, 3), "uint8", "jax", 0)
+        _outputs.allocate((1, 2, 2, 3), "uint8", device_index=0, bridge="jax")
     with pytest.raises(TypeError, match="jax arrays are immutable"):
-        _cuda_output.wrap_out(jax.numpy.zeros((1, 2, 2, 3), "uint8"), (1, 2, 2, 3), "uint8", 0)
+        _outputs.describe_out(jax.numpy.zeros((1, 2, 2, 3), "uint8"), (1, 2, 2, 3), "uint8", device_index=0)
 
 
-def test_wrap_out_takes_device_buffers_in_both_dimension_orders(stubs):
+def test_describe_out_takes_device_buffers_in_both_dimension_orders(stubs):
     out = run(stubs, helpers=OUTPUTS, code="""
         result = {}
         nhwc = DeviceBuffer.empty(context, (2, 4, 5, 3), "uint8", 0x42)
-        output = _cuda_output.wrap_out(nhwc, (2, 4, 5, 3), "uint8", 0)
+        output = _outputs.describe_out(nhwc, (2, 4, 5, 3), "uint8", device_index=0)
         result["nhwc"] = describe_output(output)
         clear()
         result["finish_same"] = output.finish() is nhwc
         result["finish_log"] = log()
-        result["nchw"] = describe_output(_cuda_output.wrap_out(nhwc.permuted((0, 3, 1, 2)), (2, 4, 5, 3), "uint8",
-                                                               0, "NCHW"))
+        result["nchw"] = describe_output(_outputs.describe_out(nhwc.permuted((0, 3, 1, 2)), (2, 4, 5, 3), "uint8",
+                                                               dimension_order="NCHW", device_index=0))
         planar = DeviceBuffer.empty(context, (2, 3, 4, 5), "uint8", 1)
-        result["planar_as_nhwc"] = describe_output(_cuda_output.wrap_out(planar.permuted((0, 2, 3, 1)),
-                                                                         (2, 4, 5, 3), "uint8", 0))
+        result["planar_as_nhwc"] = describe_output(_outputs.describe_out(planar.permuted((0, 2, 3, 1)),
+                                                                         (2, 4, 5, 3), "uint8", device_index=0))
         errors = {}
         second = DeviceBuffer.empty(_driver.load_driver().context(1), (2, 4, 5, 3), "uint8", 1)
-        for name, args in {"shape": (nhwc, (2, 4, 6, 3), "uint8", 0), "nchw_shape": (nhwc, (2, 4, 5, 3), "uint8", 0, "NCHW"),
-                           "dtype": (nhwc, (2, 4, 5, 3), "float32", 0), "device": (second, (2, 4, 5, 3), "uint8", 0),
-                           "numpy": (numpy.empty((2, 4, 5, 3), "uint8"), (2, 4, 5, 3), "uint8", 0),
-                           "object": (object(), (2, 4, 5, 3), "uint8", 0),
-                           "order": (nhwc, (2, 4, 5, 3), "uint8", 0, "CHW")}.items():
+        for name, args in {"shape": (nhwc, (2, 4, 6, 3), "uint8"), "nchw_shape": (nhwc, (2, 4, 5, 3), "uint8", "NCHW"),
+                           "dtype": (nhwc, (2, 4, 5, 3), "float32"), "device": (second, (2, 4, 5, 3), "uint8"),
+                           "numpy": (numpy.empty((2, 4, 5, 3), "uint8"), (2, 4, 5, 3), "uint8"),
+                           "object": (object(), (2, 4, 5, 3), "uint8"),
+                           "order": (nhwc, (2, 4, 5, 3), "uint8", "CHW")}.items():
             try:
-                _cuda_output.wrap_out(*args)
+                _outputs.describe_out(*args[:3], dimension_order=(args + ("NHWC",))[3], device_index=0)
             except (TypeError, ValueError) as error:
                 errors[name] = [type(error).__name__, str(error)]
         result["errors"] = errors
@@ -726,14 +726,14 @@ class Foreign:
 """
 
 
-def test_wrap_out_writes_foreign_arrays_on_their_stream_or_after_a_defensive_sync(stubs):
+def test_describe_out_writes_foreign_arrays_on_their_stream_or_after_a_defensive_sync(stubs):
     out = run(stubs, helpers=OUTPUTS + FOREIGN, code="""
         result = {}
         for name, kwargs in {"v3_stream": {"stream": 0x3333}, "v3_none": {}, "v2": {"version": 2},
                              "v3_zero": {"stream": 0}}.items():
             foreign = Foreign((2, 4, 5, 3), "<f4", **kwargs)
             clear()
-            output = _cuda_output.wrap_out(foreign, (2, 4, 5, 3), "float32", 0)
+            output = _outputs.describe_out(foreign, (2, 4, 5, 3), "float32", device_index=0)
             before = log()
             entry = describe_output(output)
             entry["address_ok"] = output.address == foreign.memory.ctypes.data
@@ -742,13 +742,13 @@ def test_wrap_out_writes_foreign_arrays_on_their_stream_or_after_a_defensive_syn
             entry["before"], entry["after"] = before, log()
             result[name] = entry
         strided = Foreign((2, 4, 5, 3), "|u1", stream=7, strides=(64, 16, 3, 1))
-        result["strided"] = describe_output(_cuda_output.wrap_out(strided, (2, 4, 5, 3), "uint8", 0))
+        result["strided"] = describe_output(_outputs.describe_out(strided, (2, 4, 5, 3), "uint8", device_index=0))
         errors = {}
         for name, foreign in {"readonly": Foreign((2, 4, 5, 3), "|u1", stream=7, readonly=True),
                               "device": Foreign((2, 4, 5, 3), "|u1", stream=7, device=(2, 1)),
                               "dtype": Foreign((2, 4, 5, 3), "<f8", stream=7)}.items():
             try:
-                _cuda_output.wrap_out(foreign, (2, 4, 5, 3), "uint8", 0)
+                _outputs.describe_out(foreign, (2, 4, 5, 3), "uint8", device_index=0)
             except ValueError as error:
                 errors[name] = str(error)
         result["errors"] = errors
@@ -771,7 +771,7 @@ def test_wrap_out_writes_foreign_arrays_on_their_stream_or_after_a_defensive_syn
 def test_importing_the_output_module_imports_no_array_library():
     code = """
         import json, sys
-        import torchcodec._cuda_output
+        import torchcodec._outputs
         print(json.dumps([m for m in ("torch", "cupy", "jax", "numpy") if m in sys.modules]))
     """
     import subprocess
@@ -820,13 +820,13 @@ def test_torch_and_cupy_take_the_buffer_without_a_copy(gpu_context):
 
 @pytest.mark.cuda
 def test_allocate_uses_the_bridge_library_on_its_current_stream(gpu_context):
-    from torchcodec import _cuda_output
+    from torchcodec import _outputs
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("this torch cannot use CUDA")
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
-        output = _cuda_output.allocate((2, 4, 5, 3), "float32", "torch", 0)
+        output = _outputs.allocate((2, 4, 5, 3), "float32", device_index=0, bridge="torch")
     assert isinstance(output.data, torch.Tensor) and output.data.device == torch.device("cuda:0")
     assert output.stream == stream.cuda_stream and output.address == output.data.data_ptr()
     assert output.strides == (240, 60, 12, 4) and output.packed

@@ -11,7 +11,7 @@ from torchcodec import _install
 _install.check()   # first: mixed installations warn; a source tree or missing FFmpeg says what to do
 from torchcodec._logging import get_log_level, set_log_level   # first: FFmpeg logs from the start
 from torchcodec import decoders, encoders, samplers, transforms
-from torchcodec._bridge import bridge, get_bridge, set_bridge
+from torchcodec._outputs import bridge, get_bridge, set_bridge
 from torchcodec._core._info import ffmpeg_major_version as _ffmpeg_major_version
 from torchcodec._core._info import ffmpeg_versions
 from torchcodec._cuda import cuda_available

@@ -17,11 +17,12 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from torchcodec._bridge import get_bridge
+from torchcodec._outputs import adapter_of, get_bridge
 
 
 def _is_torch_generator(generator: Any) -> bool:
-    return type(generator).__module__.startswith("torch") and type(generator).__name__ == "Generator"
+    adapter = adapter_of(generator, "generator")
+    return adapter is not None and adapter.name == "torch"
 
 
 def _is_seed(generator: Any) -> bool:

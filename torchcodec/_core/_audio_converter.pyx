@@ -17,7 +17,7 @@ from torchcodec._core._resampler cimport Resampler
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVSampleFormat
 
-from torchcodec import _bridge
+from torchcodec import _outputs
 from torchcodec._frame import AudioSamples
 from torchcodec._memory import check_request
 
@@ -115,16 +115,15 @@ cdef class AudioConverter:
         a new AudioSamples, its pts continuing the previous result's."""
         cdef int channels = self.resampler.out_channels
         cdef int c
-        name = _bridge.get_bridge()
-        data = _bridge.empty((channels, count), "float32", name)
-        cdef char *dst = <char *><size_t>_bridge.address_of(data)
+        memory = _outputs.allocate((channels, count), "float32", bridge=_outputs.host_bridge())
+        cdef char *dst = <char *><size_t>memory.address
         with nogil:
             for c in range(channels):
                 memcpy(dst + <size_t>c * count * sizeof(float), self.scratch + <size_t>c * capacity,
                        <size_t>count * sizeof(float))
         pts = self.first_pts + self.emitted / <double>self.out_rate
         self.emitted += count
-        return AudioSamples(data=_bridge.finish(data, name), pts_seconds=pts, duration_seconds=count / <double>self.out_rate,
+        return AudioSamples(data=memory.finish(), pts_seconds=pts, duration_seconds=count / <double>self.out_rate,
                             sample_rate=self.out_rate)
 
     def convert(self, RawAudioSamples raw_samples not None):
@@ -172,7 +171,7 @@ cdef class AudioConverter:
         # The samples were read (and may have been changed in place): convert what ``data`` holds, a
         # planar copy of the frame in its sample type, laid out again as the frame's format is.
         row = <size_t>count * bytes_per_sample
-        cdef char *address = <char *><size_t>_bridge.address_of(data)
+        cdef char *address = <char *><size_t>_outputs.describe(data, writable=False, name="RawAudioSamples.data").address
         try:
             if lavu.av_sample_fmt_is_planar(<AVSampleFormat>frame.format):
                 for c in range(in_channels):

@@ -14,7 +14,7 @@ from torchcodec._core._raw_frames cimport RawFrame
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
-from torchcodec import _bridge
+from torchcodec import _outputs
 from torchcodec._frame import Frame
 from torchcodec._memory import check_request
 
@@ -24,7 +24,7 @@ OUTPUT_DTYPES = ("uint8", "float32", "auto")
 def output_dtype_name(output_dtype) -> str:
     """``output_dtype`` as "uint8", "float32" or "auto" (numpy and torch dtypes accepted); ValueError
     for anything else, in TorchCodec's words."""
-    name = "auto" if isinstance(output_dtype, str) and output_dtype == "auto" else _bridge.dtype_name(output_dtype)
+    name = "auto" if isinstance(output_dtype, str) and output_dtype == "auto" else _outputs.dtype_name(output_dtype)
     if name not in OUTPUT_DTYPES:
         raise ValueError(f"Invalid output_dtype ({output_dtype}). Supported values are uint8, float32, and 'auto'.")
     return name
@@ -116,17 +116,15 @@ cdef class ColorConverter:
         if self.device != "cpu":
             from torchcodec._cuda import _backend
             data = _backend.convert_raw_frame(self, raw_frame, rotation, width, height, dtype)
-            return Frame(_bridge.nchw(data), raw_frame.pts_seconds, raw_frame.duration_seconds)
+            return Frame(_outputs.nchw(data), raw_frame.pts_seconds, raw_frame.duration_seconds)
         check_request(f"converting a {width}x{height} frame to RGB {dtype}", frames=1, frame_size=(height, width),
                       itemsize=4 if as_float else 1)
-        name = _bridge.get_bridge()
-        data = _bridge.empty((height, width, 3), dtype, name)
-        memory = _bridge.memory_of(data)
+        memory = _outputs.allocate((height, width, 3), dtype)
         cdef uint8_t *dst = <uint8_t *><size_t>memory.address
         cdef Py_ssize_t row_stride = memory.strides[0]
         with nogil:
             self.impl.convert(raw_frame.ptr, rotation, dst, row_stride, width, height, as_float)
-        return Frame(_bridge.nchw(_bridge.finish(data, name)), raw_frame.pts_seconds, raw_frame.duration_seconds)
+        return Frame(memory.finish(_outputs.nchw(memory.data)), raw_frame.pts_seconds, raw_frame.duration_seconds)
 
 
 def converter_over(FrameConverter impl not None, device, output_dtype="uint8"):

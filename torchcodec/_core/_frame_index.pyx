@@ -19,7 +19,7 @@ from libc.math cimport isnan
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 
-from torchcodec import _bridge
+from torchcodec import _outputs
 
 
 def time_base_fraction(time_base):
@@ -201,7 +201,7 @@ cdef class FrameIndex:
 
     cdef object cached(self, str which):
         """The public array ``which`` of the current bridge, made the first time it is asked for."""
-        name = _bridge.get_bridge()
+        name = _outputs.host_bridge()
         key = (which, name)
         if key in self.arrays:
             return self.arrays[key]
@@ -211,8 +211,8 @@ cdef class FrameIndex:
             for i in range(self.size):
                 count += self.entries[i].is_key
         dtype = {"is_key_frame": "bool", "key_frame_indices": "int64"}.get(which, "float64")
-        data = _bridge.empty((count,), dtype, name)
-        cdef size_t address = _bridge.address_of(data) if count else 0
+        memory = _outputs.allocate((count,), dtype, bridge=name)
+        cdef size_t address = memory.address if count else 0
         cdef uint8_t *flags = <uint8_t *>address
         cdef int64_t *positions = <int64_t *>address
         cdef double *values = <double *>address
@@ -230,7 +230,7 @@ cdef class FrameIndex:
         else:
             for i in range(count):
                 values[i] = self.seconds(self.entries[i].duration)
-        data = _bridge.finish(data, name)
+        data = memory.finish()
         self.arrays[key] = data
         return data
 
@@ -318,14 +318,13 @@ cdef class FrameIndex:
         if hasattr(seconds, "shape") and hasattr(seconds, "tolist"):
             shape = tuple(seconds.shape)
             values = seconds.reshape(-1).tolist() if len(shape) != 0 else [seconds.tolist()]
-            name = _bridge.get_bridge()
-            data = _bridge.empty(shape, "int64", name)
+            memory = _outputs.allocate(shape, "int64", bridge=_outputs.host_bridge())
             count = len(values)
             if count:
-                address = _bridge.address_of(data)
+                address = memory.address
                 for i in range(count):
                     (<int64_t *><size_t>address)[i] = self.index_at_seconds(float(values[i]))
-            return _bridge.finish(data, name)
+            return memory.finish()
         return self.index_at_seconds(float(seconds))
 
     cdef double key_frame_seconds(self, double seconds) noexcept nogil:

@@ -15,7 +15,7 @@ from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational
 
-from torchcodec import _bridge
+from torchcodec import _outputs
 
 # Sample formats (packed or planar) -> the dtype that holds their samples exactly.
 cdef dict SAMPLE_DTYPES = {
@@ -153,7 +153,7 @@ cdef class RawFrame:
         """
         # Made at each access: the arrays hold the frame (through their HostArrays), so keeping them
         # here would make every frame a reference cycle, freed only by the garbage collector.
-        return tuple(_bridge.from_host(plane) for plane in self.host_planes())
+        return tuple(_outputs.from_host(plane) for plane in self.host_planes())
 
     def host_planes(self):
         """``planes`` as HostArrays (the engine's own strided views of the frame's memory)."""
@@ -265,9 +265,8 @@ cdef class RawAudioSamples:
         cdef int channels = self.ptr.ch_layout.nb_channels, samples = self.ptr.nb_samples
         cdef int size = lavu.av_get_bytes_per_sample(packed)
         cdef bint planar = lavu.av_sample_fmt_is_planar(<lavu.AVSampleFormat>self.ptr.format)
-        name = _bridge.get_bridge()
-        data = _bridge.empty((channels, samples), dtype, name)
-        cdef char *dst = <char *><size_t>_bridge.address_of(data)
+        memory = _outputs.allocate((channels, samples), dtype, bridge=_outputs.host_bridge())
+        cdef char *dst = <char *><size_t>memory.address
         cdef const char *src
         cdef int c, s
         cdef size_t row = <size_t>samples * size
@@ -279,4 +278,4 @@ cdef class RawAudioSamples:
                     src = <const char *>self.ptr.extended_data[0] + c * size
                     for s in range(samples):
                         memcpy(dst + c * row + <size_t>s * size, src + <size_t>s * channels * size, size)
-        return _bridge.finish(data, name)
+        return memory.finish()

@@ -26,6 +26,7 @@ from libc.stdlib cimport free, malloc
 
 from torchcodec._cuda cimport driver as cu
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver, check_cu, check_cu_nogil, stream_wait_event
+from torchcodec._outputs import c_strides
 
 cdef extern from "Python.h":
     void Py_IncRef(PyObject *o)
@@ -93,15 +94,6 @@ def _checked_shape(shape, dtype: str) -> tuple:
         raise MemoryError(f"a {dtype} buffer of shape {dims} would take {nbytes} bytes; torchcodec refuses "
                           f"device buffers over {MAX_NBYTES} bytes")
     return dims, nbytes
-
-
-def _c_strides(shape: tuple) -> tuple:
-    """C-contiguous strides in elements."""
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= max(extent, 1)
-    return tuple(reversed(strides))
 
 
 cdef int check_alloc(CudaDriver driver, cu.CUresult ret, const char *where, size_t nbytes, int index) except -1:
@@ -315,7 +307,7 @@ cdef class DeviceBuffer:
         itemsize = DTYPES[dtype][1] // 8
         memory = DeviceMemory.__new__(DeviceMemory)
         (<DeviceMemory>memory).allocate(context, nbytes, as_stream(handle))
-        return make_view(memory, dims, _c_strides(dims), dtype, itemsize)
+        return make_view(memory, dims, c_strides(dims), dtype, itemsize)
 
     # ---- synchronisation ----------------------------------------------------------------------
 
@@ -383,7 +375,7 @@ cdef class DeviceBuffer:
         if count != self.size:
             raise ValueError(f"cannot reshape a buffer of shape {self._shape} ({self.size} elements) to {dims}")
         if self.is_c_contiguous:
-            return make_view(self.memory, dims, _c_strides(dims), self._dtype, self.itemsize, self._offset)
+            return make_view(self.memory, dims, c_strides(dims), self._dtype, self.itemsize, self._offset)
         rest = self._shape[1:]
         lead = len(dims) - len(rest)
         if lead >= 1 and dims[lead:] == rest:
@@ -468,7 +460,7 @@ cdef class DeviceBuffer:
     @property
     def is_c_contiguous(self) -> bool:
         return self.size == 0 or all(stride == expected for stride, expected, extent
-                                     in zip(self._strides, _c_strides(self._shape), self._shape) if extent > 1)
+                                     in zip(self._strides, c_strides(self._shape), self._shape) if extent > 1)
 
     def __repr__(self) -> str:
         order = "" if self.is_c_contiguous else f", strides={self.strides}"

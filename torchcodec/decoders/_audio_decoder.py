@@ -7,7 +7,7 @@ import os
 import threading
 from typing import Any, Optional
 
-from torchcodec import _bridge
+from torchcodec import _outputs
 from torchcodec._core._audio_reader import AudioReader, compact_rows
 from torchcodec._core._demuxer import open_source_demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
@@ -107,19 +107,18 @@ class SampleRanges(Reopenable):
         stream holds (a far stop costs no memory) and by what the source's size makes plausible
         (``_expected_remaining``); when that was short, it grows.
         """
-        name = _bridge.get_bridge()
+        name = _outputs.get_bridge()
         channels = self._engine.num_channels
         wanted = None if last is None else last - first
         capacity = self._expected_remaining(first)
         if wanted is not None:
             capacity = min(wanted, capacity)
         check_request(self._describe_request(first, last), samples=capacity, channels=channels)
-        data = _bridge.empty((channels, capacity), "float32", name)
+        memory = _outputs.allocate((channels, capacity), "float32", bridge=name)
         count = 0
         with self._lock:
             self._check_fork()
             while True:
-                memory = _bridge.memory_of(data)
                 address = memory.address + count * 4
                 room = capacity - count
                 count += self._engine.read(first + count, -1 if last is None else last,
@@ -128,10 +127,8 @@ class SampleRanges(Reopenable):
                     break
                 capacity = capacity * 2 if wanted is None else min(wanted, capacity * 2)
                 check_request(self._describe_request(first, last), samples=count + capacity, channels=channels)
-                data = _grow(data, count, capacity, name)
-        if count < capacity:
-            data = _first_columns(data, count)
-        return _bridge.finish(data, name)
+                memory = _grow(memory, count, capacity, name)
+        return memory.finish(_first_columns(memory, count) if count < capacity else None)
 
     def _describe_request(self, first: int, last: Optional[int]) -> str:
         until = "the end" if last is None else f"sample {last}"
@@ -233,17 +230,16 @@ def _columns(data: Any) -> int:
     return int(data.shape[1])
 
 
-def _grow(data: Any, count: int, capacity: int, name: str) -> Any:
-    """A (channels, capacity) array holding the first ``count`` columns of ``data``."""
-    bigger = _bridge.empty((data.shape[0], capacity), "float32", name)
-    bigger[:, :count] = data[:, :count]
+def _grow(memory: _outputs.Memory, count: int, capacity: int, name: str) -> _outputs.Memory:
+    """A (channels, capacity) array holding the first ``count`` columns of ``memory``'s."""
+    bigger = _outputs.allocate((memory.shape[0], capacity), "float32", bridge=name)
+    bigger.data[:, :count] = memory.data[:, :count]
     return bigger
 
 
-def _first_columns(data: Any, count: int) -> Any:
-    """The first ``count`` columns of ``data`` as a C-contiguous array: the rows are moved together
-    in place (no new allocation) and a view of the front of the buffer is returned."""
-    channels = int(data.shape[0])
-    memory = _bridge.memory_of(data)
+def _first_columns(memory: _outputs.Memory, count: int) -> Any:
+    """The first ``count`` columns of ``memory``'s array as a C-contiguous array: the rows are moved
+    together in place (no new allocation) and a view of the front of the buffer is returned."""
+    channels, data = memory.shape[0], memory.data
     compact_rows(memory.address, channels, memory.strides[0], count * 4)
     return data.reshape(-1)[:channels * count].reshape(channels, count)

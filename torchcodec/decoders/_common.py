@@ -2,12 +2,14 @@
 or in a forked child."""
 from __future__ import annotations
 
+import ctypes
 import numbers
 import os
 from typing import Any, Optional
 
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._error import InvalidArgumentTypeError
+from torchcodec._outputs import describe, is_buffer
 
 _FORK_ORPHANS: list = []   # engines inherited through fork(), kept so that they are never freed
 
@@ -43,9 +45,9 @@ def as_seconds(name: str, value: Any) -> float:
 
 def encoded_bytes(source: Any) -> bytes:
     """The bytes of an in-memory source (buffer, array or torch tensor)."""
-    if type(source).__module__.split(".")[0] == "torch":
-        import ctypes
-        return ctypes.string_at(source.data_ptr(), source.numel())
+    if not is_buffer(source):                 # a tensor (contiguous 1-D uint8: checked when opened)
+        memory = describe(source, writable=False, name="the source")
+        return ctypes.string_at(memory.address, memory.shape[0])
     return bytes(memoryview(source).cast("B"))
 
 

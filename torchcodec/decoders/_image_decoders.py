@@ -9,12 +9,13 @@ result is the (C, H, W) view of that memory, as TorchCodec's outputs are.
 from __future__ import annotations
 
 import contextvars
+import ctypes
 import enum
 import io
 import os
 from typing import Any, Literal, Union
 
-from torchcodec import _bridge
+from torchcodec import _outputs
 from torchcodec._image import ImageCodecUnavailableError, codec
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec._image._common import EncodedBytes, ImageTooLargeError
@@ -87,16 +88,8 @@ def _dtype_code(output_dtype: Any) -> int:
     if isinstance(output_dtype, str):
         if output_dtype == "auto":
             return 2
-    elif type(output_dtype).__module__.split(".")[0] == "torch":
-        name = str(output_dtype)
-        if name in ("torch.uint8", "torch.uint16"):
-            return 0 if name == "torch.uint8" else 1
     else:
-        try:
-            import numpy
-            name = numpy.dtype(output_dtype).name
-        except (ImportError, TypeError):
-            name = ""
+        name = _outputs.dtype_name(output_dtype)          # a numpy or torch dtype
         if name in ("uint8", "uint16"):
             return 0 if name == "uint8" else 1
     raise ValueError(f"Invalid output_dtype ({output_dtype}). Supported values are uint8 and uint16 (numpy or "
@@ -125,20 +118,27 @@ def _encoded(source: ImageSource) -> EncodedBytes:
         if not view.c_contiguous or view.ndim != 1 or view.itemsize != 1:
             source = view.tobytes()
         return EncodedBytes(source)
-    module = type(source).__module__.split(".")[0]
-    if module == "torch" and hasattr(source, "data_ptr"):
-        _check_encoded_array(tuple(source.shape), str(source.dtype).replace("torch.", ""))
-        if source.device.type != "cpu":
-            raise InvalidArgumentError(f"Input tensor must be on the CPU, got a tensor on {source.device}.")
-        source = source.contiguous()
-        return EncodedBytes(source, source.data_ptr(), source.numel())
-    if hasattr(source, "__array_interface__") or (module in ("jax", "jaxlib") and hasattr(source, "__dlpack__")):
-        import numpy
-        array = numpy.from_dlpack(source) if module in ("jax", "jaxlib") else numpy.asarray(source)
-        _check_encoded_array(array.shape, array.dtype.name)
-        return EncodedBytes(numpy.ascontiguousarray(array))
+    if _outputs.adapter_of(source) is not None or hasattr(source, "__array_interface__"):
+        device = _outputs.device_of(source)
+        if device != "cpu":
+            raise InvalidArgumentError(f"Input tensor must be on the CPU, got a tensor on {device}.")
+        memory = _outputs.describe(source, writable=False, name="the encoded image")
+        _check_encoded_array(memory.shape, memory.dtype)
+        if memory.shape[0] > 1 and memory.strides != (1,):
+            return EncodedBytes(_gathered(memory))
+        return EncodedBytes(memory.data, memory.address, memory.shape[0])
     raise TypeError(f"Unknown source type: {type(source)}. Supported types are str, Path, bytes, bytearray, "
                     f"memoryview, a binary file object, and a 1-D uint8 array or tensor of encoded bytes.")
+
+
+def _gathered(memory: _outputs.Memory) -> bytes:
+    """The bytes of a strided 1-D uint8 array (any step, even negative or zero), copied once."""
+    count, step = memory.shape[0], memory.strides[0]
+    if step == 0:
+        return ctypes.string_at(memory.address, 1) * count
+    low, high = memory.extent()
+    region = memoryview((ctypes.c_char * (high - low)).from_address(low)).cast("B")
+    return region[::step].tobytes()         # a negative step starts from element 0, at the top
 
 
 def _check_encoded_array(shape: tuple[int, ...], dtype: str) -> None:
@@ -154,20 +154,21 @@ class _Outputs:
     """The allocator given to a codec: allocates (H, W, C) or (N, H, W, C) memory with the bridge's
     library and returns its address; remembers the arrays."""
 
-    __slots__ = ("name", "arrays")
+    __slots__ = ("name", "memories")
 
     def __init__(self) -> None:
-        self.name = _bridge.get_bridge()
-        self.arrays: list[Any] = []
+        self.name = _outputs.get_bridge()
+        self.memories: list[_outputs.Memory] = []
 
     def __call__(self, shape: tuple[int, ...], dtype: str) -> int:
-        data = _bridge.empty(shape, dtype, self.name)
-        self.arrays.append(data)
-        return _bridge.address_of(data)
+        memory = _outputs.allocate(shape, dtype, bridge=self.name)
+        self.memories.append(memory)
+        return memory.address
 
     def result(self, index: int = 0) -> Any:
         """The index-th image as (C, H, W) (or (N, C, H, W)) of the bridge's type: a view of its memory."""
-        return _bridge.finish(_bridge.nchw(self.arrays[index]), self.name)
+        memory = self.memories[index]
+        return memory.finish(_outputs.nchw(memory.data))
 
 
 def _decode(name: str, source: ImageSource, mode: Any, output_dtype: Any, **options: Any) -> Any:

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
-from torchcodec import _bridge
+from torchcodec import _outputs
 from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
 from torchcodec._core._demuxer import open_source_demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
@@ -384,8 +384,8 @@ class VideoDecoder(Reopenable):
         ``times``/``frame_duration`` replace the frames' own pts and durations (resampling).
         """
         self._check_request(n, "decoding")
-        name = _bridge.get_bridge()
-        pts, durations = _bridge.float64_buffer(n), _bridge.float64_buffer(n)
+        name = _outputs.get_bridge()
+        pts, durations = _outputs.float64_buffer(n), _outputs.float64_buffer(n)
         if self._cuda is not None:
             result = self._decode_cuda(n, run, out, name, pts, durations)
         else:
@@ -393,7 +393,7 @@ class VideoDecoder(Reopenable):
         if times is not None:
             pts = array.array("d", times)
             durations = array.array("d", [frame_duration] * len(times))
-        return FrameBatch(result, _bridge.float64_array(pts, name), _bridge.float64_array(durations, name))
+        return FrameBatch(result, _outputs.float64_array(pts, name), _outputs.float64_array(durations, name))
 
     def _check_request(self, count: int, what: str) -> None:
         """Refuse a request of ``count`` frames that the memory limit cannot hold, or that a stream
@@ -423,62 +423,41 @@ class VideoDecoder(Reopenable):
                 self._output_dtype == "float32", pts, durations)
 
     def _decode_cpu(self, n: int, run: Any, out: Any, name: str, pts: array.array, durations: array.array) -> Any:
-        height, width = self._height, self._width
-        data = memory = None
-        if out is not None:
-            memory, frame_stride, row_stride = self._check_out(out, n)
-        if memory is None:            # a new array, or out= in a layout the engine cannot write
-            data = _bridge.empty((n, height, width, 3), self._output_dtype, name)
-            memory = _bridge.memory_of(data)
-            frame_stride, row_stride = memory.strides[0], memory.strides[1]
-            if self._dimension_order == "NCHW":
-                data = _bridge.nchw(data)
-        self._run_engine(n, run, memory.address, frame_stride, row_stride, pts, durations)
-        if out is not None and data is not None:
-            _bridge.copy_into(out, data)          # the one copy, for out= of another layout
-        return _bridge.finish(out if out is not None else data, name)
-
-    def _decode_cuda(self, n: int, run: Any, out: Any, name: str, pts: array.array, durations: array.array) -> Any:
-        """Decode into CUDA memory allocated by the bridge's library (or ``out``), on its current stream."""
-        from torchcodec import _cuda_output
+        """Decode into CPU memory allocated by the bridge's library (or ``out``)."""
         shape = (n, self._height, self._width, 3)
         target = None
         if out is not None:
-            target = _cuda_output.wrap_out(out, shape, self._output_dtype, self._device_index, self._dimension_order)
-        output = target if target is not None and target.packed else _cuda_output.allocate(
-            shape, self._output_dtype, name, self._device_index)
+            target = _outputs.describe_out(out, shape, self._output_dtype, dimension_order=self._dimension_order)
+        memory = target if target is not None and target.packed else _outputs.allocate(
+            shape, self._output_dtype, bridge=name)
+        self._run_engine(n, run, memory.address, memory.strides[0], memory.strides[1], pts, durations)
+        if memory is target:
+            return target.finish()
+        data = _outputs.nchw(memory.data) if self._dimension_order == "NCHW" else memory.data
+        if target is not None:                    # out= in a layout the engine cannot write: one copy
+            _outputs.copy_into(out, data)
+            return target.finish()
+        return memory.finish(data)
+
+    def _decode_cuda(self, n: int, run: Any, out: Any, name: str, pts: array.array, durations: array.array) -> Any:
+        """Decode into CUDA memory allocated by the bridge's library (or ``out``), on its current stream."""
+        shape = (n, self._height, self._width, 3)
+        target = None
+        if out is not None:
+            target = _outputs.describe_out(out, shape, self._output_dtype, dimension_order=self._dimension_order,
+                                           device_index=self._device_index)
+        output = target if target is not None and target.packed else _outputs.allocate(
+            shape, self._output_dtype, device_index=self._device_index, bridge=name)
         self._run_engine(n, run, output.address, output.strides[0], output.strides[1], pts, durations, output.stream)
         data = output.finish()
         if output is target:
             return data
         if self._dimension_order == "NCHW":
-            data = _bridge.nchw(data)
+            data = _outputs.nchw(data)
         if target is not None:                    # out= in a layout the engine cannot write: one copy
-            _bridge.copy_into(out, data)
+            _outputs.copy_into(out, data)
             return target.finish()
         return data
-
-    def _expected_shape(self, n: int) -> tuple[int, int, int, int]:
-        height, width = self._height, self._width
-        return (n, 3, height, width) if self._dimension_order == "NCHW" else (n, height, width, 3)
-
-    def _check_out(self, out: Any, n: int) -> tuple[Any, int, int]:
-        """Check a CPU ``out``'s shape and dtype; return (memory, frame stride, row stride), or
-        (None, 0, 0) when its layout is not packed RGB pixels (the caller then copies once)."""
-        expected = self._expected_shape(n)
-        memory = _bridge.memory_of(out)
-        if memory.shape != expected:
-            raise ValueError(f"out= has shape {memory.shape}; this request needs {expected} "
-                             f"(dimension_order={self._dimension_order!r})")
-        if memory.dtype != self._output_dtype:
-            raise ValueError(f"out= has dtype {memory.dtype}; this decoder outputs {self._output_dtype}")
-        strides = memory.strides
-        if self._dimension_order == "NCHW":      # as (n, h, w, c)
-            strides = (strides[0], strides[2], strides[3], strides[1])
-        if _bridge.is_packed_rgb(strides, memory.itemsize):
-            return memory, strides[0], strides[1]
-        return None, 0, 0
-
 
 def _single_frame(batch: FrameBatch, out: Any = None) -> Frame:
     """The Frame of a batch of one (its data is ``out`` when the caller gave one)."""
@@ -490,11 +469,11 @@ def _one_frame_batch(out: Any) -> Any:
     """A single frame's ``out`` viewed as a batch of one (same memory)."""
     if out is None:
         return None
-    return out.unsqueeze(0) if type(out).__module__.startswith("torch") else out[None]
+    return _outputs.batch_of_one(out)
 
 
 def _resolve_dtype(output_dtype: Any, bits_per_component: int) -> str:
-    name = "auto" if output_dtype == "auto" else _bridge.dtype_name(output_dtype)
+    name = "auto" if output_dtype == "auto" else _outputs.dtype_name(output_dtype)
     if name == "auto":
         return "float32" if bits_per_component > 8 else "uint8"
     if name not in _DTYPES:

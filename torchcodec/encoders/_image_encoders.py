@@ -4,13 +4,13 @@ without the GIL, and written to a path, a file object, or a 1-D uint8 array of t
 """
 from __future__ import annotations
 
-import ctypes
 import os
 from typing import Any, Union
 
-from torchcodec import _bridge
+from torchcodec import _outputs
 from torchcodec._image import codec
 from torchcodec._core._error import InvalidArgumentError
+from torchcodec.encoders._common import bytes_to_array
 
 __all__ = ["JpegEncoder", "PngEncoder"]
 
@@ -19,17 +19,13 @@ PathLike = Union[str, os.PathLike]
 
 def _image(img: Any) -> tuple[Any, int, tuple[int, int, int], tuple[int, int, int]]:
     """(owner, address, (C, H, W), byte strides) of a uint8 (C, H, W) CPU image, read in place."""
-    module = type(img).__module__.split(".")[0]
-    if module == "torch":
-        if img.device.type != "cpu":
-            raise NotImplementedError(f"encoding an image on {img.device} (nvJPEG) is not in this version of "
-                                      f"torchcodec: move the image to the CPU first (img.cpu())")
-    elif module in ("jax", "jaxlib"):
-        import numpy
-        img = numpy.from_dlpack(img)
-    elif not hasattr(img, "__array_interface__"):
+    if _outputs.adapter_of(img) is None and not hasattr(img, "__array_interface__"):
         raise TypeError(f"the image must be a (C, H, W) uint8 array (numpy, torch or jax), not {type(img).__name__}")
-    dtype = str(img.dtype).replace("torch.", "")
+    device = _outputs.device_of(img)
+    if device != "cpu":
+        raise NotImplementedError(f"encoding an image on {device} (nvJPEG) is not in this version of "
+                                  f"torchcodec: move the image to the CPU first (img.cpu())")
+    dtype = _outputs.dtype_name(img.dtype)
     if dtype != "uint8":
         raise InvalidArgumentError(f"Input tensor must have uint8 data type, got {dtype}.")
     if len(img.shape) != 3:
@@ -40,8 +36,8 @@ def _image(img: Any) -> tuple[Any, int, tuple[int, int, int], tuple[int, int, in
         raise InvalidArgumentError(f"The number of channels should be 1 or 3, got: {channels}.")
     if height == 0 or width == 0:
         raise InvalidArgumentError(f"The image is empty ({height}x{width}).")
-    memory = _bridge.memory_of(img, writable=False)
-    return img, memory.address, (channels, height, width), memory.strides
+    memory = _outputs.describe(img, writable=False)
+    return memory.data, memory.address, (channels, height, width), memory.strides
 
 
 def _check_file_like(dest: Any) -> None:
@@ -60,15 +56,6 @@ def _write_all(dest: Any, data: bytes) -> None:
         if written is None:          # a raw stream that would block: nothing written this time
             continue
         view = view[written:]
-
-
-def _as_array(data: bytes) -> Any:
-    """The encoded bytes as a 1-D uint8 array of the bridge's library."""
-    name = _bridge.get_bridge()
-    out = _bridge.empty((len(data),), "uint8", name)
-    if data:
-        ctypes.memmove(_bridge.address_of(out), data, len(data))
-    return _bridge.finish(out, name)
 
 
 class _ImageEncoder:
@@ -112,7 +99,7 @@ class JpegEncoder(_ImageEncoder):
 
     def to_tensor(self, *, quality: int = 75) -> Any:
         """The encoded bytes as a 1-D uint8 array of the bridge's library (a torch tensor under torch)."""
-        return _as_array(self._encoded(self._check(quality)))
+        return bytes_to_array(self._encoded(self._check(quality)))
 
 
 class PngEncoder(_ImageEncoder):
@@ -144,4 +131,4 @@ class PngEncoder(_ImageEncoder):
 
     def to_tensor(self, *, compression_level: int = 6) -> Any:
         """The encoded bytes as a 1-D uint8 array of the bridge's library (a torch tensor under torch)."""
-        return _as_array(self._encoded(self._check(compression_level)))
+        return bytes_to_array(self._encoded(self._check(compression_level)))

@@ -1,30 +1,19 @@
 """Reading the caller's frames and samples in place: checks with TorchCodec's messages, and the
-memory (address, shape, byte strides, extent) the engine reads. Arrays of any library the bridge
+memory (address, shape, byte strides, extent) the engine reads. Arrays of any library torchcodec
 knows (numpy, torch, jax, the buffer protocol), contiguous or strided; nothing is copied here."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
-from torchcodec import _bridge
+from torchcodec import _outputs
 from torchcodec._core._error import InvalidArgumentError
-
-
-class Input(NamedTuple):
-    """Where an input array's elements are: address, shape, byte strides, and [low, high) bounds."""
-
-    address: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    low: int
-    high: int
 
 
 def is_array(data: Any) -> bool:
     """Whether ``data`` is an array the encoders can read (a tensor, an array, a buffer)."""
     if isinstance(data, (str, bytes, int, float, complex)) or data is None:
         return False
-    return (type(data).__module__.split(".")[0] == "torch" or hasattr(data, "__array_interface__")
-            or hasattr(data, "__dlpack__") or _bridge._is_buffer(data))
+    return _outputs.is_array(data)
 
 
 def checked_shape(data: Any, name: str, ndims: tuple[int, ...], dtype: str) -> tuple[int, ...]:
@@ -37,40 +26,29 @@ def checked_shape(data: Any, name: str, ndims: tuple[int, ...], dtype: str) -> t
         counts = " or ".join(f"{n}D" for n in ndims)
         raise InvalidArgumentError(f"Expected {counts} {name}, got {name}.shape = {getattr(data, 'shape', shape)}.")
     actual = getattr(data, "dtype", None)
-    if actual is not None and str(actual).replace("torch.", "") != dtype:
+    if actual is not None and _outputs.dtype_name(actual) != dtype:
         raise InvalidArgumentError(f"Expected {dtype} {name}, got {name}.dtype = {actual}.")
     return shape
 
 
-def device_of(data: Any) -> str:
-    """"cpu", or "cuda:N" for a CUDA array (torch, cupy, or anything with __cuda_array_interface__)."""
-    device = getattr(data, "device", None)
-    kind = getattr(device, "type", None)
-    if kind is not None and type(data).__module__.split(".")[0] == "torch":
-        return "cpu" if kind == "cpu" else f"{kind}:{device.index or 0}"
-    if hasattr(data, "__cuda_array_interface__"):
-        return f"cuda:{getattr(device, 'id', 0) or 0}"
-    return "cpu"
-
-
 def _dtype(data: Any) -> str:
     dtype = getattr(data, "dtype", None)
-    return _bridge.dtype_name(dtype) if dtype is not None else "?"
+    return _outputs.dtype_name(dtype) if dtype is not None else "?"
 
 
-def read(data: Any, what: str) -> _bridge.Memory:
+def read(data: Any, what: str) -> _outputs.Memory:
     """The memory of a CPU array ``data`` (named ``what`` in messages), read-only access."""
     if not is_array(data):
         raise InvalidArgumentError(
             f"Expected {what} to be a Tensor or an array (numpy, torch, jax, or a buffer), got "
             f"type({what}) = {type(data)}.")
     try:
-        return _bridge.memory_of(data, writable=False, name=what)
+        return _outputs.describe(data, writable=False, name=what)
     except (TypeError, ValueError) as error:
         raise InvalidArgumentError(str(error)) from None
 
 
-def frames_input(frames: Any) -> Input:
+def frames_input(frames: Any) -> _outputs.Memory:
     """Check (N, 3, H, W) uint8 CPU frames, as TorchCodec's encoder does, and locate them."""
     memory = read(frames, "frames")
     if memory.dtype != "uint8":
@@ -79,13 +57,14 @@ def frames_input(frames: Any) -> Input:
         raise InvalidArgumentError(f"frames must have 4 dimensions (N, C, H, W), got {len(memory.shape)}")
     if memory.shape[1] != 3:
         raise InvalidArgumentError(f"frame must have 3 channels (R, G, B), got {memory.shape[1]}")
-    return Input(memory.address, memory.shape, memory.strides, *_bridge.extent(memory))
+    return memory
 
 
-def samples_input(samples: Any, *, allow_1d: bool = False) -> Input:
+def samples_input(samples: Any, *, allow_1d: bool = False) -> _outputs.Memory:
     """Check (C, S) float32 CPU samples (``allow_1d``: (S,) is one channel) and locate them."""
-    if device_of(samples) != "cpu":
-        raise InvalidArgumentError(f"samples must be on CPU, got {device_of(samples).split(':')[0]}")
+    device = _outputs.device_of(samples)
+    if device != "cpu":
+        raise InvalidArgumentError(f"samples must be on CPU, got {device.split(':')[0]}")
     memory = read(samples, "samples")
     if memory.dtype != "float32":
         raise InvalidArgumentError(f"samples must have float32 dtype, got {_dtype(samples)}")
@@ -94,4 +73,4 @@ def samples_input(samples: Any, *, allow_1d: bool = False) -> Input:
         shape, strides = (1,) + shape, (shape[0] * memory.itemsize,) + strides
     if len(shape) != 2:
         raise InvalidArgumentError(f"samples must have 2 dimensions, got {len(memory.shape)}")
-    return Input(memory.address, shape, strides, *_bridge.extent(memory))
+    return memory.with_layout(shape, strides)

@@ -14,6 +14,7 @@ import threading
 import warnings
 from typing import Any, Optional, Union
 
+from torchcodec import _outputs
 from torchcodec._core._avio import FileObjectSink, MemorySink
 from torchcodec._core._encoder import AudioStreamEncoder, VideoStreamEncoder
 from torchcodec._core._error import InvalidArgumentError
@@ -51,12 +52,11 @@ class VideoStream:
         """Encode ``frames``: uint8 RGB of shape (N, 3, H, W), H and W those given to ``add_video``,
         on the device given there; any array library, any memory layout (read in place)."""
         with self._encoder._using("add frames", "addFrames"):
-            expected, actual = self._spec["device"], _inputs.device_of(frames)
+            expected, actual = self._spec["device"], _outputs.device_of(frames)
             if (expected == "cpu") != (actual == "cpu"):
                 raise InvalidArgumentError(f"All frames must be on the same device. Expected {expected}, got {actual}")
             frames_in = _inputs.frames_input(frames)
-            self._engine.add_frames(frames_in.address, frames_in.shape, frames_in.strides, frames_in.low,
-                                    frames_in.high)
+            self._engine.add_frames(frames_in.address, frames_in.shape, frames_in.strides, *frames_in.extent())
 
 
 class AudioStream:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
+from torchcodec import _outputs
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec.encoders import _inputs
 from torchcodec.encoders._common import memory_to_array
@@ -29,7 +30,7 @@ class VideoEncoder:
                  preset: Optional[Union[str, int]], extra_options: Optional[dict[str, Any]]) -> tuple[Encoder, Any]:
         encoder = Encoder()
         stream = encoder.add_video(height=self._frames.shape[2], width=self._frames.shape[3],
-                                   frame_rate=self._frame_rate, device=_inputs.device_of(self._frames), codec=codec,
+                                   frame_rate=self._frame_rate, device=_outputs.device_of(self._frames), codec=codec,
                                    pixel_format=pixel_format, crf=crf, preset=preset, extra_options=extra_options)
         return encoder, stream
 

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-from torchcodec._bridge import get_bridge
+from torchcodec._outputs import get_bridge
 from torchcodec._frame import FrameBatch
 
 Policy = Literal["repeat_last", "wrap", "error"]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from torchcodec import _random
+from torchcodec._outputs import adapter_of
 
 Size = tuple[int, int]
 # One stage of an engine plan: (x, y, crop_w, crop_h, out_w, out_h, resize).
@@ -186,7 +187,7 @@ def _from_torchvision(transform: Any) -> DecoderTransform:
 def _convert(transform: Any) -> DecoderTransform:
     if isinstance(transform, DecoderTransform):
         return transform
-    if type(transform).__module__.split(".")[0] == "torchvision":
+    if adapter_of(transform, "transform") is not None:         # a torchvision v2 transform
         return _from_torchvision(transform)
     raise ValueError(f"Unsupported transform: {transform!r}. Transforms must be torchcodec.transforms objects "
                      f"(Resize, CenterCrop, RandomCrop) or torchvision v2 Resize, CenterCrop or RandomCrop")
