@@ -6,6 +6,7 @@ packages in one run); these tests pin the behaviour with independent references.
 from __future__ import annotations
 
 import pickle
+import subprocess
 import threading
 import time
 
@@ -59,10 +60,31 @@ def test_bad_stream_selections_are_value_errors(media, streams, phrase):
 
 
 def test_a_missing_stream_type_says_so(media):
-    with pytest.raises(ValueError, match="No valid stream found in input file"):
+    with pytest.raises(ValueError, match="No valid video stream found in input file"):
         Demuxer(media["mp3_stereo_44100.mp3"])
-    with pytest.raises(ValueError, match="No valid stream found in input file"):
+    with pytest.raises(RuntimeError, match="No valid audio stream found in input file"):
         Demuxer(media["h264_bframes.mp4"], streams="audio")
+
+
+@pytest.fixture(scope="module")
+def with_subtitles(media, tmp_path_factory):
+    """The workhorse video with a subtitle stream (index 1), muxed by the CLI."""
+    folder = tmp_path_factory.mktemp("subtitles")
+    (folder / "subs.srt").write_text("1\n00:00:00,000 --> 00:00:01,000\nhello\n")
+    path = folder / "with_subtitles.mkv"
+    subprocess.run([reference.FFMPEG, "-v", "error", "-i", str(media["h264_bframes.mp4"]), "-i", str(folder / "subs.srt"),
+                    "-map", "0:v", "-map", "1", "-c:v", "copy", str(path)], check=True)
+    return path
+
+
+def test_a_stream_that_is_neither_video_nor_audio_is_refused_but_described(with_subtitles):
+    assert reference.ffprobe_stream(with_subtitles, 1)["codec_type"] == "subtitle"
+    with pytest.raises(ValueError, match="is not a video stream nor an audio stream"):
+        Demuxer(with_subtitles, streams=1)
+    assert [type(s) for s in Demuxer(with_subtitles, streams="all").streams] == [VideoStream]
+    streams = get_container_metadata(with_subtitles).streams
+    assert type(streams[1]) is StreamMetadata and streams[1].media_type == "subtitle"
+    assert streams[1].codec == reference.ffprobe_stream(with_subtitles, 1)["codec_name"]
 
 
 def test_packets_are_those_ffprobe_lists_in_file_order(media):
@@ -124,11 +146,6 @@ def test_stream_metadata_is_the_decoders_header_part(media):
                       "average_fps_from_header", "num_frames_from_header", "duration_seconds_from_header"):
             assert getattr(header, field) == getattr(full, field), (name, field)
     assert type(get_container_metadata(media["two_video_streams.mkv"]).streams[0]) is VideoStreamHeaderMetadata
-
-
-def test_streams_that_are_neither_video_nor_audio_get_plain_stream_metadata(media):
-    for stream in get_container_metadata(media["h264_aac.mp4"]).streams:
-        assert isinstance(stream, StreamMetadata)
 
 
 # ---- scan / FrameIndex -------------------------------------------------------------------------------

@@ -197,14 +197,14 @@ cdef class Demuxer:
             streams = (streams,)
         streams = tuple(streams)
         if not streams:
-            raise ValueError("streams is empty, so this demuxer would have nothing to demux.")
+            raise InvalidArgumentError("streams is empty, so this demuxer would have nothing to demux.")
         for selector in streams:
             if isinstance(selector, str) and selector == "all":
-                raise ValueError(f"streams='all' can only be used on its own, not alongside other selectors: got "
+                raise InvalidArgumentError(f"streams='all' can only be used on its own, not alongside other selectors: got "
                                  f"{streams!r}.")
             if not (isinstance(selector, str) and selector in ("video", "audio")) and (
                     isinstance(selector, bool) or not isinstance(selector, int)):
-                raise ValueError(f"Invalid stream selector {selector!r}. Expected 'video', 'audio', or an int "
+                raise InvalidArgumentError(f"Invalid stream selector {selector!r}. Expected 'video', 'audio', or an int "
                                  f"stream index.")
         return list(streams)
 
@@ -213,23 +213,25 @@ cdef class Demuxer:
         if isinstance(selector, str):
             best = self.best_stream(selector)
             if best is None:
-                raise ValueError(f"No valid stream found in input file: {self.name} has no {selector} stream")
+                raise InvalidArgumentError(f"No valid {selector} stream found in input file: {self.name} has no "
+                                           f"{selector} stream")
             return best
         if not 0 <= selector < self.ptr.nb_streams:
-            raise ValueError(f"The stream index {selector} is not a valid stream (the file has "
-                             f"{self.ptr.nb_streams} stream(s)).")
+            raise InvalidArgumentError(f"The stream index {selector} is not a valid stream (the file has "
+                                       f"{self.ptr.nb_streams} stream(s)).")
         kind = self.media_type(selector)
         if kind not in ("video", "audio"):
-            raise ValueError(f"The stream at index {selector} is not a video or audio stream (it is {kind}).")
+            raise InvalidArgumentError(f"The stream at index {selector} is not a video stream nor an audio stream "
+                                       f"(it is '{kind}').")
         return selector
 
     cdef object follow(self, int index):
         """Follow stream ``index`` (its packets are read from now on); its VideoStream/AudioStream."""
         if index in self.followed:
-            raise ValueError(f"stream {index} is selected twice")
+            raise InvalidArgumentError(f"stream {index} is selected twice")
         kind = self.media_type(index)
         if kind not in ("video", "audio"):
-            raise ValueError(f"The stream at index {index} is not a video or audio stream (it is {kind}).")
+            raise InvalidArgumentError(f"The stream at index {index} is not a video stream nor an audio stream (it is '{kind}').")
         self.followed.append(index)
         self.set_discards()
         return self.stream_object(index)
@@ -329,6 +331,9 @@ cdef class Demuxer:
         seconds = float(seconds)
         if not math.isfinite(seconds):
             raise InvalidArgumentError(f"cannot seek to {seconds} seconds")
+        if self.ptr.pb != NULL and not (self.ptr.pb.seekable & lavf.AVIO_SEEKABLE_NORMAL):
+            raise RuntimeError(f"cannot seek {self.name}: it is read as a stream (a pipe or a live source), and its "
+                               f"'{self.ptr.iformat.name.decode()}' format does not support seeking in one")
         cdef AVStream *st = self.ptr.streams[index]
         cdef int64_t timestamp = closest_ticks(seconds, st.time_base.num, st.time_base.den)
         with nogil:

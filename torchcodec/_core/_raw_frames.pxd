@@ -3,6 +3,10 @@
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational
 
 
+cdef class FrameReference:
+    cdef AVFrame *ptr                   # owned: a second reference to a RawFrame's buffers (for its planes)
+
+
 cdef class RawFrame:
     cdef AVFrame *ptr                   # owned
     cdef readonly double pts_seconds
@@ -10,6 +14,7 @@ cdef class RawFrame:
     cdef readonly double rotation       # counter-clockwise degrees that make it upright (0: none)
     cdef readonly object device         # "cpu" or "cuda:N": where the samples are
     cdef public object storage_cuda     # the CUDA allocation behind the planes (None on the CPU)
+    cdef object _planes                 # the planes, made when first asked for
 
 
 cdef class RawAudioSamples:

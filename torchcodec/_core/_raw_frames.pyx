@@ -58,6 +58,20 @@ def _refuse_pickling(name, hint):
                     f"object that only exists in this one. {hint}")
 
 
+cdef class FrameReference:
+    """Owns a reference to a frame's buffers: what a RawFrame's planes keep alive. The planes keep
+    this, not the RawFrame (which caches them), so that no reference cycle keeps frames in memory
+    until a garbage collection."""
+
+    def __cinit__(self):
+        self.ptr = lavu.av_frame_alloc()
+        if self.ptr == NULL:
+            raise MemoryError("av_frame_alloc failed")
+
+    def __dealloc__(self):
+        lavu.av_frame_free(&self.ptr)
+
+
 cdef class RawFrame:
     """One decoded video frame, exactly as the decoder produced it (made by a VideoPacketDecoder).
 
@@ -80,6 +94,7 @@ cdef class RawFrame:
         if self.ptr == NULL:
             raise MemoryError("av_frame_alloc failed")
         self.storage_cuda = None
+        self._planes = None
         self.device = "cpu"
 
     def __init__(self, *args, **kwargs):
@@ -151,12 +166,13 @@ cdef class RawFrame:
         interleave U and V). RuntimeError for formats that cannot be viewed without a copy
         (sub-byte packed, palettised, float, big-endian 16-bit) and for frames stored bottom-up.
         """
-        # Made at each access: the arrays hold the frame (through their HostArrays), so keeping them
-        # here would make every frame a reference cycle, freed only by the garbage collector.
-        return tuple(_outputs.from_host(plane) for plane in self.host_planes())
+        if self._planes is None:
+            self._planes = tuple(_outputs.from_host(plane) for plane in self.host_planes())
+        return self._planes
 
     def host_planes(self):
-        """``planes`` as HostArrays (the engine's own strided views of the frame's memory)."""
+        """``planes`` as HostArrays (the engine's own strided views of the frame's memory), owned by
+        a FrameReference to the frame's buffers."""
         cdef const lavu.AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<lavu.AVPixelFormat>self.ptr.format)
         cdef const lavu.AVComponentDescriptor *comp
         cdef Py_ssize_t shape[2]
@@ -164,36 +180,37 @@ cdef class RawFrame:
         cdef int c, element, width, height
         cdef bint chroma
         if desc == NULL:
-            raise RuntimeError(f"the frame has no pixel format ({self.ptr.format}): it cannot be viewed")
+            raise RuntimeError(f"Cannot expose the frame's planes as a view: it has no pixel format ({self.ptr.format})")
         name = desc.name.decode()
+        refusal = f"Cannot expose {name} as a view"
         if desc.flags & lavu.AV_PIX_FMT_FLAG_HWACCEL:
-            raise RuntimeError(f"the frame is a {name} (hardware) frame: its samples are in device memory, which "
-                               f"this frame cannot view from the host")
+            raise RuntimeError(f"{refusal}: it is a hardware frame, whose samples are in device memory")
         if desc.flags & (lavu.AV_PIX_FMT_FLAG_BITSTREAM | lavu.AV_PIX_FMT_FLAG_PAL | lavu.AV_PIX_FMT_FLAG_FLOAT):
-            raise RuntimeError(f"pixel format {name} cannot be viewed without a copy (its samples are packed below "
-                               f"a byte, palettised or float): convert the frame with a ColorConverter instead")
+            raise RuntimeError(f"{refusal}: its samples are packed below a byte, palettised or float; convert the "
+                               f"frame with a ColorConverter instead")
+        cdef FrameReference owner = FrameReference()
+        if lavu.av_frame_ref(owner.ptr, self.ptr) < 0:
+            raise MemoryError("av_frame_ref failed")
         planes = []
         for c in range(desc.nb_components):
             comp = &desc.comp[c]
             element = 1 if comp.depth <= 8 else 2
             if element == 1 and (comp.depth != 8 or comp.shift != 0):
-                raise RuntimeError(f"pixel format {name} packs component {c} in {comp.depth} bits: it cannot be "
-                                   f"viewed without a copy")
+                raise RuntimeError(f"{refusal}: component {c} is packed in {comp.depth} bits")
             if element == 2 and (comp.step % 2 or comp.offset % 2 or comp.depth + comp.shift > 16
                                  or not (comp.shift == 0 or comp.depth + comp.shift == 16)
                                  or desc.flags & lavu.AV_PIX_FMT_FLAG_BE):
-                raise RuntimeError(f"pixel format {name} stores component {c} in a way that cannot be viewed as "
-                                   f"uint16 samples without a copy")
+                raise RuntimeError(f"{refusal}: component {c} is not stored as native uint16 samples")
             if self.ptr.linesize[comp.plane] < 0:
-                raise RuntimeError("the frame is stored bottom-up (negative line size): it cannot be viewed")
+                raise RuntimeError(f"{refusal}: the frame is stored bottom-up (negative line size)")
             chroma = (c == 1 or c == 2) and not (desc.flags & lavu.AV_PIX_FMT_FLAG_RGB)
             width, height = self.ptr.width, self.ptr.height
             if chroma:
                 width = -((-width) >> desc.log2_chroma_w)          # rounded up
                 height = -((-height) >> desc.log2_chroma_h)
             shape[0], shape[1] = height, width
-            strides[0], strides[1] = self.ptr.linesize[comp.plane], comp.step
-            planes.append(host_array(self, <char *>self.ptr.data[comp.plane] + comp.offset, 2, shape, strides,
+            strides[0], strides[1] = owner.ptr.linesize[comp.plane], comp.step
+            planes.append(host_array(owner, <char *>owner.ptr.data[comp.plane] + comp.offset, 2, shape, strides,
                                      "uint8" if element == 1 else "uint16", False))
         return tuple(planes)
 

@@ -10,6 +10,8 @@ cdef extern from "libavformat/avio.h" nogil:
     ctypedef struct AVIOContext:
         unsigned char *buffer
         int error
+        int seekable
+    int AVIO_SEEKABLE_NORMAL
     AVIOContext *avio_alloc_context(
         unsigned char *buffer, int buffer_size, int write_flag, void *opaque,
         int (*read_packet)(void *opaque, uint8_t *buf, int buf_size),
