@@ -174,5 +174,5 @@ def test_regression_inputs_are_listed_here(path):
     # Every file of tests/regressions/ is named after the target that found it and has its own
     # test here, test_<target>_<what>.
     assert path.name.split("-")[0] in {"video_bytes", "video_file", "audio", "wav", "frame_mappings", "image",
-                                       "image_encode"}
+                                       "image_encode", "blocks"}
     assert f"test_{path.stem.replace('-', '_')}" in globals()

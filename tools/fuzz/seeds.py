@@ -158,6 +158,7 @@ TARGET_SEEDS: dict[str, tuple[str, ...]] = {
     "audio": (*AUDIO, *WAV, "h264_aac.mp4", "mpeg2_mp2.mpg"),
     "wav": (*WAV, "pcm_s16_stereo.wav"),
     "image": tuple(name for name in IMAGE if name not in (*HEIC_FROM.values(), GRAY_JPEG_FROM)),
+    "blocks": (*VIDEO, *AUDIO),
 }
 
 DEFAULT_DIR = REPO / "build" / "fuzz"

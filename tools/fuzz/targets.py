@@ -27,8 +27,9 @@ from typing import Any, Callable
 import numpy as np
 
 import torchcodec
-from torchcodec.decoders import (AudioDecoder, VideoDecoder, WavDecoder, decode_avif, decode_gif, decode_heic,
-                                 decode_image, decode_jpeg, decode_png, decode_webp)
+from torchcodec.decoders import (AudioConverter, AudioDecoder, ColorConverter, Demuxer, VideoDecoder, WavDecoder,
+                                 decode_avif, decode_gif, decode_heic, decode_image, decode_jpeg, decode_png,
+                                 decode_webp, get_container_metadata)
 from torchcodec.encoders import JpegEncoder, PngEncoder
 from torchcodec.transforms import CenterCrop, RandomCrop, Resize
 
@@ -377,6 +378,70 @@ def image_encode(data: bytes) -> None:
         raise AssertionError("PNG round trip changed the pixels")
 
 
+# ---- building blocks ----------------------------------------------------------------------------
+
+MAX_BLOCK_PACKETS = 40
+
+
+def blocks(data: bytes) -> None:
+    """The building blocks over the bytes: container metadata, a Demuxer of chosen streams, each
+    stream's packet decoder fed packet by packet (planes read, frames converted), seeks with and
+    without resets, scans, drains, and audio converted (sometimes resampled)."""
+    rng = _rng(data)
+    try:
+        metadata = get_container_metadata(data)
+        repr(metadata)
+        demuxer = Demuxer(data, streams=rng.choice(("video", "audio", "all", ("video", "audio"), 0, 1)))
+    except EXPECTED:
+        return
+    decoders, converters = {}, {}
+    for stream in demuxer.streams:
+        try:
+            repr(stream.metadata)
+            if rng.random() < 0.3 and hasattr(stream, "scan"):
+                index = stream.scan()
+                if len(index):
+                    index.index_at(rng.uniform(-1, 5))
+                    index.key_frame_seconds_for(rng.uniform(-1, 5))
+            decoders[stream.index] = stream.make_decoder()
+        except EXPECTED:
+            continue
+        converters[stream.index] = (ColorConverter(output_dtype=rng.choice(("uint8", "float32", "auto")))
+                                    if hasattr(stream, "scan") else
+                                    AudioConverter(sample_rate=rng.choice((None, 8000, 44100)),
+                                                   num_channels=rng.choice((None, 1, 2))))
+
+    def consume(stream_index: int, outputs: list) -> None:
+        for output in outputs[:MAX_FRAMES]:
+            if isinstance(converters[stream_index], ColorConverter):
+                output.planes
+            converters[stream_index].convert(output)
+
+    for _ in range(MAX_BLOCK_PACKETS):
+        try:
+            packet = next(demuxer, None)
+            if packet is None:
+                break
+            if packet.stream_index in decoders:
+                consume(packet.stream_index, decoders[packet.stream_index].decode(packet))
+            if rng.random() < 0.05:
+                demuxer.seek(rng.uniform(-1, 10))
+                if rng.random() < 0.8:
+                    for stream_index in decoders:
+                        decoders[stream_index].reset()
+                        if isinstance(converters[stream_index], AudioConverter):
+                            converters[stream_index].reset()
+        except EXPECTED:
+            pass
+    for stream_index, decoder in decoders.items():
+        try:
+            consume(stream_index, decoder.drain())
+            if isinstance(converters[stream_index], AudioConverter):
+                converters[stream_index].drain()
+        except EXPECTED:
+            pass
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "video_bytes": video_bytes,
     "video_file": video_file,
@@ -385,4 +450,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "frame_mappings": frame_mappings,
     "image": image,
     "image_encode": image_encode,
+    "blocks": blocks,
 }
