@@ -14,15 +14,17 @@ import argparse
 import queue
 import threading
 import time
-from typing import Any
+from typing import Any, Callable, Optional
 
 from torchcodec.decoders import ColorConverter, Demuxer
 
 _END = object()
 
 
-def decode_pipelined(path: str, depth: int = 8) -> list[Any]:
-    """Every frame of the best video stream of ``path`` as RGB Frames, in presentation order."""
+def decode_pipelined(path: str, depth: int = 8, consume: Optional[Callable[[Any], None]] = None) -> list[Any]:
+    """Every frame of the best video stream of ``path`` as an RGB Frame, in presentation order:
+    handed to ``consume`` on the converting thread, or (without it) returned as a list (which holds
+    every frame in memory: a 1080p frame is 6 MB)."""
     demuxer = Demuxer(path)
     decoder = demuxer.streams[0].make_decoder()
     converter = ColorConverter()
@@ -55,8 +57,9 @@ def decode_pipelined(path: str, depth: int = 8) -> list[Any]:
         raw_frames.put(_END)
 
     def convert() -> None:
+        keep = consume if consume is not None else frames.append
         while (raw_frame := raw_frames.get()) is not _END:
-            frames.append(converter.convert(raw_frame))
+            keep(converter.convert(raw_frame))
 
     threads = [stage(demux), stage(decode), stage(convert)]
     for thread in threads:
@@ -68,16 +71,29 @@ def decode_pipelined(path: str, depth: int = 8) -> list[Any]:
     return frames
 
 
+class Summary:
+    """Counts the frames and keeps the first and the last (a long video does not fit in memory)."""
+
+    def __init__(self) -> None:
+        self.count, self.first, self.last = 0, None, None
+
+    def __call__(self, frame: Any) -> None:
+        self.count += 1
+        self.first = self.first or frame
+        self.last = frame
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("video")
     parser.add_argument("--queue", type=int, default=8, help="packets and frames in flight between stages")
     args = parser.parse_args()
+    summary = Summary()
     start = time.perf_counter()
-    frames = decode_pipelined(args.video, args.queue)
+    decode_pipelined(args.video, args.queue, summary)
     elapsed = time.perf_counter() - start
-    print(f"{len(frames)} frames, {frames[0].pts_seconds:.3f} s to {frames[-1].pts_seconds:.3f} s, "
-          f"shape {tuple(frames[0].data.shape)}, decoded on 3 threads in {elapsed:.2f} s")
+    print(f"{summary.count} frames, {summary.first.pts_seconds:.3f} s to {summary.last.pts_seconds:.3f} s, "
+          f"shape {tuple(summary.first.data.shape)}, decoded on 3 threads in {elapsed:.2f} s")
 
 
 if __name__ == "__main__":
