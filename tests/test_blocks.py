@@ -8,12 +8,12 @@ from __future__ import annotations
 import pickle
 import subprocess
 import threading
-import time
 
 import numpy as np
 import pytest
 
 import reference
+from gil_probe import ticks_during
 import torchcodec
 from torchcodec.decoders import (AudioConverter, AudioDecoder, AudioPacketDecoder, AudioStream,
                                  AudioStreamHeaderMetadata, ColorConverter, ContainerMetadata, Demuxer,
@@ -480,28 +480,15 @@ def test_the_stages_release_the_gil(media):
     """A decode and a convert on one thread leave another thread free to run."""
     path = media["hevc_1080p.mp4"]
     packets = list(Demuxer(path))
-    ticks: list[float] = []
-    done = threading.Event()
 
-    def count():
-        while not done.is_set():
-            ticks.append(time.perf_counter())
-            time.sleep(0.001)
-
-    counter = threading.Thread(target=count)
-    counter.start()
-    while not ticks:
-        time.sleep(0.001)
-    start = time.perf_counter()
-    while time.perf_counter() - start < 0.5:
+    def decode_and_convert():
         decoder, converter = Demuxer(path).streams[0].make_decoder(), ColorConverter()
         for packet in packets[:20]:
             for frame in decoder.decode(packet):
                 converter.convert(frame)
-    end = time.perf_counter()
-    done.set()
-    counter.join()
-    assert len([t for t in ticks if start < t < end]) >= 10
+
+    ticks, seconds, runs = ticks_during(decode_and_convert)
+    assert ticks >= 10, f"only {ticks} ticks in {seconds:.3f} s of decoding ({runs} runs)"
 
 
 def test_a_three_thread_pipeline_gives_the_one_call_decoders_frames(media, h264_frames):

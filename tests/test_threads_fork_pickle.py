@@ -6,12 +6,12 @@ import multiprocessing
 import pickle
 import subprocess
 import threading
-import time
 
 import numpy as np
 import pytest
 
 import reference
+from gil_probe import ticks_during
 from torchcodec.decoders import VideoDecoder
 
 
@@ -22,29 +22,9 @@ def expected(media):
 
 def test_another_thread_runs_while_a_decode_is_in_progress(media):
     decoder = VideoDecoder(media["hevc_bframes.mp4"])
-    ticks = []
-    done = threading.Event()
-
-    def count():
-        while not done.is_set():
-            ticks.append(time.perf_counter())
-            time.sleep(0.001)
-
-    counter = threading.Thread(target=count)
-    counter.start()
-    while not ticks:                      # the counter runs before the decoding starts
-        time.sleep(0.001)
-    start = time.perf_counter()
-    decodes = 0
-    while decodes < 5 or time.perf_counter() - start < 0.5:    # long enough for a loaded machine
-        decoder.get_all_frames()
-        decodes += 1
-    end = time.perf_counter()
-    done.set()
-    counter.join()
-    during = [t for t in ticks if start < t < end]
+    ticks, seconds, decodes = ticks_during(decoder.get_all_frames)
     # With the GIL held throughout, the counter could not tick during the decode.
-    assert len(during) >= 10, f"only {len(during)} ticks in {end - start:.3f} s of decoding ({decodes} decodes)"
+    assert ticks >= 10, f"only {ticks} ticks in {seconds:.3f} s of decoding ({decodes} decodes)"
 
 
 def test_a_shared_decoder_gives_the_same_frames_in_threads(h264, expected):
