@@ -29,6 +29,7 @@ from torchcodec._core._error cimport av_error_string, av_exception, check_av, is
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec._core._muxer cimport Muxer
 from torchcodec._core._resampler cimport Resampler
+from torchcodec._core._scaler cimport cli_sws_flags
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
@@ -45,8 +46,6 @@ cdef enum InputLayout:
 
 # Bytes that swscale's SIMD input readers may read past the end of a row.
 cdef Py_ssize_t OVERREAD = 128
-# The flags the ffmpeg CLI gives swscale (fftools: sws_flags=bicubic).
-cdef int SWS_FLAGS = sws.SWS_BICUBIC
 # Matrices swscale can convert RGB to YUV with (AVColorSpace values it has coefficients for).
 MATRICES = {1: "bt709", 4: "fcc", 5: "bt470bg", 6: "smpte170m", 7: "smpte240m", 9: "bt2020nc"}
 # The matrix of a YUV stream when no colorspace option is given: BT.601, which swscale uses by default.
@@ -466,7 +465,7 @@ cdef class VideoStreamEncoder(StreamEncoder):
         if ctx != NULL:
             return ctx
         ctx = sws.sws_getContext(self.width, self.height, src_format, self.width, self.height, self.ptr.pix_fmt,
-                                 SWS_FLAGS, NULL, NULL, NULL)
+                                 cli_sws_flags(), NULL, NULL, NULL)
         if ctx == NULL:
             with gil:
                 raise InvalidArgumentError(f"swscale cannot convert {self.width}x{self.height} RGB frames to "

@@ -3,7 +3,14 @@
 from libc.stdint cimport uint8_t, uint16_t
 from torchcodec._core._frame_converter cimport FrameConverter
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVPixelFormat
+from torchcodec._ffmpeg cimport swscale as sws
 from torchcodec._ffmpeg.swscale cimport SwsContext
+
+
+# The flags the ffmpeg CLI gives swscale (fftools: sws_flags=bicubic), for every swscale context of
+# the package that converts pixel formats (decoding's YUV->RGB, encoding's RGB->YUV).
+cdef inline int cli_sws_flags() noexcept nogil:
+    return sws.SWS_BICUBIC
 
 cdef enum:
     MAX_STAGES = 8          # transform stages one Scaler runs per frame

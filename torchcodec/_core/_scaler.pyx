@@ -30,8 +30,6 @@ from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport swscale as sws
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVPixelFormat, AVPixFmtDescriptor
 
-# The flags the ffmpeg CLI gives the scale filters that it inserts (fftools: sws_flags=bicubic).
-cdef int SWS_FLAGS = sws.SWS_BICUBIC
 # Pixels converted beyond each edge of a crop (a multiple of every chroma subsampling), so that
 # swscale's chroma interpolation (4 taps of bicubic) has the neighbours it has in the whole frame.
 cdef int CROP_MARGIN = 8
@@ -330,7 +328,7 @@ cdef class Scaler(FrameConverter):
         cdef ContextKey want
         want.src_w, want.src_h, want.src_format = frame.width, frame.height, frame.format
         want.dst_w, want.dst_h, want.dst_format = width, height, dst_format
-        want.flags, want.colorspace, want.color_range = SWS_FLAGS, frame.colorspace, frame.color_range
+        want.flags, want.colorspace, want.color_range = cli_sws_flags(), frame.colorspace, frame.color_range
         cdef SwsContext *ctx = context_for(&self.ptr, &self.key, &want)
         if not padded and width % 32:
             dst = self.padded_output(&row_stride, width, height, bpp)
