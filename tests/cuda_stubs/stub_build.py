@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 STUBS = pathlib.Path(__file__).resolve().parent
@@ -69,6 +70,25 @@ def build_stub(directory: pathlib.Path, soname: str, sources: str | tuple[str, .
 def build_emulating_libcuda(directory: pathlib.Path) -> pathlib.Path:
     """The stub libcuda.so.1 with kernel_emulation.cpp linked in (launches run kernels/*.cu on the CPU)."""
     return build_stub(directory, "libcuda.so.1", ("libcuda_stub.c", "kernel_emulation.cpp"), "cuda_load_functions")
+
+
+def build_helper(name: str, directory: pathlib.Path) -> pathlib.Path:
+    """Compile the test helper tests/cuda_stubs/<name>.pyx into ``directory`` against the installed
+    package's .pxd files and headers (as a downstream extension would): Cython, then the C compiler
+    with pkg-config's FFmpeg flags. Import it with ``directory`` on sys.path."""
+    import torchcodec
+    directory.mkdir(parents=True, exist_ok=True)
+    package_parent = pathlib.Path(torchcodec.__file__).resolve().parent.parent
+    c_file = directory / f"{name}.c"
+    subprocess.run([sys.executable, "-m", "cython", "-3", "-I", str(package_parent), "-o", str(c_file),
+                    str(STUBS / f"{name}.pyx")], check=True, capture_output=True)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libavformat", "libavcodec", "libavutil"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    subprocess.run([CC, "-shared", "-fPIC", "-O1", "-I", torchcodec.get_include(), "-I",
+                    sysconfig.get_paths()["include"], str(c_file), *flags, "-o",
+                    str(directory / (name + sysconfig.get_config_var("EXT_SUFFIX")))],
+                   check=True, capture_output=True)
+    return directory
 
 
 def run_python(code: str, libdir: pathlib.Path, **env: str) -> dict:

@@ -107,10 +107,10 @@ class CudaParts:
 
     def _nvdec_decoder(self, demuxer: Any, stream_index: int) -> tuple[Any, Optional[str]]:
         """(an NvdecDecoder, None), or (None, why NVDEC cannot decode the stream here)."""
-        from torchcodec._cuda import _nvdec
+        from torchcodec._cuda import _driver, _nvdec, _nvdec_caps
         try:
             return _nvdec.NvdecDecoder(demuxer, stream_index, self.context), None
-        except (_nvdec.NvdecUnsupportedError, _nvdec.CudaUnavailableError) as error:
+        except (_nvdec_caps.NvdecUnsupportedError, _driver.CudaUnavailableError) as error:
             return None, str(error)       # CudaUnavailableError: no libnvcuvid.so.1
 
     def fallback_status(self) -> CpuFallbackStatus:

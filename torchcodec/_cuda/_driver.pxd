@@ -51,6 +51,9 @@ cdef class CuvidLibrary:
     cdef cuvid.CuvidFunctions *ptr          # libnvcuvid.so.1's functions (owned)
 
 
+cdef object cuda_error(CudaDriver driver, cu.CUresult ret, const char *where)
+# The ErrorStash builder (torchcodec._core._error.error_builder) of CUresults: the process's driver names them.
+cdef object stashed_cuda_error(int ret, const char *where)
 cdef int check_cu(CudaDriver driver, cu.CUresult ret, const char *where) except -1
 cdef int check_cu_nogil(CudaDriver driver, cu.CUresult ret, const char *where) except -1 nogil
 cdef int stream_wait_event(CudaDriver driver, cu.CUstream stream, cu.CUevent event) except -1 nogil
