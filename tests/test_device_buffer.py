@@ -231,7 +231,7 @@ def test_absurd_sizes_and_bad_arguments_are_refused_before_allocating(stubs):
     assert out["huge"][0] == "MemoryError" and "refuses device buffers over 1099511627776 bytes" in out["huge"][1]
     assert out["overflow"][0] == "MemoryError"
     assert out["negative"][0] == "ValueError" and "negative extent" in out["negative"][1]
-    assert out["dtype"][0] == "ValueError" and "uint8, float32, float64" in out["dtype"][1]
+    assert out["dtype"][0] == "ValueError" and "uint8, uint16, float32, float64" in out["dtype"][1]
     assert out["shape"][0] == "TypeError" and out["stream_type"][0] == "TypeError"
     assert out["stream"][0] == "ValueError" and out["rank"][0] == "ValueError"
     assert "use DeviceBuffer.empty(" in out["direct"] and "DeviceBuffer.empty only" in out["memory"]
@@ -349,6 +349,48 @@ def test_reshape_views_contiguous_buffers_freely_and_others_along_the_first_dime
     assert "only be reshaped along its first dimension" in out["errors"][0]
     assert "(180 elements) to (7, 2, 5, 3)" in out["errors"][1] and "negative" in out["errors"][2]
 
+
+
+def test_as_strided_views_planes_of_another_dtype_inside_the_allocation(stubs):
+    """What a CUDA RawFrame's planes are: strided views of its storage (uint8), uint16 for deep
+    samples, at an offset; refused when they would reach outside the allocation or are misaligned."""
+    out = run(stubs, """
+        storage = DeviceBuffer.empty(context, (4096,), "uint8", 1)
+        host = host_view(storage.ptr, (4096,), (1,), "uint8")
+        host[:] = numpy.arange(4096) % 251
+        luma = storage.as_strided((4, 6), (512, 1), offset=0)
+        chroma_u = storage.as_strided((2, 3), (512, 2), offset=2048)
+        deep = storage.as_strided((4, 6), (512, 2), dtype="uint16", offset=1024)
+        interface = deep.__cuda_array_interface__
+        capsule = deep.__dlpack__()
+        tensor = describe(managed(capsule))
+        del capsule
+        errors = []
+        for args, kwargs in ((((4, 6), (512, 1)), {"offset": 4000}), (((2, 2), (3, 2)), {"dtype": "uint16"}),
+                             (((2, 2), (4, 2)), {"dtype": "uint16", "offset": 1}), (((2,), (1,)), {"dtype": "int8"}),
+                             (((3,), (-1,)), {})):
+            try:
+                storage.as_strided(*args, **kwargs)
+            except ValueError as error:
+                errors.append(str(error))
+        print(json.dumps({
+            "luma": host_view(luma.ptr, luma.shape, luma.strides, "uint8").tolist(),
+            "chroma_u": host_view(chroma_u.ptr, chroma_u.shape, chroma_u.strides, "uint8").tolist(),
+            "deep": [deep.shape, deep.strides, deep.dtype, deep.ptr - storage.ptr, deep.itemsize],
+            "deep_values": host_view(deep.ptr, deep.shape, deep.strides, "<u2")[0, :2].tolist(),
+            "typestr": interface["typestr"], "cai_strides": interface["strides"],
+            "dlpack": [tensor["dtype"], tensor["strides"], tensor["data"] - storage.ptr], "errors": errors}))
+    """)
+    assert out["luma"][1][:3] == [512 % 251, 513 % 251, 514 % 251]
+    assert out["chroma_u"][1] == [(2048 + 512 + k) % 251 for k in (0, 2, 4)]
+    assert out["deep"] == [[4, 6], [512, 2], "uint16", 1024, 2]
+    assert out["deep_values"] == [(1024 % 251) | ((1025 % 251) << 8), (1026 % 251) | ((1027 % 251) << 8)]
+    assert out["typestr"] == "<u2" and out["cai_strides"] == [512, 2]
+    assert out["dlpack"] == [[1, 16, 1], [256, 1], 1024], "kDLUInt 16, strides in elements, data at element 0"
+    assert len(out["errors"]) == 5
+    assert "reaches outside the 4096-byte allocation" in out["errors"][0]
+    assert "multiples of the uint16 item size" in out["errors"][1] and "multiples" in out["errors"][2]
+    assert "not supported" in out["errors"][3] and "reaches outside" in out["errors"][4]
 
 def test_dlpack_tensor_fields_locate_the_bytes_written_at_ptr(stubs):
     out = run(stubs, """

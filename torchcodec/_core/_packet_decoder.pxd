@@ -66,6 +66,7 @@ cdef class VideoPacketDecoder(PacketDecoder):
     cdef readonly unsigned long packets_skippable   # packets sent while they could be skipped (tests)
     cdef readonly double rotation       # the stream's display rotation, counter-clockwise degrees (0: none)
     cdef readonly object device         # "cpu" or "cuda:N": where its RawFrames' samples are
+    cdef object upload                  # CUDA blocks: moves each RawFrame's picture to the device (or None)
 
     cdef int use_cuda_device(self, int device, size_t context) except -1
 

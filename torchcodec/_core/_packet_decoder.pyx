@@ -354,6 +354,14 @@ cdef class VideoPacketDecoder(PacketDecoder):
         self.can_skip_unneeded = False
         self.rotation = 0.0
         self.device = "cpu"
+        self.upload = None
+
+    def _upload_to(self, upload, device):
+        """(The CUDA backend.) Hand every RawFrame made from now on to ``upload``, a callable that
+        moves its picture into device memory the frame owns (torchcodec._cuda._device_frame), and
+        report ``device`` ("cuda:N") as the frames' device: the building blocks' CUDA decoders."""
+        self.upload = upload
+        self.device = device
 
     cdef int use_cuda_device(self, int device, size_t context) except -1:
         """Decode with FFmpeg's CUDA hwaccel on cuda:``device``, in the CUcontext ``context``."""
@@ -423,7 +431,10 @@ cdef class VideoPacketDecoder(PacketDecoder):
         return in_flight
 
     cdef object wrap(self, AVFrame *frame):
-        return take_raw_frame(frame, self.time_base, self.rotation, self.device)
+        raw = take_raw_frame(frame, self.time_base, self.rotation, self.device)
+        if self.upload is not None:
+            self.upload(raw)
+        return raw
 
 
 cdef class AudioPacketDecoder(PacketDecoder):

@@ -11,6 +11,8 @@ cdef class RawFrame:
     cdef readonly object device         # "cpu" or "cuda:N": where the samples are
     cdef public object storage_cuda     # the CUDA allocation behind the planes (None on the CPU)
 
+    cdef list component_views(self)     # per component: (address, rows, columns, (strides), dtype)
+
 
 cdef class RawAudioSamples:
     cdef AVFrame *ptr                   # owned

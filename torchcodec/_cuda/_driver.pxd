@@ -45,6 +45,8 @@ cdef struct FrameSync:
     cu.CUstream done_stream     # the stream `done` was last recorded on by a reader
     int readers                 # readers that recorded `done` since the frame was made
     int bits                    # bits per sample of the content (8 to 16; MSB-aligned when stored in 16)
+    bint is_copy                # a device RawFrame's own copy (torchcodec._cuda._device_frame), not a
+                                # decoder's surface: its memory may be read back once `ready` has passed
 
 
 cdef class CuvidLibrary:
