@@ -382,3 +382,86 @@ def test_a_frame_on_another_device_is_refused(stubs, media):
     assert out["cuda0_on_cuda1"].startswith("the frame is on cuda:0 and this ColorConverter converts on cuda:1")
     assert "samples are on cuda:0" in out["host_planes"]
     assert_balanced(out["counters"])
+
+
+# ---- on a GPU (the cuda marker; tools/gpu_check.sh's "blocks" step runs them) --------------------
+
+@pytest.fixture(scope="module")
+def gpu():
+    """A skip without a usable NVIDIA GPU (with NVDEC: its absence fails, as in test_nvdec.py)."""
+    import torchcodec
+    if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS) or not torchcodec.cuda_available():
+        pytest.skip("no usable NVIDIA GPU")
+    from torchcodec._cuda import _driver
+    try:
+        _driver.load_nvcuvid()
+    except _driver.CudaUnavailableError as error:
+        pytest.fail(f"a GPU without NVDEC: {error}")
+
+
+def device_to_numpy(array):
+    """A device array of any library (torch, cupy, or a strided DeviceBuffer) copied to the host."""
+    module = type(array).__module__.split(".")[0]
+    if module == "torch":
+        import torch
+        if array.dtype == torch.uint16:
+            return array.view(torch.int16).cpu().numpy().view("<u2")
+        return array.cpu().numpy()
+    if module == "cupy":
+        import cupy
+        return cupy.asnumpy(array)
+    import numpy as np
+    from nvdec_frames import DeviceMemory
+    memory = DeviceMemory()
+    try:
+        itemsize = array.itemsize
+        rows, columns = array.shape[0], array.shape[1] if len(array.shape) > 1 else 1
+        row_stride, step = array.strides[0], array.strides[1] if len(array.shape) > 1 else itemsize
+        raw = memory.plane(array.ptr, row_stride, rows, (columns - 1) * step + itemsize)
+        return np.lib.stride_tricks.as_strided(raw.view(f"<u{itemsize}"), (rows, columns), (row_stride, step)).copy()
+    finally:
+        memory.close()
+
+
+def rgb_to_numpy(data):
+    """A (3, H, W) RGB view of any library on the device as an (H, W, 3) numpy array."""
+    if type(data).__module__.split(".")[0] in ("torch", "cupy"):
+        return device_to_numpy(data).transpose(1, 2, 0)
+    height, width = data.shape[1], data.shape[2]
+    return device_to_numpy(data.permuted((1, 2, 0)).reshape((height, width * 3))).reshape(height, width, 3)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("bridge", ["torch", "cupy", "numpy"])
+def test_on_the_gpu_block_frames_live_in_the_bridges_library_and_convert_as_the_video_decoder(gpu, media, bridge):
+    """90 RawFrames of an NVDEC stream held at once (4 output surfaces), their storage and planes
+    in the bridge's library, luma equal to the CPU decoder's, and ColorConverter(cuda) equal to the
+    CUDA VideoDecoder's frames, read after the library's current stream (no synchronisation of ours)."""
+    import importlib.util
+
+    import numpy as np
+    import torchcodec
+    from torchcodec.decoders import ColorConverter, Demuxer, VideoDecoder
+    if bridge != "numpy" and importlib.util.find_spec(bridge) is None:
+        pytest.skip(f"{bridge} is not installed")
+    path = media["h264_bframes.mp4"]
+    cpu_demuxer = Demuxer(path)
+    cpu_decoder = cpu_demuxer.streams[0].make_decoder()
+    cpu = [frame for packet in cpu_demuxer for frame in cpu_decoder.decode(packet)] + cpu_decoder.drain()
+    with torchcodec.bridge(bridge):
+        demuxer = Demuxer(path)
+        decoder = demuxer.streams[0].make_decoder(device="cuda")
+        assert type(decoder).__name__ == "NvdecDecoder"
+        frames = [frame for packet in demuxer for frame in decoder.decode(packet)] + decoder.drain()
+        assert [f.pts_seconds for f in frames] == [f.pts_seconds for f in cpu]
+        assert {f.pixel_format for f in frames} == {"nv12"} and {f.device for f in frames} == {"cuda:0"}
+        kind = {"torch": "Tensor", "cupy": "ndarray", "numpy": "DeviceBuffer" if importlib.util.find_spec("cupy") is None
+                else "ndarray"}[bridge]
+        assert type(frames[0].storage_cuda).__name__ == kind
+        for index in (0, 45, 89):
+            np.testing.assert_array_equal(device_to_numpy(frames[index].planes[0]), np.asarray(cpu[index].planes[0]))
+        converter = ColorConverter(device="cuda")
+        converted = [rgb_to_numpy(converter.convert(frames[k]).data) for k in (3, 60)]
+        expected = VideoDecoder(path, device="cuda").get_frames_at([3, 60]).data
+        for k, got in enumerate(converted):
+            np.testing.assert_array_equal(got, rgb_to_numpy(expected[k]))
