@@ -12,17 +12,15 @@ import errno
 import io
 import os
 import pathlib
-import shutil
 import sys
 import traceback
 
 import pytest
 
-from torchcodec._cuda import _build_config
 from torchcodec.decoders import Demuxer, VideoDecoder
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, CXX, build_emulating_libcuda, build_helper, build_stub, run_python  # noqa: E402
+from stub_build import build_decoding_stubs, build_helper, run_python  # noqa: E402
 
 
 class FailingFile(io.RawIOBase):
@@ -80,13 +78,7 @@ def test_a_file_objects_error_while_demuxing_blocks_is_raised_the_same_way(media
 
 @pytest.fixture(scope="module")
 def stubs(tmp_path_factory):
-    if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS):
-        pytest.skip("this build has no CUDA driver loader or no kernels (-Dcuda=disabled, no ffnvcodec, no nvcc)")
-    if CC is None or CXX is None or shutil.which("pkg-config") is None:
-        pytest.skip("no C/C++ compiler or pkg-config to build the stub libraries")
-    directory = build_emulating_libcuda(tmp_path_factory.mktemp("cuda_errors"))
-    build_stub(directory, "libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
-    return build_helper("nvdec_probe", directory)
+    return build_helper("nvdec_probe", build_decoding_stubs(tmp_path_factory.mktemp("cuda_errors")))
 
 
 PRELUDE = """
