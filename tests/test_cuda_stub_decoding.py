@@ -387,3 +387,28 @@ def test_frames_of_a_larger_coded_size_are_cropped_and_read_their_chroma_after_t
     assert out["shape"] == [3, height, width, 3]
     assert out["values"] == [[grey(t)] for t in out["ticks"]]
     assert_balanced(out["counters"])
+
+
+APPROXIMATE = """
+path = {path!r}
+decoder = VideoDecoder(path, device="cuda", seek_mode="approximate")
+cpu = VideoDecoder(path, seek_mode="approximate")
+wanted = [0, 50, 10, 11, 89, 30]
+batch = decoder.get_frames_at(wanted)
+out = {{"pts": [float(t) for t in batch.pts_seconds],
+        "cpu_pts": [float(t) for t in cpu.get_frames_at(wanted).pts_seconds],
+        "values": [sorted(set(f.ravel().tolist())) for f in host(batch.data)],
+        "played": [float(t) for t in decoder.get_frames_played_at([1.5, 0.3]).pts_seconds],
+        "cpu_played": [float(t) for t in cpu.get_frames_played_at([1.5, 0.3]).pts_seconds]}}
+del decoder, batch
+finish(out)
+"""
+
+
+def test_approximate_mode_drives_nvdec_with_torchcodecs_cursor(stubs, media, grey):
+    """Approximate mode's cursor asks the decoder how many frames it holds back (frames_in_flight:
+    NVDEC's feed budget) to choose between decoding on and seeking; the frames are the CPU's."""
+    out = run(stubs, APPROXIMATE.format(path=os.fspath(media["h264_bframes.mp4"])))
+    assert out["pts"] == out["cpu_pts"] and out["played"] == out["cpu_played"]
+    assert out["values"] == [[grey(round(t * 15360))] for t in out["pts"]]
+    assert_balanced(out["counters"])
