@@ -367,6 +367,95 @@ def test_a_frame_on_another_device_is_refused(stubs, media):
     assert_balanced(out["counters"])
 
 
+# A stand-in for cupy over host memory (which the stub's device memory is): what torchcodec asks of
+# cupy for a RawFrame's storage, its planes and the converter's output, recorded.
+FAKE_CUPY = '''
+import ctypes
+import numpy
+calls = []
+class _Stream:
+    ptr = 0x5151
+class _Device:
+    def __init__(self, id):
+        self.id = id
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        pass
+class cuda:
+    Device = _Device
+    @staticmethod
+    def get_current_stream():
+        return _Stream()
+class MemoryPointer:
+    def __init__(self, owner, ptr):
+        self.owner, self.ptr = owner, ptr
+    def __add__(self, offset):
+        return MemoryPointer(self.owner, self.ptr + offset)
+class ndarray:
+    def __init__(self, shape, dtype, memptr=None, strides=None):
+        if memptr is None:
+            self._array = numpy.empty(shape, dtype)
+            memptr = MemoryPointer(self._array, self._array.ctypes.data)
+        else:
+            calls.append(("view", tuple(shape), str(numpy.dtype(dtype)), memptr.ptr, tuple(strides)))
+            extent = sum((n - 1) * step for n, step in zip(shape, strides)) + numpy.dtype(dtype).itemsize
+            self._array = numpy.ndarray(shape, dtype, buffer=(ctypes.c_ubyte * extent).from_address(memptr.ptr),
+                                        strides=strides)
+        self.data, self.shape, self.dtype = memptr, self._array.shape, self._array.dtype
+        self.strides, self.itemsize = self._array.strides, self._array.itemsize
+    def transpose(self, axes):
+        return self._array.transpose(axes)
+    def get(self):
+        return self._array.copy()
+def empty(shape, dtype):
+    calls.append(("empty", tuple(shape), str(dtype)))
+    return ndarray(shape, dtype)
+'''
+
+CUPY_BLOCKS = """
+import sys
+sys.path.insert(0, {fake!r})
+import cupy
+torchcodec.set_bridge("cupy")
+demuxer = Demuxer({path!r})
+decoder = demuxer.streams[0].make_decoder(device="cuda")
+frames = decode_all(decoder, demuxer)[:3]
+y, u, v = frames[1].planes
+tb = {tb}
+out = {{"storage": type(frames[1].storage_cuda).__module__, "planes": [type(p).__module__ for p in (y, u, v)],
+        "calls": [list(call[:3]) for call in cupy.calls[:4]], "views": [list(call[1:]) for call in cupy.calls if call[0] == "view"][:3],
+        "base": frames[1].storage_cuda.data.ptr,
+        "luma": sorted(set(y.get().ravel().tolist())), "chroma": sorted(set(u.get().ravel().tolist()) | set(v.get().ravel().tolist())),
+        "tick": round(frames[1].pts_seconds / tb)}}
+rgb = ColorConverter(device="cuda").convert(frames[1]).data
+out["rgb_shape"] = list(rgb.shape)
+out["rgb"] = sorted(set(np.asarray(rgb).ravel().tolist()))       # the stand-in's transpose: a numpy view
+torchcodec.set_bridge("numpy")
+sys.path.remove({fake!r})
+del sys.modules["cupy"]                  # torchcodec's own buffers again
+out["expected_rgb"] = sorted(set(host(ColorConverter(device="cuda").convert(frames[1]).data).ravel().tolist()))
+del frames, y, u, v, decoder, rgb
+finish(out)
+"""
+
+
+def test_with_the_cupy_bridge_storage_planes_and_rgb_are_cupy_arrays(stubs, media, tmp_path):
+    """cupy (a stand-in over the stub's host "device" memory): the frame's storage from cupy.empty
+    (uint8), its planes cupy arrays over that memory at the planes' offsets and strides, and the
+    converter's RGB a cupy array viewed as (3, H, W)."""
+    (tmp_path / "cupy.py").write_text(FAKE_CUPY)
+    out = run(stubs, CUPY_BLOCKS.format(fake=str(tmp_path), path=os.fspath(media["h264_bframes.mp4"]), tb=1 / 15360))
+    assert out["storage"] == "cupy" and out["planes"] == ["cupy"] * 3
+    assert out["calls"][0][0] == "empty" and out["calls"][0][2] == "uint8"
+    (luma_shape, _, luma_ptr, luma_strides), (u_shape, _, u_ptr, u_strides), (_, _, v_ptr, _) = out["views"]
+    assert luma_shape == [240, 320] and luma_ptr == out["base"] and luma_strides[1] == 1
+    assert u_shape == [120, 160] and u_strides[1] == 2 and v_ptr == u_ptr + 1, "nv12: Cb and Cr interleaved"
+    assert out["luma"] == [16 + out["tick"] % 219] and out["chroma"] == [128]
+    assert out["rgb_shape"] == [3, 240, 320] and out["rgb"] == out["expected_rgb"] and len(out["rgb"]) == 1
+    assert_balanced(out["counters"])
+
+
 # ---- on a GPU (the cuda marker; tools/gpu_check.sh's "blocks" step runs them) --------------------
 
 @pytest.fixture(scope="module")
