@@ -23,13 +23,20 @@ from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools"))
-from stub_build import HOST_READ, build_decoding_stubs, run_python  # noqa: E402
+from stub_build import HOST_READ, build_decoding_stubs, build_helper, run_python  # noqa: E402
 import gpu_tolerances  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def stubs(tmp_path_factory):
     return build_decoding_stubs(tmp_path_factory.mktemp("cuda_blocks"))
+
+
+@pytest.fixture(scope="module")
+def decoding_helpers(stubs):
+    """The stubs' directory with tests/cuda_stubs/device_frames.pyx built into it (device frames as
+    only a GPU decoder makes them, handed to a FrameUploader)."""
+    return build_helper("device_frames", stubs)
 
 
 PRELUDE = """
@@ -454,6 +461,94 @@ def test_with_the_cupy_bridge_storage_planes_and_rgb_are_cupy_arrays(stubs, medi
     assert out["luma"] == [16 + out["tick"] % 219] and out["chroma"] == [128]
     assert out["rgb_shape"] == [3, 240, 320] and out["rgb"] == out["expected_rgb"] and len(out["rgb"]) == 1
     assert_balanced(out["counters"])
+
+
+UPLOAD_ORDER = """
+import sys
+sys.path.insert(0, ".")
+sys.path.insert(0, {fake!r})
+import cupy, device_frames
+from torchcodec._cuda import _driver
+from torchcodec._cuda._device_frame import FrameUploader
+torchcodec.set_bridge("cupy")                       # the stand-in's current stream: 0x5151
+cuda.stub_call_log.restype = ctypes.c_char_p
+context = _driver.load_driver().context(0)
+uploader = FrameUploader(context)
+primary = ctypes.c_void_p()
+cuda.cuDevicePrimaryCtxRetain(ctypes.byref(primary), 0)
+
+def device(array):
+    # the array's bytes in memory from the stub's cuMemAlloc (host memory underneath)
+    pointer = ctypes.c_ulonglong()
+    cuda.cuCtxPushCurrent_v2(primary)
+    cuda.cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(array.nbytes))
+    cuda.cuCtxPopCurrent_v2(None)
+    ctypes.memmove(pointer.value, array.ctypes.data, array.nbytes)
+    return pointer.value
+
+def ordering():
+    return [line for line in cuda.stub_call_log().decode().splitlines()
+            if line.startswith(("cuEventRecord", "cuStreamWaitEvent", "cuMemcpy2DAsync"))]
+
+rng = np.random.default_rng(1)
+luma = rng.integers(0, 256, (32, 64), dtype=np.uint8)
+cbcr = rng.integers(0, 256, (16, 64), dtype=np.uint8)
+cuda.stub_clear_log()
+raw = device_frames.upload_device_frame(uploader, "nv12", [device(luma), device(cbcr)], [64, 64], 64, 32, hwaccel=True)
+out = {{"hw_calls": ordering(), "hw_format": raw.pixel_format, "hw_size": [raw.width, raw.height],
+        "hw_equal": bool(np.array_equal(raw.planes[0].get(), luma) and np.array_equal(raw.planes[1].get(), cbcr[:, 0::2])
+                         and np.array_equal(raw.planes[2].get(), cbcr[:, 1::2]))}}
+# NVDEC: a P016 surface of 10-bit content, 80x40 coded, the 64x32 display area at (8, 4)
+surface_luma = rng.integers(0, 1024, (40, 80), dtype=np.uint16) << 6
+surface_cbcr = rng.integers(0, 1024, (20, 80), dtype=np.uint16) << 6
+ready, done = ctypes.c_void_p(), ctypes.c_void_p()
+cuda.cuCtxPushCurrent_v2(primary)
+cuda.cuEventCreate(ctypes.byref(ready), 0)
+cuda.cuEventCreate(ctypes.byref(done), 0)
+cuda.cuEventRecord(ready, ctypes.c_void_p(0x6000))
+cuda.cuEventRecord(done, ctypes.c_void_p(0x6000))
+cuda.cuCtxPopCurrent_v2(None)
+sync = device_frames.Sync(ready.value, done.value, bits=10)
+cuda.stub_clear_log()
+raw2 = device_frames.upload_device_frame(uploader, "p016le", [device(surface_luma), device(surface_cbcr)], [160, 160],
+                                         64, 32, crop_left=8, crop_top=4, sync=sync)
+calls = cuda.stub_call_log().decode().splitlines()
+out["nvdec_calls"] = [line.split("(")[0] + ("(ready)" if hex(ready.value) in line else "(done)" if hex(done.value) in line
+                      else "") + (" 0x5151" if "0x5151" in line else "") for line in calls
+                      if line.startswith(("cuEventRecord", "cuStreamWaitEvent", "cuMemcpy2DAsync"))]
+out["readers"], out["done_stream"] = sync.readers, hex(sync.done_stream)
+out["nvdec_format"], out["bits"] = raw2.pixel_format, raw2.bit_depth
+y2, u2, v2 = (plane.get() for plane in raw2.planes)
+out["nvdec_equal"] = bool(np.array_equal(y2, surface_luma[4:36, 8:72]) and np.array_equal(u2, surface_cbcr[2:18, 8:72:2])
+                          and np.array_equal(v2, surface_cbcr[2:18, 9:73:2]))
+del raw, raw2, uploader
+torchcodec.set_bridge("numpy")
+finish(out)
+"""
+
+
+def test_the_copy_is_ordered_after_the_decoders_writes_and_before_its_reuse_on_the_device(stubs, decoding_helpers,
+                                                                                             tmp_path):
+    """The copy into a RawFrame's own memory runs on the output library's current stream (here a
+    stand-in cupy's, 0x5151). An FFmpeg hwaccel frame: after FFmpeg's writes on the legacy stream
+    (an event that stream records, waited for on the device), and FFmpeg's next writes after the
+    copy. An NVDEC frame: after the map's `ready`, with `done` recorded after the copy (the slot
+    is unmapped once it has passed), its display area cropped out of the coded surface; a P016
+    surface of 10-bit content becomes p010le. No host wait in either."""
+    (tmp_path / "cupy.py").write_text(FAKE_CUPY)
+    out = run(decoding_helpers, UPLOAD_ORDER.format(fake=str(tmp_path)))
+    kinds = [line.split("(")[0] for line in out["hw_calls"]]
+    assert kinds == ["cuEventRecord", "cuStreamWaitEvent", "cuMemcpy2DAsync", "cuMemcpy2DAsync", "cuEventRecord",
+                     "cuStreamWaitEvent", "cuEventRecord", "cuEventRecord"]
+    assert "stream=0x1)" in out["hw_calls"][0] and "stream=0x5151" in out["hw_calls"][1]
+    assert all("stream=0x5151)" in line for line in out["hw_calls"][2:5])
+    assert "stream=0x1," in out["hw_calls"][5], "FFmpeg's legacy stream waits for the copy"
+    assert out["hw_format"] == "nv12" and out["hw_size"] == [64, 32] and out["hw_equal"]
+    assert out["nvdec_calls"] == ["cuStreamWaitEvent(ready) 0x5151", "cuMemcpy2DAsync 0x5151", "cuMemcpy2DAsync 0x5151",
+                                  "cuEventRecord(done) 0x5151", "cuEventRecord 0x5151", "cuEventRecord 0x5151"]
+    assert out["readers"] == 1 and out["done_stream"] == "0x5151"
+    assert (out["nvdec_format"], out["bits"]) == ("p010le", 10) and out["nvdec_equal"]
+    assert out["counters"]["pushes"] == out["counters"]["pops"] and out["counters"]["depth"] == 0
 
 
 # ---- on a GPU (the cuda marker; tools/gpu_check.sh's "blocks" step runs them) --------------------

@@ -1,15 +1,19 @@
 # cython: language_level=3
-"""Test helper, built by tests/test_cuda_convert.py against the package's .pxd files: hands a
-CudaConverter the device frames that only a GPU decoder produces (an NVDEC frame, whose ``opaque``
-points at a FrameSync, and an FFmpeg CUDA hwaccel frame, AV_PIX_FMT_CUDA with a hw_frames_ctx
-naming its software format), their planes in memory the caller allocated with the stub's cuMemAlloc."""
+"""Test helper, built by tests/test_cuda_convert.py and tests/test_cuda_blocks.py against the
+package's .pxd files: hands a CudaConverter (or a FrameUploader, the blocks' copy into a RawFrame's
+own device memory) the device frames that only a GPU decoder produces (an NVDEC frame, whose
+``opaque`` points at a FrameSync, and an FFmpeg CUDA hwaccel frame, AV_PIX_FMT_CUDA with a
+hw_frames_ctx naming its software format), their planes in memory the caller allocated with the
+stub's cuMemAlloc."""
 from libc.stdint cimport uint8_t
 
+from torchcodec._core._raw_frames cimport RawFrame, take_raw_frame
 from torchcodec._cuda._converter cimport CudaConverter
+from torchcodec._cuda._device_frame cimport FrameUploader
 from torchcodec._cuda._driver cimport FrameSync
 from torchcodec._cuda cimport driver as cu
 from torchcodec._ffmpeg cimport avutil as lavu
-from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVHWFramesContext, AVPixelFormat
+from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVHWFramesContext, AVPixelFormat, AVRational
 
 
 cdef extern from "libavutil/buffer.h" nogil:
@@ -73,3 +77,39 @@ def convert_device_frame(CudaConverter converter, str pix_fmt, planes, pitches, 
     finally:
         lavu.av_buffer_unref(&frame.hw_frames_ctx)
         lavu.av_frame_free(&frame)
+
+
+def upload_device_frame(FrameUploader uploader, str pix_fmt, planes, pitches, int width, int height, *,
+                        int crop_left=0, int crop_top=0, Sync sync=None, bint hwaccel=False):
+    """A RawFrame of one device frame of ``pix_fmt`` (NVDEC's when ``sync`` is given, its display
+    area at crop_left, crop_top; FFmpeg hwaccel's when ``hwaccel``), handed to ``uploader`` as a
+    CUDA packet decoder hands its frames: the returned RawFrame holds the copy."""
+    cdef AVFrame *frame = lavu.av_frame_alloc()
+    cdef AVRational time_base
+    cdef RawFrame raw
+    cdef int k
+    if frame == NULL:
+        raise MemoryError
+    time_base.num, time_base.den = 1, 25
+    try:
+        for k in range(len(planes)):
+            frame.data[k] = <uint8_t *><size_t>planes[k]
+            frame.linesize[k] = pitches[k]
+        frame.width, frame.height = width, height
+        frame.crop_left, frame.crop_top = crop_left, crop_top
+        frame.pts = 7
+        frame.colorspace = lavu.AVCOL_SPC_BT709
+        frame.color_range = lavu.AVCOL_RANGE_MPEG
+        frame.opaque = <void *>&sync.sync if sync is not None else NULL
+        frame.format = av_get_pix_fmt(pix_fmt.encode())
+        if hwaccel:
+            frame.hw_frames_ctx = av_buffer_allocz(sizeof(AVHWFramesContext))
+            (<AVHWFramesContext *>frame.hw_frames_ctx.data).sw_format = <AVPixelFormat>frame.format
+            frame.format = lavu.AV_PIX_FMT_CUDA
+            frame.width, frame.height = width + crop_left, height + crop_top   # FFmpeg crops only right, bottom
+        raw = take_raw_frame(frame, time_base, 0.0, "cuda:0")
+    finally:
+        lavu.av_buffer_unref(&frame.hw_frames_ctx)
+        lavu.av_frame_free(&frame)
+    uploader.upload(raw)
+    return raw
