@@ -120,10 +120,10 @@ cdef class NvdecDecoder(VideoPacketDecoder):
     cdef int color_trc
     cdef PacketInfo packets[PACKET_TABLE_SIZE]
     cdef int packets_next
-    cdef readonly unsigned long frames_dropped   # discarded (edit list) pictures, for tests
+    cdef readonly unsigned long frames_dropped   # discarded (edit list) pictures (a diagnostic)
     cdef readonly unsigned int clock_rate        # CUVIDPARSERPARAMS.ulClockRate: the time base's, or 0
     cdef readonly int feed_budget                # fed while fewer pictures than this wait to be mapped
-    cdef readonly int queue_high_water           # the most pictures that waited at once, for tests
+    cdef readonly int queue_high_water           # the most pictures that waited at once (a diagnostic)
 
     # What the codec calls are made of; each returns 0 or ERROR_STASHED (the failure in self.errors).
     cdef int parse(self, const uint8_t *data, int size, int64_t pts, unsigned long flags) noexcept nogil
