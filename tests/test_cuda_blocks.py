@@ -374,51 +374,9 @@ def test_a_frame_on_another_device_is_refused(stubs, media):
     assert_balanced(out["counters"])
 
 
-# A stand-in for cupy over host memory (which the stub's device memory is): what torchcodec asks of
-# cupy for a RawFrame's storage, its planes and the converter's output, recorded.
-FAKE_CUPY = '''
-import ctypes
-import numpy
-calls = []
-class _Stream:
-    ptr = 0x5151
-class _Device:
-    def __init__(self, id):
-        self.id = id
-    def __enter__(self):
-        return self
-    def __exit__(self, *exc):
-        pass
-class cuda:
-    Device = _Device
-    @staticmethod
-    def get_current_stream():
-        return _Stream()
-class MemoryPointer:
-    def __init__(self, owner, ptr):
-        self.owner, self.ptr = owner, ptr
-    def __add__(self, offset):
-        return MemoryPointer(self.owner, self.ptr + offset)
-class ndarray:
-    def __init__(self, shape, dtype, memptr=None, strides=None):
-        if memptr is None:
-            self._array = numpy.empty(shape, dtype)
-            memptr = MemoryPointer(self._array, self._array.ctypes.data)
-        else:
-            calls.append(("view", tuple(shape), str(numpy.dtype(dtype)), memptr.ptr, tuple(strides)))
-            extent = sum((n - 1) * step for n, step in zip(shape, strides)) + numpy.dtype(dtype).itemsize
-            self._array = numpy.ndarray(shape, dtype, buffer=(ctypes.c_ubyte * extent).from_address(memptr.ptr),
-                                        strides=strides)
-        self.data, self.shape, self.dtype = memptr, self._array.shape, self._array.dtype
-        self.strides, self.itemsize = self._array.strides, self._array.itemsize
-    def transpose(self, axes):
-        return self._array.transpose(axes)
-    def get(self):
-        return self._array.copy()
-def empty(shape, dtype):
-    calls.append(("empty", tuple(shape), str(dtype)))
-    return ndarray(shape, dtype)
-'''
+# A stand-in for cupy over host memory (tests/cuda_stubs/stand_ins/cupy.py), which records what
+# torchcodec asks of it.
+STAND_INS = str(pathlib.Path(__file__).resolve().parent / "cuda_stubs" / "stand_ins")
 
 CUPY_BLOCKS = """
 import sys
@@ -431,7 +389,7 @@ frames = decode_all(decoder, demuxer)[:3]
 y, u, v = frames[1].planes
 tb = {tb}
 out = {{"storage": type(frames[1].storage_cuda).__module__, "planes": [type(p).__module__ for p in (y, u, v)],
-        "calls": [list(call[:3]) for call in cupy.calls[:4]], "views": [list(call[1:]) for call in cupy.calls if call[0] == "view"][:3],
+        "calls": [list(call[:3]) for call in cupy.calls if call[0] == "empty"][:1], "views": [list(call[1:]) for call in cupy.calls if call[0] == "view"][:3],
         "base": frames[1].storage_cuda.data.ptr,
         "luma": sorted(set(y.get().ravel().tolist())), "chroma": sorted(set(u.get().ravel().tolist()) | set(v.get().ravel().tolist())),
         "tick": round(frames[1].pts_seconds / tb)}}
@@ -447,12 +405,11 @@ finish(out)
 """
 
 
-def test_with_the_cupy_bridge_storage_planes_and_rgb_are_cupy_arrays(stubs, media, tmp_path):
+def test_with_the_cupy_bridge_storage_planes_and_rgb_are_cupy_arrays(stubs, media):
     """cupy (a stand-in over the stub's host "device" memory): the frame's storage from cupy.empty
     (uint8), its planes cupy arrays over that memory at the planes' offsets and strides, and the
     converter's RGB a cupy array viewed as (3, H, W)."""
-    (tmp_path / "cupy.py").write_text(FAKE_CUPY)
-    out = run(stubs, CUPY_BLOCKS.format(fake=str(tmp_path), path=os.fspath(media["h264_bframes.mp4"]), tb=1 / 15360))
+    out = run(stubs, CUPY_BLOCKS.format(fake=STAND_INS, path=os.fspath(media["h264_bframes.mp4"]), tb=1 / 15360))
     assert out["storage"] == "cupy" and out["planes"] == ["cupy"] * 3
     assert out["calls"][0][0] == "empty" and out["calls"][0][2] == "uint8"
     (luma_shape, _, luma_ptr, luma_strides), (u_shape, _, u_ptr, u_strides), (_, _, v_ptr, _) = out["views"]
@@ -527,16 +484,14 @@ finish(out)
 """
 
 
-def test_the_copy_is_ordered_after_the_decoders_writes_and_before_its_reuse_on_the_device(stubs, decoding_helpers,
-                                                                                             tmp_path):
+def test_the_copy_is_ordered_after_the_decoders_writes_and_before_its_reuse_on_the_device(stubs, decoding_helpers):
     """The copy into a RawFrame's own memory runs on the output library's current stream (here a
     stand-in cupy's, 0x5151). An FFmpeg hwaccel frame: after FFmpeg's writes on the legacy stream
     (an event that stream records, waited for on the device), and FFmpeg's next writes after the
     copy. An NVDEC frame: after the map's `ready`, with `done` recorded after the copy (the slot
     is unmapped once it has passed), its display area cropped out of the coded surface; a P016
     surface of 10-bit content becomes p010le. No host wait in either."""
-    (tmp_path / "cupy.py").write_text(FAKE_CUPY)
-    out = run(decoding_helpers, UPLOAD_ORDER.format(fake=str(tmp_path)))
+    out = run(decoding_helpers, UPLOAD_ORDER.format(fake=STAND_INS))
     kinds = [line.split("(")[0] for line in out["hw_calls"]]
     assert kinds == ["cuEventRecord", "cuStreamWaitEvent", "cuMemcpy2DAsync", "cuMemcpy2DAsync", "cuEventRecord",
                      "cuStreamWaitEvent", "cuEventRecord", "cuEventRecord"]

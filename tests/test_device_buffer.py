@@ -604,41 +604,11 @@ def test_without_torch_or_cupy_the_numpy_bridge_gets_the_own_buffer_on_the_legac
     assert out["imported"] == []
 
 
-FAKE_CUPY = '''
-"""A stand-in for cupy that records what torchcodec asks of it (host memory, stream 0x5151)."""
-import contextlib, numpy
-calls = []
-class _Stream:
-    ptr = 0x5151
-class _Device:
-    def __init__(self, id):
-        self.id = id
-    def __enter__(self):
-        calls.append(("enter", self.id)); return self
-    def __exit__(self, *exc):
-        calls.append(("exit", self.id))
-class cuda:
-    Device = _Device
-    @staticmethod
-    def get_current_stream():
-        calls.append(("stream",)); return _Stream()
-class ndarray:
-    def __init__(self, shape, dtype, device=0):
-        self._array = numpy.empty(shape, dtype)
-        self.shape, self.dtype, self.strides, self.itemsize = self._array.shape, self._array.dtype, \\
-            self._array.strides, self._array.itemsize
-        self.device = _Device(device)
-        self.data = type("MemoryPointer", (), {"ptr": self._array.ctypes.data})()
-        self.flags = type("Flags", (), {"writeable": True})()
-    def transpose(self, axes):
-        return self._array.transpose(axes)
-def empty(shape, dtype):
-    calls.append(("empty", tuple(shape), str(dtype))); return ndarray(shape, dtype)
-'''
+# A stand-in for cupy that records what torchcodec asks of it (host memory, stream 0x5151).
+STAND_INS = str(pathlib.Path(__file__).resolve().parent / "cuda_stubs" / "stand_ins")
 
 
-def test_the_numpy_bridge_prefers_cupy_and_writes_on_its_current_stream(stubs, tmp_path):
-    (tmp_path / "cupy.py").write_text(FAKE_CUPY)
+def test_the_numpy_bridge_prefers_cupy_and_writes_on_its_current_stream(stubs):
     out = run(stubs, helpers=OUTPUTS, code="""
         import cupy
         output = _cuda_output.allocate((2, 4, 5, 3), "float32", "numpy", 0)
@@ -654,7 +624,7 @@ def test_the_numpy_bridge_prefers_cupy_and_writes_on_its_current_stream(stubs, t
                                                              (2, 4, 5, 3), "float32", 0))
         entry["allocs"] = counter("stub_allocs") + counter("stub_async_allocs")
         print(json.dumps(entry))
-    """, PYTHONPATH=os.pathsep.join([str(tmp_path), TORCHCODEC_PARENT]))
+    """, PYTHONPATH=os.pathsep.join([STAND_INS, TORCHCODEC_PARENT]))
     assert out["type"] == "ndarray" and out["stream"] == 0x5151 and out["packed"] and out["finished_same"]
     assert out["strides"] == [240, 60, 12, 4]
     assert out["calls"] == [["enter", 0], ["empty", [2, 4, 5, 3], "float32"], ["stream"], ["exit", 0]]

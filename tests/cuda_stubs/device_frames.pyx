@@ -45,6 +45,28 @@ cdef class Sync:
         return <size_t>self.sync.done_stream
 
 
+cdef int fill_device_frame(AVFrame *frame, str pix_fmt, planes, pitches, int width, int height, int crop_left,
+                           int crop_top, int colorspace, int color_range, Sync sync, bint hwaccel) except -1:
+    """Describe a device frame of ``pix_fmt`` in ``frame``: NVDEC's when ``sync`` is given (its
+    ``opaque``), FFmpeg hwaccel's when ``hwaccel`` (AV_PIX_FMT_CUDA, a hw_frames_ctx naming the
+    software format: the caller unrefs it)."""
+    cdef int k
+    for k in range(len(planes)):
+        frame.data[k] = <uint8_t *><size_t>planes[k]
+        frame.linesize[k] = pitches[k]
+    frame.width, frame.height = width, height
+    frame.crop_left, frame.crop_top = crop_left, crop_top
+    frame.colorspace = <lavu.AVColorSpace>colorspace
+    frame.color_range = <lavu.AVColorRange>color_range
+    frame.opaque = <void *>&sync.sync if sync is not None else NULL
+    frame.format = av_get_pix_fmt(pix_fmt.encode())
+    if hwaccel:
+        frame.hw_frames_ctx = av_buffer_allocz(sizeof(AVHWFramesContext))
+        (<AVHWFramesContext *>frame.hw_frames_ctx.data).sw_format = <AVPixelFormat>frame.format
+        frame.format = lavu.AV_PIX_FMT_CUDA
+    return 0
+
+
 def convert_device_frame(CudaConverter converter, str pix_fmt, planes, pitches, int width, int height,
                          size_t dst, Py_ssize_t row_stride, *, int out_width=-1, int out_height=-1,
                          int crop_left=0, int crop_top=0, int colorspace=2, int color_range=1,
@@ -52,24 +74,12 @@ def convert_device_frame(CudaConverter converter, str pix_fmt, planes, pitches, 
     """Convert one device frame of ``pix_fmt`` (NVDEC when ``sync`` is given, FFmpeg hwaccel when
     ``hwaccel``) into ``dst``, of out_width x out_height (default: the frame's size)."""
     cdef AVFrame *frame = lavu.av_frame_alloc()
-    cdef int k
     cdef uint8_t *out = <uint8_t *>dst
     if frame == NULL:
         raise MemoryError
     try:
-        for k in range(len(planes)):
-            frame.data[k] = <uint8_t *><size_t>planes[k]
-            frame.linesize[k] = pitches[k]
-        frame.width, frame.height = width, height
-        frame.crop_left, frame.crop_top = crop_left, crop_top
-        frame.colorspace = <lavu.AVColorSpace>colorspace
-        frame.color_range = <lavu.AVColorRange>color_range
-        frame.opaque = <void *>&sync.sync if sync is not None else NULL
-        frame.format = av_get_pix_fmt(pix_fmt.encode())
-        if hwaccel:
-            frame.hw_frames_ctx = av_buffer_allocz(sizeof(AVHWFramesContext))
-            (<AVHWFramesContext *>frame.hw_frames_ctx.data).sw_format = <AVPixelFormat>frame.format
-            frame.format = lavu.AV_PIX_FMT_CUDA
+        fill_device_frame(frame, pix_fmt, planes, pitches, width, height, crop_left, crop_top, colorspace,
+                          color_range, sync, hwaccel)
         if out_width < 0:
             out_width, out_height = (height, width) if rotation in (90, 270) else (width, height)
         with nogil:
@@ -87,26 +97,15 @@ def upload_device_frame(FrameUploader uploader, str pix_fmt, planes, pitches, in
     cdef AVFrame *frame = lavu.av_frame_alloc()
     cdef AVRational time_base
     cdef RawFrame raw
-    cdef int k
     if frame == NULL:
         raise MemoryError
     time_base.num, time_base.den = 1, 25
     try:
-        for k in range(len(planes)):
-            frame.data[k] = <uint8_t *><size_t>planes[k]
-            frame.linesize[k] = pitches[k]
-        frame.width, frame.height = width, height
-        frame.crop_left, frame.crop_top = crop_left, crop_top
+        fill_device_frame(frame, pix_fmt, planes, pitches, width, height, crop_left, crop_top,
+                          lavu.AVCOL_SPC_BT709, lavu.AVCOL_RANGE_MPEG, sync, hwaccel)
         frame.pts = 7
-        frame.colorspace = lavu.AVCOL_SPC_BT709
-        frame.color_range = lavu.AVCOL_RANGE_MPEG
-        frame.opaque = <void *>&sync.sync if sync is not None else NULL
-        frame.format = av_get_pix_fmt(pix_fmt.encode())
-        if hwaccel:
-            frame.hw_frames_ctx = av_buffer_allocz(sizeof(AVHWFramesContext))
-            (<AVHWFramesContext *>frame.hw_frames_ctx.data).sw_format = <AVPixelFormat>frame.format
-            frame.format = lavu.AV_PIX_FMT_CUDA
-            frame.width, frame.height = width + crop_left, height + crop_top   # FFmpeg crops only right, bottom
+        if hwaccel:     # FFmpeg crops hardware frames on the right and bottom only
+            frame.width, frame.height = width + crop_left, height + crop_top
         raw = take_raw_frame(frame, time_base, 0.0, "cuda:0")
     finally:
         lavu.av_buffer_unref(&frame.hw_frames_ctx)
