@@ -1,5 +1,5 @@
-"""Reading NVDEC frames back for tests: the planes of a frame that ``NvdecDecoder.decode_frames``
-describes, copied to the host with the driver (cuMemcpyDtoH through ctypes, in device 0's primary
+"""Reading NVDEC frames back for tests: the planes of a frame that tests/cuda_stubs/nvdec_probe.pyx's
+``decode_frames`` describes, copied to the host with the driver (cuMemcpyDtoH through ctypes, in device 0's primary
 context), and the same planes of the ffmpeg CLI's raw frames, to compare sample by sample.
 
 Used in-process by the GPU tests and, against the stub libcuda (whose device memory is host

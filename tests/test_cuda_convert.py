@@ -17,32 +17,16 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 
 import pytest
 
 from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, CXX, STUBS, build_emulating_libcuda, run_python  # noqa: E402
+from stub_build import CC, CXX, build_emulating_libcuda, build_helper, run_python  # noqa: E402
 from corpus import make_media  # noqa: E402
 
 MEDIA = make_media.MEDIA_DIR
-
-
-def build_device_frames(directory: pathlib.Path) -> None:
-    """Compile tests/cuda_stubs/device_frames.pyx into ``directory`` against this package."""
-    import torchcodec
-    package_parent = pathlib.Path(torchcodec.__file__).resolve().parent.parent
-    c_file = directory / "device_frames.c"
-    subprocess.run([sys.executable, "-m", "cython", "-3", "-I", str(package_parent), "-o", str(c_file),
-                    str(STUBS / "device_frames.pyx")], check=True, capture_output=True)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libavutil"], capture_output=True, text=True,
-                           check=True).stdout.split()
-    subprocess.run([CC, "-shared", "-fPIC", "-O1", "-I", torchcodec.get_include(), "-I",
-                    sysconfig.get_paths()["include"], str(c_file), *flags, "-o",
-                    str(directory / ("device_frames" + sysconfig.get_config_var("EXT_SUFFIX")))],
-                   check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +37,7 @@ def stub(tmp_path_factory, media):
     if CC is None or CXX is None or shutil.which("pkg-config") is None:
         pytest.skip("no C/C++ compiler or pkg-config to build the stub library and the test helper")
     directory = build_emulating_libcuda(tmp_path_factory.mktemp("cuda_convert"))
-    build_device_frames(directory)
+    build_helper("device_frames", directory)
     return directory
 
 

@@ -13,27 +13,20 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 import sys
 
 import numpy as np
 import pytest
 
 import colour_probe
-from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, CXX, build_emulating_libcuda, build_stub, run_python  # noqa: E402
+from stub_build import HOST_READ, build_decoding_stubs, run_python  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def stubs(tmp_path_factory, media):
-    if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS):
-        pytest.skip("this build has no CUDA driver loader or no kernels (-Dcuda=disabled, no ffnvcodec, no nvcc)")
-    if CC is None or CXX is None or shutil.which("pkg-config") is None:
-        pytest.skip("no C/C++ compiler to build the stub libraries")
-    directory = build_emulating_libcuda(tmp_path_factory.mktemp("cuda_decoding"))
-    return build_stub(directory, "libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
+    return build_decoding_stubs(tmp_path_factory.mktemp("cuda_decoding"))
 
 
 PRELUDE = """
@@ -44,18 +37,7 @@ from torchcodec.decoders import VideoDecoder, set_cuda_backend
 torchcodec.set_bridge("numpy")
 cuda = ctypes.CDLL("libcuda.so.1")
 nvcuvid = ctypes.CDLL("libnvcuvid.so.1")
-
-def host(array):
-    # a DeviceBuffer (or a view of one) read through its CUDA array interface: host memory in the stub
-    interface = array.__cuda_array_interface__
-    itemsize = np.dtype(interface["typestr"]).itemsize
-    shape, strides = interface["shape"], interface["strides"]
-    if strides is None:
-        strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * itemsize for k in range(len(shape)))
-    span = sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
-    raw = np.frombuffer((ctypes.c_ubyte * span).from_address(interface["data"][0]), np.uint8)
-    return np.lib.stride_tricks.as_strided(raw.view(interface["typestr"]), shape, strides).copy()
-
+""" + HOST_READ + """
 def counters():
     out = {name: ctypes.c_int.in_dll(cuda, "stub_" + name).value
            for name in ("pushes", "pops", "stack_depth", "events_created", "events_destroyed")}
@@ -404,4 +386,29 @@ def test_frames_of_a_larger_coded_size_are_cropped_and_read_their_chroma_after_t
               STUB_NVDEC_DISPLAY=f"0,0,{width},{height}")
     assert out["shape"] == [3, height, width, 3]
     assert out["values"] == [[grey(t)] for t in out["ticks"]]
+    assert_balanced(out["counters"])
+
+
+APPROXIMATE = """
+path = {path!r}
+decoder = VideoDecoder(path, device="cuda", seek_mode="approximate")
+cpu = VideoDecoder(path, seek_mode="approximate")
+wanted = [0, 50, 10, 11, 89, 30]
+batch = decoder.get_frames_at(wanted)
+out = {{"pts": [float(t) for t in batch.pts_seconds],
+        "cpu_pts": [float(t) for t in cpu.get_frames_at(wanted).pts_seconds],
+        "values": [sorted(set(f.ravel().tolist())) for f in host(batch.data)],
+        "played": [float(t) for t in decoder.get_frames_played_at([1.5, 0.3]).pts_seconds],
+        "cpu_played": [float(t) for t in cpu.get_frames_played_at([1.5, 0.3]).pts_seconds]}}
+del decoder, batch
+finish(out)
+"""
+
+
+def test_approximate_mode_drives_nvdec_with_torchcodecs_cursor(stubs, media, grey):
+    """Approximate mode's cursor asks the decoder how many frames it holds back (frames_in_flight:
+    NVDEC's feed budget) to choose between decoding on and seeking; the frames are the CPU's."""
+    out = run(stubs, APPROXIMATE.format(path=os.fspath(media["h264_bframes.mp4"])))
+    assert out["pts"] == out["cpu_pts"] and out["played"] == out["cpu_played"]
+    assert out["values"] == [[grey(round(t * 15360))] for t in out["pts"]]
     assert_balanced(out["counters"])

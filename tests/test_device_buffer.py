@@ -231,7 +231,7 @@ def test_absurd_sizes_and_bad_arguments_are_refused_before_allocating(stubs):
     assert out["huge"][0] == "MemoryError" and "refuses device buffers over 1099511627776 bytes" in out["huge"][1]
     assert out["overflow"][0] == "MemoryError"
     assert out["negative"][0] == "ValueError" and "negative extent" in out["negative"][1]
-    assert out["dtype"][0] == "ValueError" and "uint8, float32, float64" in out["dtype"][1]
+    assert out["dtype"][0] == "ValueError" and "uint8, uint16, float32, float64" in out["dtype"][1]
     assert out["shape"][0] == "TypeError" and out["stream_type"][0] == "TypeError"
     assert out["stream"][0] == "ValueError" and out["rank"][0] == "ValueError"
     assert "use DeviceBuffer.empty(" in out["direct"] and "DeviceBuffer.empty only" in out["memory"]
@@ -349,6 +349,48 @@ def test_reshape_views_contiguous_buffers_freely_and_others_along_the_first_dime
     assert "only be reshaped along its first dimension" in out["errors"][0]
     assert "(180 elements) to (7, 2, 5, 3)" in out["errors"][1] and "negative" in out["errors"][2]
 
+
+
+def test_as_strided_views_planes_of_another_dtype_inside_the_allocation(stubs):
+    """What a CUDA RawFrame's planes are: strided views of its storage (uint8), uint16 for deep
+    samples, at an offset; refused when they would reach outside the allocation or are misaligned."""
+    out = run(stubs, """
+        storage = DeviceBuffer.empty(context, (4096,), "uint8", 1)
+        host = host_view(storage.ptr, (4096,), (1,), "uint8")
+        host[:] = numpy.arange(4096) % 251
+        luma = storage.as_strided((4, 6), (512, 1), offset=0)
+        chroma_u = storage.as_strided((2, 3), (512, 2), offset=2048)
+        deep = storage.as_strided((4, 6), (512, 2), dtype="uint16", offset=1024)
+        interface = deep.__cuda_array_interface__
+        capsule = deep.__dlpack__()
+        tensor = describe(managed(capsule))
+        del capsule
+        errors = []
+        for args, kwargs in ((((4, 6), (512, 1)), {"offset": 4000}), (((2, 2), (3, 2)), {"dtype": "uint16"}),
+                             (((2, 2), (4, 2)), {"dtype": "uint16", "offset": 1}), (((2,), (1,)), {"dtype": "int8"}),
+                             (((3,), (-1,)), {})):
+            try:
+                storage.as_strided(*args, **kwargs)
+            except ValueError as error:
+                errors.append(str(error))
+        print(json.dumps({
+            "luma": host_view(luma.ptr, luma.shape, luma.strides, "uint8").tolist(),
+            "chroma_u": host_view(chroma_u.ptr, chroma_u.shape, chroma_u.strides, "uint8").tolist(),
+            "deep": [deep.shape, deep.strides, deep.dtype, deep.ptr - storage.ptr, deep.itemsize],
+            "deep_values": host_view(deep.ptr, deep.shape, deep.strides, "<u2")[0, :2].tolist(),
+            "typestr": interface["typestr"], "cai_strides": interface["strides"],
+            "dlpack": [tensor["dtype"], tensor["strides"], tensor["data"] - storage.ptr], "errors": errors}))
+    """)
+    assert out["luma"][1][:3] == [512 % 251, 513 % 251, 514 % 251]
+    assert out["chroma_u"][1] == [(2048 + 512 + k) % 251 for k in (0, 2, 4)]
+    assert out["deep"] == [[4, 6], [512, 2], "uint16", 1024, 2]
+    assert out["deep_values"] == [(1024 % 251) | ((1025 % 251) << 8), (1026 % 251) | ((1027 % 251) << 8)]
+    assert out["typestr"] == "<u2" and out["cai_strides"] == [512, 2]
+    assert out["dlpack"] == [[1, 16, 1], [256, 1], 1024], "kDLUInt 16, strides in elements, data at element 0"
+    assert len(out["errors"]) == 5
+    assert "reaches outside the 4096-byte allocation" in out["errors"][0]
+    assert "multiples of the uint16 item size" in out["errors"][1] and "multiples" in out["errors"][2]
+    assert "not supported" in out["errors"][3] and "reaches outside" in out["errors"][4]
 
 def test_dlpack_tensor_fields_locate_the_bytes_written_at_ptr(stubs):
     out = run(stubs, """
@@ -562,41 +604,11 @@ def test_without_torch_or_cupy_the_numpy_bridge_gets_the_own_buffer_on_the_legac
     assert out["imported"] == []
 
 
-FAKE_CUPY = '''
-"""A stand-in for cupy that records what torchcodec asks of it (host memory, stream 0x5151)."""
-import contextlib, numpy
-calls = []
-class _Stream:
-    ptr = 0x5151
-class _Device:
-    def __init__(self, id):
-        self.id = id
-    def __enter__(self):
-        calls.append(("enter", self.id)); return self
-    def __exit__(self, *exc):
-        calls.append(("exit", self.id))
-class cuda:
-    Device = _Device
-    @staticmethod
-    def get_current_stream():
-        calls.append(("stream",)); return _Stream()
-class ndarray:
-    def __init__(self, shape, dtype, device=0):
-        self._array = numpy.empty(shape, dtype)
-        self.shape, self.dtype, self.strides, self.itemsize = self._array.shape, self._array.dtype, \\
-            self._array.strides, self._array.itemsize
-        self.device = _Device(device)
-        self.data = type("MemoryPointer", (), {"ptr": self._array.ctypes.data})()
-        self.flags = type("Flags", (), {"writeable": True})()
-    def transpose(self, axes):
-        return self._array.transpose(axes)
-def empty(shape, dtype):
-    calls.append(("empty", tuple(shape), str(dtype))); return ndarray(shape, dtype)
-'''
+# A stand-in for cupy that records what torchcodec asks of it (host memory, stream 0x5151).
+STAND_INS = str(pathlib.Path(__file__).resolve().parent / "cuda_stubs" / "stand_ins")
 
 
-def test_the_numpy_bridge_prefers_cupy_and_writes_on_its_current_stream(stubs, tmp_path):
-    (tmp_path / "cupy.py").write_text(FAKE_CUPY)
+def test_the_numpy_bridge_prefers_cupy_and_writes_on_its_current_stream(stubs):
     out = run(stubs, helpers=OUTPUTS, code="""
         import cupy
         output = _outputs.allocate((2, 4, 5, 3), "float32", device_index=0, bridge="numpy")
@@ -612,7 +624,7 @@ def test_the_numpy_bridge_prefers_cupy_and_writes_on_its_current_stream(stubs, t
                                                              (2, 4, 5, 3), "float32", device_index=0))
         entry["allocs"] = counter("stub_allocs") + counter("stub_async_allocs")
         print(json.dumps(entry))
-    """, PYTHONPATH=os.pathsep.join([str(tmp_path), TORCHCODEC_PARENT]))
+    """, PYTHONPATH=os.pathsep.join([STAND_INS, TORCHCODEC_PARENT]))
     assert out["type"] == "ndarray" and out["stream"] == 0x5151 and out["packed"] and out["finished_same"]
     assert out["strides"] == [240, 60, 12, 4]
     assert out["calls"] == [["enter", 0], ["empty", [2, 4, 5, 3], "float32"], ["stream"], ["exit", 0]]

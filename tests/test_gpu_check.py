@@ -74,8 +74,8 @@ def test_dry_run_prints_one_table_with_the_rows_of_the_report(dry_run):
     races = 4 if importlib.util.find_spec("torch") else 3    # torch, cupy's stand-in, DLPack (2, or 1 skipped)
     probe = [cells[0] for cells in printed if cells[0] == "probe"]
     assert probe in (["probe"], ["probe"] * 9), "libcuda absent (skipped), or the stubs: 2 + 7 codecs"
-    assert [cells[0] for cells in printed] == probe + ["frames"] * 2 + ["race"] * races + ["interop"] * 4 \
-        + ["bench"] * 4
+    assert [cells[0] for cells in printed] == probe + ["frames"] * 2 + ["blocks"] * 3 + ["race"] * races \
+        + ["interop"] * 4 + ["bench"] * 4
     assert report["device"] == "cpu" and report["failed"] == 0
 
 
@@ -90,6 +90,20 @@ def test_dry_run_finds_no_difference_between_cpu_and_cpu(dry_run):
         assert row["numbers"]["mean_abs_diff"] == 0
         assert row["numbers"]["fraction_differing"] == 0
         assert row["numbers"]["cpu_fallback"] == ""
+
+
+def test_dry_run_drives_the_blocks_and_finds_them_equal_to_the_cpu(dry_run):
+    """The blocks rows (the CPU as the device under test): 30 frames held per file, the luma planes,
+    ColorConverter against VideoDecoder and the CPU, seek + reset: nothing may differ."""
+    _, report = dry_run
+    blocks = [r for r in report["rows"] if r["check"] == "blocks"]
+    assert [r["subject"] for r in blocks] == ["h264_bframes.mp4", "hevc_10bit.mp4", "h264_yuv422.mp4"]
+    for row in blocks:
+        assert row["status"] == "ok", row["result"]
+        numbers = row["numbers"]
+        assert numbers["frames"] == 30 and numbers["device"] == "cpu" and numbers["luma_equal"]
+        assert numbers["max_abs_diff"] == numbers["video_decoder_max_abs_diff"] == 0
+        assert numbers["pts_equal"] and numbers["seek_ok"]
 
 
 def test_dry_run_races_read_every_round_correctly(dry_run):
@@ -276,8 +290,8 @@ def test_gpu_check_sh_out_of_budget_still_writes_every_steps_row(tmp_path):
     table = (tmp_path / "gpu_check.md").read_text().splitlines()
     assert table[0] == "| step | check | subject | result | status |"
     steps = [line.split(" | ")[2] for line in table[2:] if line.startswith("| ") and " | step | " in line]
-    assert steps == ["setup", "probe", "nvdec", "frames", "outputs", "corpus", "bench"] or \
-        steps == ["setup", "probe", "build", "nvdec", "frames", "outputs", "corpus", "bench"]
+    assert steps == ["setup", "probe", "nvdec", "frames", "blocks", "outputs", "corpus", "bench"] or \
+        steps == ["setup", "probe", "build", "nvdec", "frames", "blocks", "outputs", "corpus", "bench"]
     not_run = [line for line in table[2:] if " | step | " in line and "not run: out of time" in line]
     assert not_run and all(line.endswith("| FAIL |") for line in not_run if not line.startswith("| bench |"))
     assert table[-1].startswith(f"{sum(line.endswith('| FAIL |') for line in table)} rows FAILED or ERRORED")

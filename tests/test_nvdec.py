@@ -9,11 +9,16 @@ parses nothing: the test tells it the stream's format through STUB_NVDEC_* varia
 stub counts host waits (cuEventSynchronize, cuStreamSynchronize) and can hold events "not ready"
 for a number of queries (STUB_EVENT_PENDING_QUERIES), as work still running on a GPU. References:
 the CPU decoder's frames and packets as ffprobe lists them (tests/reference.py).
+
+The decoder is a VideoPacketDecoder: the tests drive it through PacketDecoder.next_frame, the loop
+the video reader runs, with tests/cuda_stubs/nvdec_probe.pyx (a test extension built here against
+the package's .pxd files), which also describes the frames it fills (their mapped surfaces).
 """
 from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import sys
 
 import numpy as np
@@ -24,7 +29,7 @@ from nvdec_frames import DeviceMemory, bit_depth, raw_frames
 from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, build_stub, run_python  # noqa: E402
+from stub_build import CC, build_helper, build_stub, run_python  # noqa: E402
 
 CUDA = ("libcuda.so.1", "libcuda_stub.c", "cuda_load_functions")
 NVCUVID = ("libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
@@ -36,21 +41,27 @@ def stubs(tmp_path_factory):
     "old_driver" (a libnvcuvid without the optional cuvidGetDecoderCaps)."""
     if not _build_config.CUDA_DRIVER:
         pytest.skip("this build has no CUDA driver loader (-Dcuda=disabled, or no ffnvcodec headers)")
-    if CC is None:
-        pytest.skip("no C compiler to build the stub libraries")
+    if CC is None or shutil.which("pkg-config") is None:
+        pytest.skip("no C compiler or pkg-config to build the stub libraries and the test helper")
     root = tmp_path_factory.mktemp("nvdec_stubs")
     nvdec = build_stub(root / "nvdec", *CUDA)
     build_stub(nvdec, *NVCUVID)
     old_driver = build_stub(root / "old_driver", *CUDA)
     build_stub(old_driver, *NVCUVID, omit=("cuvidGetDecoderCaps",))
-    return {"nvdec": nvdec, "no_nvcuvid": build_stub(root / "no_nvcuvid", *CUDA), "old_driver": old_driver}
+    directories = {"nvdec": nvdec, "no_nvcuvid": build_stub(root / "no_nvcuvid", *CUDA), "old_driver": old_driver}
+    helper = next(build_helper("nvdec_probe", root / "probe").glob("nvdec_probe*.so"))
+    for directory in directories.values():      # each subprocess runs in its stubs' directory
+        shutil.copy(helper, directory)
+    return directories
 
 
 # Run in the subprocess before each test's code: handles on the stubs, their counters, and a
 # decoder opened on a file (its best video stream).
 PRELUDE = """
-import ctypes, gc, json, os
-from torchcodec._cuda import _driver, _nvdec, _nvdec_cache
+import ctypes, gc, json, os, sys
+sys.path.insert(0, ".")
+import nvdec_probe
+from torchcodec._cuda import _driver, _nvdec, _nvdec_cache, _nvdec_caps
 from torchcodec._core._demuxer import Demuxer
 cuda = ctypes.CDLL("libcuda.so.1")
 nvcuvid = ctypes.CDLL("libnvcuvid.so.1")
@@ -70,12 +81,23 @@ def counters():
 def log():
     return nvcuvid.stub_nvcuvid_log().decode()
 
+class Opened:
+    # an NvdecDecoder and its demuxer, driven through next_frame by the test helper
+    def __init__(self, demuxer, decoder):
+        self.demuxer, self.decoder = demuxer, decoder
+    def __getattr__(self, name):
+        return getattr(self.decoder, name)
+    def decode_frames(self, count=-1, peek=None, alive=2):
+        return nvdec_probe.decode_frames(self.decoder, self.demuxer, count, peek, alive)
+    def seek(self, pts=None):
+        nvdec_probe.seek(self.decoder, self.demuxer, pts)
+
 def open_decoder(path, stream_index):
     demuxer = Demuxer(path, streams=stream_index)
-    return _nvdec.NvdecDecoder(demuxer, stream_index, context)
+    return Opened(demuxer, _nvdec.NvdecDecoder(demuxer, stream_index, context))
 
 def reason(path, stream_index):
-    return _nvdec.nvdec_unsupported_reason(Demuxer(path), stream_index, context)
+    return _nvdec_caps.nvdec_unsupported_reason(Demuxer(path), stream_index, context)
 
 def samples(bytes_per_sample):
     # peek: the first displayed luma sample and the chroma sample there, read as host memory (stub only)
@@ -258,7 +280,7 @@ def test_a_flush_after_a_seek_restarts_at_the_key_frame_with_the_sequence_header
     stream_index = reference.best_stream(path)
     expected = [f["pts"] for f in reference.ffprobe_frames(path, stream_index)]
     key = [p["pts"] for p in reference.ffprobe_packets(path, stream_index) if p["key"]][1]
-    header = NvdecInput(Demuxer(os.fspath(path)), stream_index).sequence_header()
+    header = NvdecInput(Demuxer(os.fspath(path)), stream_index).header
     out = run(stubs, SEEK.format(path=os.fspath(path), stream_index=stream_index, key=key))
     assert out["first"] == expected[:10]
     assert out["after_key"] == [pts for pts in expected if pts >= key]
@@ -578,7 +600,7 @@ def test_interpolated_timestamps_come_back_in_the_streams_time_base(stubs, media
     them in the stream's units, here the CPU decoder's pts (25 fps: 512 ticks per frame)."""
     path = media["h264_25fps_2s.mp4"]
     code = PIPELINE.format(path=os.fspath(path), count=-1, peek=None).replace("del decoder, frames", """
-out["clocks"] = [_nvdec.parser_clock_rate(*tb) for tb in ((1, 12800), (1, 90000), (2, 90000), (1001, 30000), (0, 1))]
+out["clocks"] = [nvdec_probe.clock_rate(*tb) for tb in ((1, 12800), (1, 90000), (2, 90000), (1001, 30000), (0, 1))]
 del decoder, frames""")
     out = run(stubs, code, STUB_NVDEC_UNTIMED="1", STUB_NVDEC_FPS="25")
     assert "clock=12800)" in next(line for line in out["log"].splitlines() if line.startswith("parser("))
@@ -596,14 +618,18 @@ def test_decoders_and_surfaces_are_released_before_the_context_at_exit(stubs, me
     frames = reference.ffprobe_frames(path, 0)
     time_base = reference.ffprobe_stream(path, 0)["time_base"]
     code = """
+import sys
 import numpy as np
+sys.path.insert(0, ".")
+import nvdec_probe
 from torchcodec._cuda import _nvdec, _driver
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._video_reader import VideoReader
 context = _driver.load_driver().context(0)
-cached = _nvdec.NvdecDecoder(Demuxer({other!r}), 0, context)
-cached.decode_frames(3)
+other = Demuxer({other!r})
+cached = _nvdec.NvdecDecoder(other, 0, context)
+nvdec_probe.decode_frames(cached, other, 3)
 del cached                                       # its CUVID decoder goes to the cache
 index = FrameIndex.from_lists({time_base!r}, {pts!r}, {durations!r}, {keys!r})
 demuxer = Demuxer({path!r})
@@ -708,9 +734,10 @@ def test_the_gpu_tests_read_a_frames_display_area_back_through_the_driver(stubs,
 # ---- on a GPU (the cuda marker; tools/gpu_check.sh runs them) ----------------------------------
 
 @pytest.fixture(scope="module")
-def gpu():
-    """(device 0's CudaContext, DeviceMemory), or a skip without a usable NVIDIA GPU. A GPU without
-    libnvcuvid.so.1 fails: NVDEC comes with the driver, and its absence must not pass as skips."""
+def gpu(tmp_path_factory):
+    """(device 0's CudaContext, DeviceMemory, the nvdec_probe test helper), or a skip without a usable
+    NVIDIA GPU. A GPU without libnvcuvid.so.1 fails: NVDEC comes with the driver, and its absence
+    must not pass as skips."""
     import torchcodec
     if not _build_config.CUDA_DRIVER or not torchcodec.cuda_available():
         pytest.skip("no usable NVIDIA GPU")
@@ -719,20 +746,41 @@ def gpu():
         _driver.load_nvcuvid()
     except _driver.CudaUnavailableError as error:
         pytest.fail(f"a GPU without NVDEC: {error}")
+    directory = build_helper("nvdec_probe", tmp_path_factory.mktemp("nvdec_probe"))
+    sys.path.insert(0, str(directory))
+    import nvdec_probe
     memory = DeviceMemory()
-    yield _driver.load_driver().context(0), memory
+    yield _driver.load_driver().context(0), memory, nvdec_probe
     memory.close()
+    sys.path.remove(str(directory))
 
 
-def gpu_decoder(context, path, stream_index: int):
+class ProbedDecoder:
+    """An NvdecDecoder and its demuxer, driven through next_frame by the test helper."""
+
+    def __init__(self, probe, demuxer, decoder) -> None:
+        self.probe, self.demuxer, self.decoder = probe, demuxer, decoder
+
+    def __getattr__(self, name: str):
+        return getattr(self.decoder, name)
+
+    def decode_frames(self, count: int = -1, peek=None, alive: int = 2) -> list[dict]:
+        return self.probe.decode_frames(self.decoder, self.demuxer, count, peek, alive)
+
+    def seek(self, pts=None) -> None:
+        self.probe.seek(self.decoder, self.demuxer, pts)
+
+
+def gpu_decoder(gpu, path, stream_index: int) -> ProbedDecoder:
     """An NvdecDecoder on the real device, or a skip saying why NVDEC cannot take the stream there."""
-    from torchcodec._cuda import _nvdec
+    from torchcodec._cuda import _nvdec, _nvdec_caps
     from torchcodec._core._demuxer import Demuxer
+    context, _, probe = gpu
     demuxer = Demuxer(os.fspath(path), streams=stream_index)
-    reason = _nvdec.nvdec_unsupported_reason(demuxer, stream_index, context)
+    reason = _nvdec_caps.nvdec_unsupported_reason(demuxer, stream_index, context)
     if reason is not None:
         pytest.skip(reason)
-    return _nvdec.NvdecDecoder(demuxer, stream_index, context)
+    return ProbedDecoder(probe, demuxer, _nvdec.NvdecDecoder(demuxer, stream_index, context))
 
 
 def cpu_frames(path, stream_index: int) -> tuple[list[list[np.ndarray]], int]:
@@ -763,10 +811,10 @@ def test_on_the_gpu_nvdec_frames_equal_the_cpu_decoders(gpu, media, name, record
     display area of a 1088-row surface; interlaced H.264: woven fields, as libavcodec gives them).
     How the real parser took its surfaces goes into the JUnit report: early_maps > 0 means it
     decoded into a waiting picture's surface (handled, but the feed budget's assumption failed)."""
-    context, memory = gpu
+    _, memory, _ = gpu
     path = media[name]
     stream_index = reference.best_stream(path)
-    decoder = gpu_decoder(context, path, stream_index)
+    decoder = gpu_decoder(gpu, path, stream_index)
     frames = decoder.decode_frames(peek=memory.frame_planes)
     record_property("early_maps", decoder.early_maps)
     record_property("host_waits", decoder.host_waits)
@@ -779,9 +827,9 @@ def test_on_the_gpu_nvdec_frames_equal_the_cpu_decoders(gpu, media, name, record
 @pytest.mark.cuda
 def test_on_the_gpu_mpeg4_in_avi_decodes_every_frame_close_to_the_cpu(gpu, media):
     """MPEG-4 part 2 does not define its inverse DCT bit-exactly: NVDEC and libavcodec may differ a little."""
-    context, memory = gpu
+    _, memory, _ = gpu
     path = media["mpeg4_bframes.avi"]
-    decoder = gpu_decoder(context, path, 0)
+    decoder = gpu_decoder(gpu, path, 0)
     frames = decoder.decode_frames(peek=memory.frame_planes)
     expected, _ = cpu_frames(path, 0)
     assert len(frames) == len(expected)
@@ -796,13 +844,13 @@ def test_on_the_gpu_mpeg4_in_avi_decodes_every_frame_close_to_the_cpu(gpu, media
 def test_on_the_gpu_a_flush_after_a_seek_gives_the_cpu_frames_from_the_key_frame_on(gpu, media, name):
     """hevc_bframes.mp4's second key frame is a CRA followed by a RASL picture: after the seek the
     parser must skip it, as libavcodec does (the pts list and the planes say so)."""
-    context, memory = gpu
+    _, memory, _ = gpu
     path = media[name]
     stream_index = reference.best_stream(path)
     pts = [f["pts"] for f in reference.ffprobe_frames(path, stream_index)]
     key = [p["pts"] for p in reference.ffprobe_packets(path, stream_index) if p["key"]][1]
     expected, depth = cpu_frames(path, stream_index)
-    decoder = gpu_decoder(context, path, stream_index)
+    decoder = gpu_decoder(gpu, path, stream_index)
     assert [f["pts"] for f in decoder.decode_frames(10)] == pts[:10]
     decoder.seek(key)
     frames = decoder.decode_frames(peek=memory.frame_planes)

@@ -3,15 +3,19 @@
 For each container of the corpus, ``NvdecInput`` chooses the bitstream filter, produces the
 sequence header that a CUVID parser gets after a flush or a seek, and filters the packets. The
 references are the ffmpeg CLI decoding the resulting elementary stream (header + packets) and the
-original file: their frames must be byte-equal.
+original file: their frames must be byte-equal. The input is driven as the NVDEC decoder drives it
+(packets read from the demuxer and pushed through, filtered packets taken out) by a small test
+extension, tests/cuda_stubs/nvdec_input_probe.pyx, built here against the package's .pxd files.
 """
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import shutil
 import struct
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -20,6 +24,9 @@ import reference
 from torchcodec._core._avio import MemorySource
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._cuda._nvdec_input import NvdecInput
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
+from stub_build import CC, build_helper  # noqa: E402
 
 # (corpus file or remux of one, NVDEC codec, bitstream filter)
 CHOICES = [
@@ -59,11 +66,48 @@ def corpus(media, tmp_path_factory) -> dict[str, pathlib.Path]:
     return files
 
 
-def open_input(path, stream_index: int | None = None) -> NvdecInput:
+@pytest.fixture(scope="module", autouse=True)
+def probe(tmp_path_factory):
+    """The test extension that drives an NvdecInput (tests/cuda_stubs/nvdec_input_probe.pyx)."""
+    global PROBE
+    if CC is None or shutil.which("pkg-config") is None:
+        pytest.skip("no C compiler or pkg-config to build the test helper")
+    directory = build_helper("nvdec_input_probe", tmp_path_factory.mktemp("nvdec_input_probe"))
+    sys.path.insert(0, str(directory))
+    import nvdec_input_probe
+    PROBE = nvdec_input_probe
+    yield nvdec_input_probe
+    sys.path.remove(str(directory))
+
+
+PROBE = None
+
+
+class Input:
+    """An NvdecInput and the demuxer that feeds it, driven by the test extension as the decoder does."""
+
+    def __init__(self, demuxer: Demuxer, stream_index: int) -> None:
+        self.demuxer = demuxer
+        self.nvdec = NvdecInput(demuxer, stream_index)
+
+    def __getattr__(self, name: str):
+        return getattr(self.nvdec, name)
+
+    def sequence_header(self) -> bytes:
+        return PROBE.sequence_header(self.nvdec)
+
+    def filtered_packets(self, max_count: int = -1) -> list:
+        return PROBE.filtered_packets(self.nvdec, self.demuxer, max_count)
+
+    def seek(self, pts=None, position: int = -1) -> None:
+        PROBE.seek_input(self.nvdec, self.demuxer, pts, position)
+
+
+def open_input(path, stream_index: int | None = None) -> Input:
     if stream_index is None:
         stream_index = reference.best_stream(path)
     demuxer = Demuxer(os.fspath(path), streams=stream_index)
-    return NvdecInput(demuxer, stream_index)
+    return Input(demuxer, stream_index)
 
 
 def nal_units(data: bytes) -> list[bytes]:
@@ -114,7 +158,7 @@ def split_frames(data: bytes, size: int) -> list[bytes]:
     return [data[i:i + size] for i in range(0, len(data), size)]
 
 
-def write_elementary_stream(tmp_path, nvdec: NvdecInput, packets) -> pathlib.Path:
+def write_elementary_stream(tmp_path, nvdec: Input, packets) -> pathlib.Path:
     path = tmp_path / f"stream{ES_EXTENSIONS[nvdec.nvdec_codec]}"
     path.write_bytes(nvdec.sequence_header() + b"".join(data for data, _, _ in packets))
     return path
@@ -462,7 +506,7 @@ def test_unrecognised_h264_extradata_is_unsupported_with_a_reason(media):
     data = bytearray(media["h264_vfr.mkv"].read_bytes())
     at = data.find(bytes.fromhex("0164000dffe10019"))
     data[at] = 0x07                                 # neither avcC (1) nor a start code
-    nvdec = NvdecInput(Demuxer(MemorySource(bytes(data))), 0)
+    nvdec = Input(Demuxer(MemorySource(bytes(data))), 0)
     assert nvdec.nvdec_codec == "unsupported"
     assert "neither avcC/hvcC nor Annex B" in nvdec.unsupported_reason
     with pytest.raises(ValueError, match="neither avcC/hvcC nor Annex B"):
@@ -472,7 +516,7 @@ def test_unrecognised_h264_extradata_is_unsupported_with_a_reason(media):
 def test_truncated_stream_gives_the_packets_before_the_cut(media):
     data = media["h264_bframes.ts"].read_bytes()
     whole = open_input(media["h264_bframes.ts"]).filtered_packets()
-    cut = NvdecInput(Demuxer(MemorySource(data[:len(data) // 2])), 0).filtered_packets()
+    cut = Input(Demuxer(MemorySource(data[:len(data) // 2])), 0).filtered_packets()
     assert 0 < len(cut) < len(whole)
     assert [d for d, _, _ in cut[:-1]] == [d for d, _, _ in whole[:len(cut) - 1]]
 
@@ -490,7 +534,7 @@ def test_packets_the_filter_cannot_parse_are_dropped(media):
     data = path.read_bytes()
     whole = open_input(path).filtered_packets()
     start = data.find(b"mdat") + 30_000
-    packets = NvdecInput(Demuxer(MemorySource(garbled(path, start, 20_000))), 0).filtered_packets()
+    packets = Input(Demuxer(MemorySource(garbled(path, start, 20_000))), 0).filtered_packets()
     assert 0 < len(packets) < len(whole)
     assert packets[0] == whole[0] and packets[-1] == whole[-1]
 
@@ -499,7 +543,7 @@ def test_a_stream_of_garbage_is_a_clear_error(media):
     path = media["h264_bframes.mp4"]
     data = path.read_bytes()
     start = data.find(b"mdat") + 8
-    nvdec = NvdecInput(Demuxer(MemorySource(garbled(path, start, data.find(b"moov") - start - 8))), 0)
+    nvdec = Input(Demuxer(MemorySource(garbled(path, start, data.find(b"moov") - start - 8))), 0)
     with pytest.raises(RuntimeError, match=r"bitstream filter 'h264_mp4toannexb' refused the packets"
                                            r" of stream 0: .*Invalid data.*17 errors in a row"):
         nvdec.filtered_packets()
@@ -507,5 +551,5 @@ def test_a_stream_of_garbage_is_a_clear_error(media):
 
 def test_garbage_after_the_header_of_an_annex_b_stream_passes_through(media):
     data = garbled(media["h264_bframes.ts"], 20_000, media["h264_bframes.ts"].stat().st_size - 20_000)
-    packets = NvdecInput(Demuxer(MemorySource(data)), 0).filtered_packets()
+    packets = Input(Demuxer(MemorySource(data)), 0).filtered_packets()
     assert packets and packets[0][2]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check torchcodec's CUDA decoding on a machine with an NVIDIA GPU, one row at a time.
 
-    python tools/gpu_check.py [--device cuda|cuda:N|cpu] [--quick] [--only probe,frames,race,interop,bench]
+    python tools/gpu_check.py [--device cuda|cuda:N|cpu] [--quick] [--only probe,frames,blocks,race,interop,bench]
                               [--out DIR] [--step NAME] [--summary FILE] [--deadline SECONDS]
 
 Each row is printed and appended to DIR/gpu_check.md (a markdown table: step, check, subject, result,
@@ -16,6 +16,11 @@ what it found; an exception is reported in its row and never stops the others. T
    decoder; per file the max and mean absolute difference of the RGB values, judged by the table of
    tools/gpu_tolerances.py (also used by tests/test_cuda_decoding.py), and the decoder's
    ``cpu_fallback``: a fallback for lack of libnvcuvid, or for a stream every NVDEC decodes, FAILs.
+2b. blocks: the building blocks on the device: ``stream.make_decoder(device)`` keeping 30 RawFrames
+   alive (more than NVDEC's 4 output surfaces), their pixel format (an NVDEC surface format) and
+   luma planes (against the CPU decoder's), ``ColorConverter(device)`` equal to the device
+   VideoDecoder's frames and judged against the CPU ColorConverter by tools/gpu_tolerances.py,
+   and a seek + ``reset()`` giving the CPU blocks' pts (tools/gpu_check.sh's "blocks" step).
 3. race: frames handed over on non-default streams. torch: decode on ``torch.cuda.Stream()`` made
    current, sum on that stream at once (no synchronisation), copy to the host after
    ``synchronize()``; cupy the same on ``cupy.cuda.Stream(non_blocking=True)``; DLPack hand-offs
@@ -223,6 +228,8 @@ class TorchLib(ArrayLib):
             (stream or self.torch.cuda.current_stream(self.device)).synchronize()
 
     def to_numpy(self, array: Any) -> np.ndarray:
+        if array.dtype == self.torch.uint16:        # numpy conversion is not there for uint16 in every torch
+            return array.view(self.torch.int16).cpu().numpy().view(np.uint16)
         return array.cpu().numpy()
 
     def from_dlpack(self, array: Any) -> Any:
@@ -314,19 +321,28 @@ class OwnBufferLib(NumpyLib):
             raise RuntimeError(f"cannot reach cuda:{index} through libcuda.so.1")
 
     def to_numpy(self, array: Any) -> np.ndarray:
+        """The buffer's elements, strided views included (a RawFrame's planes, an NCHW view): the
+        bytes it spans copied, then viewed with its strides (non-negative ones)."""
         interface = array.__cuda_array_interface__
-        if interface["strides"] is not None:
-            raise ValueError("OwnBufferLib reads C-contiguous buffers only")
-        out = np.empty(interface["shape"], np.dtype(interface["typestr"]))
+        dtype = np.dtype(interface["typestr"])
+        shape = tuple(interface["shape"])
+        strides = interface["strides"]
+        if strides is None:
+            strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * dtype.itemsize for k in range(len(shape)))
+        if any(stride < 0 for stride in strides):
+            raise ValueError("OwnBufferLib reads buffers with non-negative strides only")
+        span = sum((n - 1) * stride for n, stride in zip(shape, strides)) + dtype.itemsize if all(shape) else 0
+        raw = np.empty(max(span, 1), np.uint8)
         self.cu.cuCtxPushCurrent_v2(self.context)
         try:
-            ret = self.cu.cuMemcpyDtoH_v2(out.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint64(interface["data"][0]),
-                                          ctypes.c_size_t(out.nbytes))
+            ret = self.cu.cuMemcpyDtoH_v2(raw.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint64(interface["data"][0]),
+                                          ctypes.c_size_t(span)) if span else 0
         finally:
             self.cu.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
         if ret != 0:
             raise RuntimeError(f"cuMemcpyDtoH failed with CUresult {ret}")
-        return out
+        return np.lib.stride_tricks.as_strided(raw[:span].view(dtype) if span else raw[:0].view(dtype), shape,
+                                               strides).copy()
 
 
 def output_lib(settings: Settings) -> ArrayLib:
@@ -520,6 +536,134 @@ def check_frames(settings: Settings) -> Iterator[Row]:
         return
     for name in video_files(settings):
         yield compare_file(name, lib, settings) if not settings.out_of_time() else out_of_time_row("frames", name)
+
+
+# --------------------------------------------------------------------------------------------
+# blocks: the building blocks on the device (make_decoder, RawFrame planes, ColorConverter)
+
+# NVDEC 8-bit (bit-exact codecs), 10-bit and 4:4:4 (as the GPU's caps allow, else the CPU fallback
+# uploaded), and 4:2:2 (always the CPU fallback, uploaded in its own format).
+BLOCKS_FILES = ("h264_bframes.mp4", "hevc_1080p.mp4", "hevc_10bit.mp4", "h264_yuv444.mp4", "h264_yuv422.mp4")
+QUICK_BLOCKS_FILES = ("h264_bframes.mp4", "hevc_10bit.mp4", "h264_yuv422.mp4")
+SURFACE_FORMATS = ("nv12", "p010le", "p012le", "p016le", "yuv444p", "yuv444p16le")
+
+
+def block_frames(path: pathlib.Path, device: str, count: int, settings: Settings) -> tuple[Any, list[Any]]:
+    """(the packet decoder, its first ``count`` RawFrames of the stream, all kept alive)."""
+    blocks = importlib.import_module("torchcodec.decoders")
+    with backend_context(settings) if device != "cpu" else contextlib.nullcontext():
+        demuxer = blocks.Demuxer(path)
+        decoder = demuxer.streams[0].make_decoder(device=device)
+    frames: list[Any] = []
+    for packet in demuxer:
+        frames += decoder.decode(packet)
+        if len(frames) >= count:
+            return decoder, frames[:count]
+    return decoder, (frames + decoder.drain())[:count]
+
+
+def msb_aligned(plane: np.ndarray, device_format: str, cpu_depth: int) -> np.ndarray:
+    """A device plane's samples in the CPU's units (surface formats hold deep samples MSB-aligned)."""
+    if plane.dtype == np.uint16 and device_format in SURFACE_FORMATS and cpu_depth < 16:
+        return plane >> (16 - cpu_depth)
+    return plane
+
+
+def compare_blocks(name: str, lib: ArrayLib, settings: Settings) -> Row:
+    """One file through the blocks on the device: every frame kept alive while decoding goes on
+    (more than NVDEC's 4 output surfaces), the luma planes against the CPU decoder's, RGB of
+    ColorConverter(device) against the device VideoDecoder (equal) and the CPU (the tolerance
+    table), and a seek + reset against the CPU blocks."""
+    path = settings.media / name
+    blocks = importlib.import_module("torchcodec.decoders")
+    count = min(settings.max_frames, 30)
+    try:
+        with bridge(lib.bridge):
+            decoder, frames = block_frames(path, settings.device, count, settings)
+            kind = type(decoder).__name__
+            on_device = kind == "NvdecDecoder" or bool(getattr(decoder, "hwaccel_used", False))
+            first = frames[0]
+            converter = blocks.ColorConverter(device=settings.device)
+            rgb = np.stack([lib.to_numpy(converter.convert(frame).data).transpose(1, 2, 0) for frame in frames])
+            lumas = [lib.to_numpy(frame.planes[0]) for frame in frames[:4]]
+            whole = lib.to_numpy(open_decoder(path, settings.device, settings).get_frames_in_range(0, len(frames)).data)
+        with bridge("numpy"):
+            _, cpu_frames = block_frames(path, "cpu", count, settings)
+            cpu_converter = blocks.ColorConverter()
+            cpu_rgb = np.stack([np.asarray(cpu_converter.convert(frame).data).transpose(1, 2, 0)
+                                for frame in cpu_frames])
+        numbers = {"frames": len(frames), "decoder": kind, "pixel_format": first.pixel_format,
+                   "fallback": "" if on_device or settings.dry_run else "decoded on the CPU, uploaded",
+                   "device": first.device, **frame_differences(rgb, cpu_rgb),
+                   "video_decoder_max_abs_diff": frame_differences(rgb, whole)["max_abs_diff"],
+                   "pts_equal": [f.pts_seconds for f in frames] == [f.pts_seconds for f in cpu_frames],
+                   "luma_equal": all(np.array_equal(msb_aligned(luma, first.pixel_format, cpu.bit_depth),
+                                                    np.asarray(cpu.planes[0]))
+                                     for luma, cpu in zip(lumas, cpu_frames))}
+        numbers.update(seek_and_reset(path, settings))
+        del frames, decoder
+    except Exception as error:   # noqa: BLE001  (one file failing must not stop the others)
+        return Row("blocks", name, error_text(error), "ERROR", {"error": error_text(error)})
+    problems = []
+    if numbers["device"] != (settings.device if settings.device != "cuda" else "cuda:0"):
+        problems.append(f"frames on {numbers['device']}")
+    if not settings.dry_run and numbers["pixel_format"] not in SURFACE_FORMATS and name != "h264_yuv422.mp4":
+        problems.append(f"pixel format {numbers['pixel_format']} is no surface format")
+    if not numbers["pts_equal"]:
+        problems.append("pts differ from the CPU blocks'")
+    if not numbers["luma_equal"] and gpu_tolerances.tolerance(name).nvdec != "caps":
+        problems.append("luma planes differ from the CPU decoder's")
+    if numbers["video_decoder_max_abs_diff"] != 0:
+        problems.append(f"RGB differs from the device VideoDecoder's by up to {numbers['video_decoder_max_abs_diff']:g}")
+    if not numbers["seek_ok"]:
+        problems.append("after seek + reset the pts differ from the CPU's")
+    status, why = gpu_tolerances.judge(name, numbers["max_abs_diff"], numbers["mean_abs_diff"], numbers["fallback"],
+                                       on_gpu=not settings.dry_run)
+    if why:
+        problems.append(f"vs the CPU ColorConverter: {why}")
+    result = (f"{numbers['frames']} frames held ({numbers['decoder']}, {numbers['pixel_format']}); luma "
+              f"{'equal' if numbers['luma_equal'] else 'differs'}; RGB vs VideoDecoder max "
+              f"{numbers['video_decoder_max_abs_diff']:g}, vs CPU max {numbers['max_abs_diff']:g} mean "
+              f"{numbers['mean_abs_diff']:.4f}; seek+reset {'ok' if numbers['seek_ok'] else 'wrong'}")
+    if problems:
+        result += "; " + "; ".join(problems)
+    return Row("blocks", name, result, "FAIL" if problems else "ok", numbers)
+
+
+def seek_and_reset(path: pathlib.Path, settings: Settings) -> dict[str, Any]:
+    """Decode from a seek to the middle, after reset(), on the device and on the CPU: the same pts."""
+    blocks = importlib.import_module("torchcodec.decoders")
+    found = {}
+    for device in (settings.device, "cpu"):
+        with backend_context(settings) if device != "cpu" else contextlib.nullcontext():
+            demuxer = blocks.Demuxer(path)
+            decoder = demuxer.streams[0].make_decoder(device=device)
+        for packet, _ in zip(demuxer, range(3)):
+            decoder.decode(packet)
+        middle = demuxer.metadata.duration_seconds_from_header or 1.0
+        demuxer.seek(middle / 2)
+        decoder.reset()
+        frames: list[Any] = []
+        for packet in demuxer:
+            frames += decoder.decode(packet)
+            if len(frames) >= 3:
+                break
+        found[device] = [frame.pts_seconds for frame in frames[:3]]
+    return {"seek_ok": found[settings.device] == found["cpu"] and len(found["cpu"]) == 3}
+
+
+def check_blocks(settings: Settings) -> Iterator[Row]:
+    try:
+        lib = output_lib(settings)
+    except Exception as error:   # noqa: BLE001
+        yield Row("blocks", "corpus", error_text(error), "ERROR")
+        return
+    names = QUICK_BLOCKS_FILES if settings.quick else BLOCKS_FILES
+    for name in names:
+        if not (settings.media / name).exists():
+            yield Row("blocks", name, "not in the corpus folder", "ERROR")
+        else:
+            yield compare_blocks(name, lib, settings) if not settings.out_of_time() else out_of_time_row("blocks", name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -984,7 +1128,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Outputs]:
     parser.add_argument("--bridge", default="auto", choices=("auto", "torch", "cupy", "numpy"),
                         help="the output library of the frame check and the benchmark (default: torch, else cupy, "
                              "else torchcodec's own buffers)")
-    parser.add_argument("--only", default="probe,frames,race,interop,bench", help="comma-separated checks to run")
+    parser.add_argument("--only", default="probe,frames,blocks,race,interop,bench", help="comma-separated checks to run")
     parser.add_argument("--deadline", type=float, default=None,
                         help="seconds after which rows not yet started are skipped (the table is still printed)")
     parser.add_argument("--junit", type=pathlib.Path,
@@ -1011,8 +1155,8 @@ def terminated(signum: int, frame: Any) -> None:
 
 
 CHECKS: dict[str, Callable[[Settings], Iterator[Row]]] = {
-    "probe": check_probe, "frames": check_frames, "race": check_races, "interop": check_interop,
-    "bench": check_bench}
+    "probe": check_probe, "frames": check_frames, "blocks": check_blocks, "race": check_races,
+    "interop": check_interop, "bench": check_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,11 +15,15 @@
 #            CPU's, pts order, flush/seek, HEVC RASL after a seek, 1080p (coded 1088), kernels
 #   4 frames GPU vs CPU RGB of the 1080p H.264 and HEVC clips, 30 frames each, judged by
 #            tools/gpu_tolerances.py
-#   5 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
+#   5 blocks the building blocks on the GPU (gpu_check.py blocks: make_decoder(device="cuda") with
+#            30 RawFrames held, their surface formats and planes, ColorConverter(cuda) equal to the
+#            VideoDecoder's frames, seek + reset), then the cuda tests of tests/test_cuda_blocks.py
+#            and tests/test_cuda_errors.py
+#   6 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
 #            DLPack views and CUDA Array Interface (gpu_check.py race,interop), and the cuda tests
 #            of tests/test_device_buffer.py
-#   6 corpus every other cuda test (the whole corpus GPU vs CPU, converter, FFmpeg backend)
-#   7 bench  NVDEC vs the CPU decoder, one vs eight decoders, if time remains
+#   7 corpus every other cuda test (the whole corpus GPU vs CPU, converter, FFmpeg backend)
+#   8 bench  NVDEC vs the CPU decoder, one vs eight decoders, if time remains
 #
 # pytest runs with -v --tb=short, its output streamed; every step and every row of gpu_check.py goes
 # into one table, $OUT/gpu_check.md, as it is known (and $OUT/gpu_check.jsonl). Each step runs
@@ -287,6 +291,13 @@ frames() {
   gpu_check_py frames --only frames --files "$clips"
 }
 
+blocks() {
+  local status=0
+  gpu_check_py blocks --only blocks || status=1
+  run_pytest blocks tests/test_cuda_blocks.py tests/test_cuda_errors.py || status=1
+  return $status
+}
+
 outputs() {
   local status=0
   gpu_check_py outputs --only race,interop || status=1
@@ -304,7 +315,7 @@ bench() { gpu_check_py bench --only bench; }
 main() {
   echo "gpu_check.sh: $(date -u +%FT%TZ) in $REPO, budget ${BUDGET}s$( ((QUICK)) && echo ', quick')$( ((DRY_RUN)) && echo ', dry run'), logs in $LOGS"
   export -f system_ffmpeg_usable abi_tag wait_for_build build_stubs with_driver gpu_check_py run_pytest \
-    probe nvdec frames outputs corpus bench left elapsed table_row
+    probe nvdec frames blocks outputs corpus bench left elapsed table_row
   export PYTHON REPO BUNDLE LOGS STEP_LOGS BUDGET START QUICK_FLAG DEVICE DRY_RUN
   printf '\n==== setup\n'
   local began=$SECONDS
@@ -324,6 +335,8 @@ main() {
   step nvdec 90 nvdec
   RESERVE=$((BUDGET / 6))
   step frames 40 frames
+  RESERVE=$((BUDGET / 8))
+  step blocks 45 blocks
   RESERVE=$((BUDGET / 10))
   step outputs 90 outputs
   RESERVE=$((BUDGET / 15))

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 STUBS = pathlib.Path(__file__).resolve().parent
@@ -69,6 +70,54 @@ def build_stub(directory: pathlib.Path, soname: str, sources: str | tuple[str, .
 def build_emulating_libcuda(directory: pathlib.Path) -> pathlib.Path:
     """The stub libcuda.so.1 with kernel_emulation.cpp linked in (launches run kernels/*.cu on the CPU)."""
     return build_stub(directory, "libcuda.so.1", ("libcuda_stub.c", "kernel_emulation.cpp"), "cuda_load_functions")
+
+
+def build_decoding_stubs(directory: pathlib.Path) -> pathlib.Path:
+    """The stubs that CUDA decoding runs on end to end, in ``directory``: the emulating libcuda.so.1
+    and the stub libnvcuvid.so.1. Skips the calling test when this build has no CUDA driver loader
+    or kernels, or when no C/C++ compiler or pkg-config is there to build them (or test helpers)."""
+    import pytest
+    from torchcodec._cuda import _build_config
+    if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS):
+        pytest.skip("this build has no CUDA driver loader or no kernels (-Dcuda=disabled, no ffnvcodec, no nvcc)")
+    if CC is None or CXX is None or shutil.which("pkg-config") is None:
+        pytest.skip("no C/C++ compiler or pkg-config to build the stub libraries")
+    build_emulating_libcuda(directory)
+    return build_stub(directory, "libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
+
+
+# Python for the subprocesses of the stub tests: ``host(array)`` reads a DeviceBuffer (or any view
+# of one) through its CUDA array interface, as host memory, which the stub's device memory is.
+HOST_READ = """
+def host(array):
+    interface = array.__cuda_array_interface__
+    itemsize = np.dtype(interface["typestr"]).itemsize
+    shape, strides = interface["shape"], interface["strides"]
+    if strides is None:
+        strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * itemsize for k in range(len(shape)))
+    span = sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
+    raw = np.frombuffer((ctypes.c_ubyte * span).from_address(interface["data"][0]), np.uint8)
+    return np.lib.stride_tricks.as_strided(raw.view(interface["typestr"]), shape, strides).copy()
+"""
+
+
+def build_helper(name: str, directory: pathlib.Path) -> pathlib.Path:
+    """Compile the test helper tests/cuda_stubs/<name>.pyx into ``directory`` against the installed
+    package's .pxd files and headers (as a downstream extension would): Cython, then the C compiler
+    with pkg-config's FFmpeg flags. Import it with ``directory`` on sys.path."""
+    import torchcodec
+    directory.mkdir(parents=True, exist_ok=True)
+    package_parent = pathlib.Path(torchcodec.__file__).resolve().parent.parent
+    c_file = directory / f"{name}.c"
+    subprocess.run([sys.executable, "-m", "cython", "-3", "-I", str(package_parent), "-o", str(c_file),
+                    str(STUBS / f"{name}.pyx")], check=True, capture_output=True)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libavformat", "libavcodec", "libavutil"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    subprocess.run([CC, "-shared", "-fPIC", "-O1", "-I", torchcodec.get_include(), "-I",
+                    sysconfig.get_paths()["include"], str(c_file), *flags, "-o",
+                    str(directory / (name + sysconfig.get_config_var("EXT_SUFFIX")))],
+                   check=True, capture_output=True)
+    return directory
 
 
 def run_python(code: str, libdir: pathlib.Path, **env: str) -> dict:

@@ -2,6 +2,7 @@
 # or written by the Muxer (sinks).
 from libc.stdint cimport int64_t, uint8_t
 from cpython.buffer cimport Py_buffer
+from torchcodec._core._error cimport ErrorStash
 from torchcodec._ffmpeg.avformat cimport AVIOContext
 
 
@@ -21,7 +22,7 @@ cdef struct MemoryWriter:
 cdef class IOSource:
     """Owns an AVIOContext (``ptr``) and its buffer; the Demuxer (sources) or Muxer (sinks) borrows it."""
     cdef AVIOContext *ptr
-    cdef object pending_error       # (type, value, traceback) raised inside a callback, or None
+    cdef ErrorStash errors          # what a callback raised, until the caller of FFmpeg raises it
     cdef int raise_pending(self) except -1
 
 

@@ -4,14 +4,15 @@ muxer writes to them.
 ``MemorySource`` reads straight from the buffer of a bytes-like object (the object is kept alive
 and never copied as a whole); its callbacks are plain C and run without the GIL.
 ``FileObjectSource`` calls the file object's methods with the GIL held; an exception raised by
-the file object is stored and re-raised, with its traceback, once the FFmpeg call returns. It
+the file object is stashed (torchcodec._core._error's ErrorStash: the callback returns
+AVERROR(EIO) to FFmpeg) and re-raised, with its traceback, errno and file name, by
+``raise_pending`` once the FFmpeg call returns. It
 reads with ``readinto`` when the object has one, and with ``read`` otherwise, or when ``readinto``
 raises NotImplementedError (an ``io.RawIOBase`` subclass that implements only ``read``).
 ``MemorySink`` collects what a muxer writes in a growing C buffer (plain C callbacks, no GIL);
-``FileObjectSink`` hands it to a file object's ``write`` and ``seek``, errors stored as above.
+``FileObjectSink`` hands it to a file object's ``write`` and ``seek``, errors stashed as above.
 """
 import io
-import sys
 
 from torchcodec._core._error import InvalidArgumentError
 
@@ -22,6 +23,7 @@ from libc.stdio cimport SEEK_CUR, SEEK_END, SEEK_SET
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy, memset
 
+from torchcodec._core._error cimport clear_stash, raise_stashed, stash_exception
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
@@ -47,19 +49,17 @@ cdef AVIOContext *new_avio_context(void *opaque, tc_avio_read_fn read, tc_avio_w
 cdef class IOSource:
     def __cinit__(self):
         self.ptr = NULL
-        self.pending_error = None
+        memset(&self.errors, 0, sizeof(self.errors))
 
     def __dealloc__(self):
+        clear_stash(&self.errors)
         if self.ptr != NULL:
             lavu.av_freep(&self.ptr.buffer)
             lavf.avio_context_free(&self.ptr)
 
     cdef int raise_pending(self) except -1:
-        if self.pending_error is not None:
-            exc_type, exc, tb = self.pending_error
-            self.pending_error = None
-            raise exc.with_traceback(tb)
-        return 0
+        """Raise what a callback stashed during the last FFmpeg call (nothing when none did)."""
+        return raise_stashed(&self.errors)
 
 
 # ---- memory ---------------------------------------------------------------------------------
@@ -169,15 +169,14 @@ cdef int file_read(void *opaque, uint8_t *buf, int buf_size) noexcept with gil:
         if n == 0:
             return lavu.AVERROR_EOF
         return <int>n
-    except BaseException:
-        source.pending_error = sys.exc_info()
-        return lavu.AVERROR(EIO)
+    except BaseException as error:
+        return stash_exception(&source.errors, error, lavu.AVERROR(EIO))
 
 
 cdef int64_t seek_file_object(IOSource owner, object seek, int64_t offset, int whence) noexcept with gil:
     """AVIO's seek over a Python file object's ``seek(offset, whence)``: AVSEEK_SIZE by seeking to
     the end and back; a ``seek`` that returns None (some writers do) landed where SEEK_SET asked.
-    An exception is kept in ``owner.pending_error``, for the caller of FFmpeg to raise."""
+    An exception is stashed in ``owner.errors``, for the caller of FFmpeg to raise."""
     try:
         if whence & lavf.AVSEEK_SIZE:
             current = seek(0, SEEK_CUR)
@@ -191,9 +190,8 @@ cdef int64_t seek_file_object(IOSource owner, object seek, int64_t offset, int w
         if position is None:
             return offset if whence == SEEK_SET else lavu.AVERROR(EIO)
         return position
-    except BaseException:
-        owner.pending_error = sys.exc_info()
-        return lavu.AVERROR(EIO)
+    except BaseException as error:
+        return stash_exception(&owner.errors, error, lavu.AVERROR(EIO))
 
 
 cdef int64_t file_seek(void *opaque, int64_t offset, int whence) noexcept with gil:
@@ -299,9 +297,8 @@ cdef int file_write(void *opaque, const uint8_t *buf, int buf_size) noexcept wit
                 raise OSError(f"the file object's write() of {buf_size - done} bytes returned {result!r}")
             done += result
         return buf_size
-    except BaseException:
-        sink.pending_error = sys.exc_info()
-        return lavu.AVERROR(EIO)
+    except BaseException as error:
+        return stash_exception(&sink.errors, error, lavu.AVERROR(EIO))
 
 
 cdef int64_t file_sink_seek(void *opaque, int64_t offset, int whence) noexcept with gil:

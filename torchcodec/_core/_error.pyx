@@ -10,7 +10,16 @@ ValueError, TypeError or IndexError. Where the two differ, this package raises a
 (``InvalidArgumentError``, ``InvalidArgumentTypeError``, ``EndOfStreamError``), so that ``except
 ValueError`` and ``except RuntimeError`` (as written for TorchCodec) both catch it. They are
 defined here, once.
+
+Errors raised inside C callbacks (a Python file object's ``read``/``seek``/``write`` under AVIO,
+NVDEC's parser callbacks) cannot propagate through the C library that called them. The callback
+stashes the failure in an ``ErrorStash`` (``stash_exception`` in its ``except`` clause, or
+``stash_code`` with a C error code and where it happened, without the GIL) and returns an error code
+to C; once the C call returns, its caller calls ``raise_stashed``, which raises the exception itself
+(with its traceback, errno and file name) or the one built for the code. The first failure is kept:
+what follows it is usually its consequence.
 """
+from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 from libc.errno cimport EAGAIN, EACCES, EINVAL, EISDIR, ENOENT, ENOMEM
 
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -68,15 +77,73 @@ cdef int check_av(int ret, const char *where, object subject=None) except -1:
 
 
 cdef object av_exception(int ret, str message):
-    """The Python exception for the AVERROR ``ret``, carrying ``message``."""
+    """The Python exception for the AVERROR ``ret``, carrying ``message``; the OSError kinds carry
+    the errno too (``error.errno``; the message stays as it is)."""
     if ret == lavu.AVERROR(ENOENT):
-        return MediaNotFoundError(message)
-    if ret == lavu.AVERROR(EISDIR):
-        return MediaIsADirectoryError(message)
-    if ret == lavu.AVERROR(EACCES):
-        return MediaPermissionError(message)
-    if ret == lavu.AVERROR(ENOMEM):
+        error = MediaNotFoundError(message)
+    elif ret == lavu.AVERROR(EISDIR):
+        error = MediaIsADirectoryError(message)
+    elif ret == lavu.AVERROR(EACCES):
+        error = MediaPermissionError(message)
+    elif ret == lavu.AVERROR(ENOMEM):
         return MemoryError(message)
-    if ret == lavu.AVERROR(EINVAL):
+    elif ret == lavu.AVERROR(EINVAL):
         return InvalidArgumentError(message)
-    return RuntimeError(message)
+    else:
+        return RuntimeError(message)
+    error.errno = -ret
+    return error
+
+
+# ---- errors raised inside C callbacks ----------------------------------------------------------
+
+cdef int stash_exception(ErrorStash *stash, object error, int code) noexcept:
+    if stash.exception == NULL and stash.code == 0:
+        Py_INCREF(error)
+        stash.exception = <PyObject *>error
+    return code
+
+
+cdef int stash_code(ErrorStash *stash, int code, const char *where, error_builder build) noexcept nogil:
+    if stash.exception == NULL and stash.code == 0:
+        stash.code = code
+        stash.where = where
+        stash.build = build
+    return code
+
+
+cdef bint has_stashed(const ErrorStash *stash) noexcept nogil:
+    return stash.exception != NULL or stash.code != 0
+
+
+cdef int raise_stashed(ErrorStash *stash) except -1:
+    cdef PyObject *kept = stash.exception
+    cdef int code = stash.code
+    cdef const char *where = stash.where
+    cdef error_builder build = stash.build
+    stash.exception = NULL
+    stash.code = 0
+    if kept != NULL:
+        error = <object>kept      # a reference of its own
+        Py_XDECREF(kept)          # the stash's
+        raise error               # its __traceback__ goes on, from the callback's frames to here
+    if code == 0:
+        return 0
+    if build != NULL:
+        raise build(code, where)
+    what = where.decode() if where != NULL else "a callback"
+    raise av_exception(code, f"{what} failed: {av_error_string(code)} (FFmpeg error {code})")
+
+
+cdef int raise_stashed_nogil(ErrorStash *stash) except -1 nogil:
+    if has_stashed(stash):
+        with gil:
+            raise_stashed(stash)
+    return 0
+
+
+cdef void clear_stash(ErrorStash *stash) noexcept:
+    cdef PyObject *kept = stash.exception
+    stash.exception = NULL
+    stash.code = 0
+    Py_XDECREF(kept)

@@ -4,6 +4,7 @@
 # Python callers. The video and audio readers drive the same objects through next_frame.
 from libc.stdint cimport int64_t
 from torchcodec._core._demuxer cimport Demuxer, Packet
+from torchcodec._core._error cimport ErrorStash
 from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecContext, AVPacket
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational
 
@@ -21,9 +22,12 @@ cdef class PacketDecoder:
     cdef bint drained                   # Python API: drain() was called (reset() makes it usable again)
     cdef object generation              # Python API: the demuxer's seek count its packets came with (None: any)
     cdef AVFrame *scratch               # Python API: what receive_frame fills before it is wrapped
+    cdef ErrorStash errors              # a codec call's failure, when it returned ERROR_STASHED (NVDEC)
 
     # The codec's own calls, AVERROR codes as libavcodec returns them (subclasses may replace them):
     # send: a packet, or NULL for the end of the stream; receive: 0 with a frame, EAGAIN, AVERROR_EOF.
+    # A call that failed in a way no AVERROR says (a subclass's driver error, an exception) returns
+    # ERROR_STASHED with the failure in ``errors``: the loop raises it.
     cdef int send(self, const AVPacket *packet) noexcept nogil
     cdef int receive(self, AVFrame *frame) noexcept nogil
     # flush: forget buffered packets and frames (after the demuxer seeked); the stream goes on.
@@ -62,6 +66,7 @@ cdef class VideoPacketDecoder(PacketDecoder):
     cdef readonly unsigned long packets_skippable   # packets sent while they could be skipped (tests)
     cdef readonly double rotation       # the stream's display rotation, counter-clockwise degrees (0: none)
     cdef readonly object device         # "cpu" or "cuda:N": where its RawFrames' samples are
+    cdef object upload                  # CUDA blocks: moves each RawFrame's picture to the device (or None)
 
     cdef int use_cuda_device(self, int device, size_t context) except -1
 

@@ -20,7 +20,7 @@ from libc.errno cimport EAGAIN, ENOMEM
 from libc.stdint cimport INT64_MIN, int64_t
 
 from torchcodec._core._demuxer cimport Demuxer, Packet, display_rotation
-from torchcodec._core._error cimport av_error_string, check_av
+from torchcodec._core._error cimport ERROR_STASHED, av_error_string, check_av, clear_stash, raise_stashed_nogil
 from torchcodec._core._raw_frames cimport take_raw_audio, take_raw_frame
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
@@ -101,6 +101,7 @@ cdef class PacketDecoder:
                            f"whose packets it decodes, with stream.make_decoder().")
 
     def __dealloc__(self):
+        clear_stash(&self.errors)
         if self.ptr != NULL:
             lavc.avcodec_free_context(&self.ptr)     # also unrefs hw_device_ctx
         lavu.av_frame_free(&self.scratch)
@@ -174,6 +175,8 @@ cdef class PacketDecoder:
             ret = self.send(NULL)
             if ret < 0 and ret != lavu.AVERROR_EOF:
                 self.output_done = True       # the codec cannot be drained: nothing more will come
+                if ret == ERROR_STASHED:
+                    raise_stashed_nogil(&self.errors)
             return 0
         self.before_send(packet)
         ret = self.send(packet)
@@ -227,7 +230,12 @@ cdef class PacketDecoder:
                 lavc.av_packet_unref(packet)
 
     cdef int refuse_or_raise(self, int ret, const char *where) except -1 nogil:
-        """A decoding error: skip the bad data, unless memory ran out or too much data is bad."""
+        """A decoding error: skip the bad data, unless memory ran out or too much data is bad. A
+        failure the codec call stashed (ERROR_STASHED) is raised."""
+        if ret == ERROR_STASHED:
+            raise_stashed_nogil(&self.errors)
+            with gil:
+                raise RuntimeError(f"{where.decode()} reported a failure that it did not keep")
         self.bad_packets += 1
         self.refused += 1
         self.last_refusal = ret
@@ -346,6 +354,14 @@ cdef class VideoPacketDecoder(PacketDecoder):
         self.can_skip_unneeded = False
         self.rotation = 0.0
         self.device = "cpu"
+        self.upload = None
+
+    def _upload_to(self, upload, device):
+        """(The CUDA backend.) Hand every RawFrame made from now on to ``upload``, a callable that
+        moves its picture into device memory the frame owns (torchcodec._cuda._device_frame), and
+        report ``device`` ("cuda:N") as the frames' device: the building blocks' CUDA decoders."""
+        self.upload = upload
+        self.device = device
 
     cdef int use_cuda_device(self, int device, size_t context) except -1:
         """Decode with FFmpeg's CUDA hwaccel on cuda:``device``, in the CUcontext ``context``."""
@@ -415,7 +431,10 @@ cdef class VideoPacketDecoder(PacketDecoder):
         return in_flight
 
     cdef object wrap(self, AVFrame *frame):
-        return take_raw_frame(frame, self.time_base, self.rotation, self.device)
+        raw = take_raw_frame(frame, self.time_base, self.rotation, self.device)
+        if self.upload is not None:
+            self.upload(raw)
+        return raw
 
 
 cdef class AudioPacketDecoder(PacketDecoder):

@@ -16,6 +16,8 @@ cdef class RawFrame:
     cdef public object storage_cuda     # the CUDA allocation behind the planes (None on the CPU)
     cdef object _planes                 # the planes, made when first asked for
 
+    cdef list component_views(self)     # per component: (address, rows, columns, (strides), dtype)
+
 
 cdef class RawAudioSamples:
     cdef AVFrame *ptr                   # owned

@@ -86,7 +86,10 @@ cdef class RawFrame:
     Attributes:
         pts_seconds (float): the frame's presentation timestamp.
         duration_seconds (float): how long it is displayed.
-        storage_cuda: the CUDA allocation behind ``planes`` (None on the CPU).
+        storage_cuda: the CUDA allocation behind ``planes`` (None on the CPU): a torch CUDA tensor, a
+            cupy array or a DeviceBuffer of uint8, written on the output library's stream that was
+            current when the decoder produced the frame (for ``torch.Tensor.record_stream`` when the
+            frame is read on another stream; do not read or write it directly).
     """
 
     def __cinit__(self):
@@ -113,7 +116,10 @@ cdef class RawFrame:
 
     @property
     def pixel_format(self):
-        """FFmpeg's pixel format name, e.g. "yuv420p" (on CUDA: the surface format, e.g. "nv12")."""
+        """FFmpeg's pixel format name, e.g. "yuv420p". On CUDA, an NVDEC surface format ("nv12",
+        "p010le", "p016le", "yuv444p", "yuv444p16le"; "p012le" with FFmpeg 6 or newer) for 4:2:0
+        and 4:4:4 sources, also those decoded on the CPU and uploaded; other sources' own format
+        (a 4:2:2 or RGB source decoded on the CPU), whose samples a conversion would change."""
         cdef const char *name = lavu.av_get_pix_fmt_name(<lavu.AVPixelFormat>self.ptr.format)
         return name.decode() if name != NULL else "none"
 
@@ -141,7 +147,9 @@ cdef class RawFrame:
     def bit_depth(self):
         """Meaningful bits of each sample of ``planes`` (8 for 8-bit video, 10 for 10-bit): shift or
         scale by it (``y >> (bit_depth - 8)``, ``y / (2 ** bit_depth - 1)``); the planes' dtype is only
-        their storage width."""
+        their storage width. On CUDA, as in TorchCodec, the p016le and yuv444p16le surfaces report 16
+        for content of other depths (12-bit 4:2:0 before FFmpeg 6, 10-bit 4:4:4): their samples are
+        MSB-aligned, so the arithmetic above still holds."""
         cdef const lavu.AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<lavu.AVPixelFormat>self.ptr.format)
         return desc.comp[0].depth if desc != NULL else 0
 
@@ -163,20 +171,44 @@ cdef class RawFrame:
 
         Luma and alpha are ``height`` x ``width``; chroma is subsampled as the format says (odd
         sizes round up). The views are strided in general (FFmpeg pads rows; semi-planar formats
-        interleave U and V). RuntimeError for formats that cannot be viewed without a copy
-        (sub-byte packed, palettised, float, big-endian 16-bit) and for frames stored bottom-up.
+        interleave U and V). On CUDA they are device arrays of ``storage_cuda``'s library (torch
+        CUDA tensors, cupy arrays or torchcodec's DeviceBuffers), always on the decoder's device,
+        also when it fell back to decoding on the CPU. RuntimeError for formats that cannot be
+        viewed without a copy (sub-byte packed, palettised, float, big-endian 16-bit) and for
+        frames stored bottom-up.
         """
         if self._planes is None:
-            self._planes = tuple(_outputs.from_host(plane) for plane in self.host_planes())
+            if self.device != "cpu":
+                from torchcodec._cuda._device_frame import device_planes
+                self._planes = device_planes(self, [(address, (height, width), strides, dtype)
+                                                    for address, height, width, strides, dtype in self.component_views()])
+            else:
+                self._planes = tuple(_outputs.from_host(plane) for plane in self.host_planes())
         return self._planes
 
     def host_planes(self):
         """``planes`` as HostArrays (the engine's own strided views of the frame's memory), owned by
-        a FrameReference to the frame's buffers."""
-        cdef const lavu.AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<lavu.AVPixelFormat>self.ptr.format)
-        cdef const lavu.AVComponentDescriptor *comp
+        a FrameReference to the frame's buffers (not by the frame, which caches its planes)."""
         cdef Py_ssize_t shape[2]
         cdef Py_ssize_t strides[2]
+        if self.device != "cpu":
+            raise RuntimeError(f"the frame's samples are on {self.device}: read its planes there (planes)")
+        views = self.component_views()
+        cdef FrameReference owner = FrameReference()
+        if lavu.av_frame_ref(owner.ptr, self.ptr) < 0:       # the same buffers, the same addresses
+            raise MemoryError("av_frame_ref failed")
+        planes = []
+        for address, height, width, (row_stride, step), dtype in views:
+            shape[0], shape[1] = height, width
+            strides[0], strides[1] = row_stride, step
+            planes.append(host_array(owner, <char *><size_t>address, 2, shape, strides, dtype, False))
+        return tuple(planes)
+
+    cdef list component_views(self):
+        """Where each component's samples are: (address, rows, columns, (row stride, column stride)
+        in bytes, dtype), from the pixel format's descriptor (host or device memory alike)."""
+        cdef const lavu.AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<lavu.AVPixelFormat>self.ptr.format)
+        cdef const lavu.AVComponentDescriptor *comp
         cdef int c, element, width, height
         cdef bint chroma
         if desc == NULL:
@@ -188,10 +220,7 @@ cdef class RawFrame:
         if desc.flags & (lavu.AV_PIX_FMT_FLAG_BITSTREAM | lavu.AV_PIX_FMT_FLAG_PAL | lavu.AV_PIX_FMT_FLAG_FLOAT):
             raise RuntimeError(f"{refusal}: its samples are packed below a byte, palettised or float; convert the "
                                f"frame with a ColorConverter instead")
-        cdef FrameReference owner = FrameReference()
-        if lavu.av_frame_ref(owner.ptr, self.ptr) < 0:
-            raise MemoryError("av_frame_ref failed")
-        planes = []
+        views = []
         for c in range(desc.nb_components):
             comp = &desc.comp[c]
             element = 1 if comp.depth <= 8 else 2
@@ -208,11 +237,9 @@ cdef class RawFrame:
             if chroma:
                 width = -((-width) >> desc.log2_chroma_w)          # rounded up
                 height = -((-height) >> desc.log2_chroma_h)
-            shape[0], shape[1] = height, width
-            strides[0], strides[1] = owner.ptr.linesize[comp.plane], comp.step
-            planes.append(host_array(owner, <char *>owner.ptr.data[comp.plane] + comp.offset, 2, shape, strides,
-                                     "uint8" if element == 1 else "uint16", False))
-        return tuple(planes)
+            views.append((<size_t>self.ptr.data[comp.plane] + comp.offset, height, width,
+                          (self.ptr.linesize[comp.plane], comp.step), "uint8" if element == 1 else "uint16"))
+        return views
 
 
 cdef class RawAudioSamples:

@@ -82,36 +82,37 @@ class CpuFallbackStatus:
         return f"{prefix}Fallback status: Falling back to the CPU decoder: {self.reason}"
 
 
+def choose_decoder(context: Any, demuxer: Any, stream_index: int, num_threads: int) -> tuple[Any, CpuFallbackStatus]:
+    """The VideoPacketDecoder that decodes ``stream_index`` for cuda:``context.index`` and its
+    fallback status: NVDEC's (the "nvdec" backend) or libavcodec with FFmpeg's CUDA hwaccel (the
+    "ffmpeg" backend), or libavcodec on the CPU where NVDEC cannot decode the stream."""
+    if current_backend() == "ffmpeg":
+        reason = cuda_hwaccel_unavailable_reason()
+        if reason is not None:
+            raise RuntimeError(f"the 'ffmpeg' CUDA backend is unavailable: {reason}; use the default "
+                               f"'nvdec' backend")
+        decoder = make_video_decoder(demuxer, stream_index, num_threads, context.index, context.handle)
+        return decoder, CpuFallbackStatus(status_known=False, backend="FFmpeg CUDA")
+    from torchcodec._cuda import _driver, _nvdec, _nvdec_caps
+    try:
+        decoder, reason = _nvdec.NvdecDecoder(demuxer, stream_index, context), None
+    except (_nvdec_caps.NvdecUnsupportedError, _driver.CudaUnavailableError) as error:
+        decoder, reason = None, str(error)       # CudaUnavailableError: no libnvcuvid.so.1
+    if decoder is None:
+        _LOGGER.info("Video stream not supported by NVDEC; falling back to CPU decoding: %s", reason)
+        decoder = make_video_decoder(demuxer, stream_index, num_threads)
+    return decoder, CpuFallbackStatus(reason=reason, backend="NVDEC")
+
+
 class CudaParts:
-    """The packet decoder and colour converter of one CUDA VideoDecoder (or of a CUDA stream's
-    ``make_decoder()``), and its fallback status."""
+    """The packet decoder and colour converter of one CUDA VideoDecoder, and its fallback status."""
 
     def __init__(self, device_index: int, demuxer: Any, stream_index: int, num_threads: int) -> None:
         from torchcodec._cuda import _converter, _driver     # built in every CUDA build (see the gate)
         self.context = _driver.load_driver().context(device_index)
         self.frame_converter = _converter.CudaConverter(self.context)
         self.converter = converter_over(self.frame_converter, f"cuda:{device_index}")
-        if current_backend() == "ffmpeg":
-            reason = cuda_hwaccel_unavailable_reason()
-            if reason is not None:
-                raise RuntimeError(f"the 'ffmpeg' CUDA backend is unavailable: {reason}; use the default "
-                                   f"'nvdec' backend")
-            self.decoder = make_video_decoder(demuxer, stream_index, num_threads, device_index, self.context.handle)
-            self.status = CpuFallbackStatus(status_known=False, backend="FFmpeg CUDA")
-            return
-        self.decoder, reason = self._nvdec_decoder(demuxer, stream_index)
-        if self.decoder is None:
-            _LOGGER.info("Video stream not supported by NVDEC; falling back to CPU decoding: %s", reason)
-            self.decoder = make_video_decoder(demuxer, stream_index, num_threads)
-        self.status = CpuFallbackStatus(reason=reason, backend="NVDEC")
-
-    def _nvdec_decoder(self, demuxer: Any, stream_index: int) -> tuple[Any, Optional[str]]:
-        """(an NvdecDecoder, None), or (None, why NVDEC cannot decode the stream here)."""
-        from torchcodec._cuda import _nvdec
-        try:
-            return _nvdec.NvdecDecoder(demuxer, stream_index, self.context), None
-        except (_nvdec.NvdecUnsupportedError, _nvdec.CudaUnavailableError) as error:
-            return None, str(error)       # CudaUnavailableError: no libnvcuvid.so.1
+        self.decoder, self.status = choose_decoder(self.context, demuxer, stream_index, num_threads)
 
     def fallback_status(self) -> CpuFallbackStatus:
         """The status, settled for the ffmpeg backend once its first frame told whether CUDA decoded it."""
@@ -164,10 +165,16 @@ def check_cuda_usable(device: Any, has_transforms: bool) -> None:
 
 
 def open_cuda_packet_decoder(demuxer: Any, stream_index: int, device_index: int, num_threads: int) -> Any:
-    """The packet decoder of a stream's ``make_decoder(device="cuda:N")`` (NVDEC, FFmpeg's CUDA
-    hwaccel, or the CPU fallback), as a CUDA VideoDecoder would choose it."""
+    """The packet decoder of a stream's ``make_decoder(device="cuda:N")``: the one a CUDA VideoDecoder
+    would choose (NVDEC, FFmpeg's CUDA hwaccel, or the CPU fallback), whose RawFrames own a copy of
+    their picture in device memory (torchcodec._cuda._device_frame: no NVDEC surface or FFmpeg pool
+    frame stays pinned by a frame the caller keeps; CPU-fallback frames are uploaded)."""
     check_cuda_usable(f"cuda:{device_index}", False)
-    return CudaParts(device_index, demuxer, stream_index, num_threads).decoder
+    from torchcodec._cuda import _device_frame, _driver
+    context = _driver.load_driver().context(device_index)
+    decoder, _ = choose_decoder(context, demuxer, stream_index, num_threads)
+    decoder._upload_to(_device_frame.FrameUploader(context), f"cuda:{device_index}")
+    return decoder
 
 
 def cuda_frame_converter(device_index: int) -> Any:
@@ -178,5 +185,14 @@ def cuda_frame_converter(device_index: int) -> Any:
 
 
 def convert_raw_frame(converter: Any, raw_frame: Any, rotation: int, width: int, height: int, dtype: str) -> Any:
-    """``ColorConverter.convert`` on CUDA: the frame as a new (height, width, 3) CUDA array."""
-    raise NotImplementedError("ColorConverter.convert on CUDA")
+    """``ColorConverter.convert`` on CUDA: the device RawFrame turned ``rotation`` degrees clockwise,
+    as a new (height, width, 3) array of the bridge's library on the converter's device, written on
+    that library's current stream (the frame's copy is waited for there, on the device)."""
+    from torchcodec import _outputs
+    from torchcodec._cuda import _converter
+    device_index = _cuda.parse_cuda_index(converter.device)
+    output = _outputs.allocate((height, width, 3), dtype, device_index=device_index)
+    converter.impl.set_stream(output.stream)
+    _converter.convert_raw_frame(converter.impl, raw_frame, rotation, output.address, output.strides[0], width,
+                                 height, dtype == "float32")
+    return output.finish()

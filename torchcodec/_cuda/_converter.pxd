@@ -35,6 +35,8 @@ cdef class CudaConverter(FrameConverter):
                            const size_t *plane_bytes, cu.CUdeviceptr *planes, Py_ssize_t *pitches) except -1 nogil
     cdef int convert_with_scaler(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                                  int width, int height, bint as_float) except -1 nogil
+    cdef int convert_downloaded(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
+                                int width, int height, bint as_float) except -1 nogil
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                      int width, int height, bint as_float) except -1 nogil
     cdef int copy_output(self, uint8_t *dst, const uint8_t *src, Py_ssize_t row_stride, int width, int height,

@@ -18,6 +18,10 @@ frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the str
 - Host frames (CPU decoding): 8- to 16-bit 4:2:0 and 4:4:4 YUV, planar or NV12-like, are uploaded
   plane by plane into a staging buffer on the device, then converted by the same kernels. Any other
   format is converted to RGB on the CPU by a Scaler, and the RGB image is uploaded.
+- Device RawFrames of the building blocks (torchcodec._cuda._device_frame: copies in memory of
+  their own, ``opaque`` at a FrameSync of theirs): read as NVDEC frames are. The few whose format
+  the kernels cannot read (a 4:2:2 or RGB source decoded on the CPU, uploaded as it was) come back
+  to the host (the host waits for their upload) and go the Scaler's way, as their host frame would.
 
 Rotation (0, 90, 180, 270 degrees clockwise) costs nothing: the kernel walks the source and writes
 each pixel where the rotated image has it, through the destination strides (negative ones included).
@@ -30,6 +34,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._raw_frames cimport RawFrame
+from torchcodec._cuda._device_frame cimport download_frame
 from torchcodec._cuda._driver cimport (CudaContext, CudaDriver, CudaModule, FrameSync, check_cu, check_cu_nogil,
                                             stream_wait_event)
 from torchcodec._core._scaler cimport Scaler
@@ -334,6 +340,25 @@ cdef class CudaConverter(FrameConverter):
             self.context.exit()
         return 0
 
+    cdef int convert_downloaded(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
+                                int width, int height, bint as_float) except -1 nogil:
+        """A device copy in a format the kernels do not read: back to the host (the host waits for
+        its upload), then the Scaler's way, as the host frame it was made from would go."""
+        cdef AVFrame *host = lavu.av_frame_alloc()
+        if host == NULL:
+            with gil:
+                raise MemoryError("av_frame_alloc failed")
+        try:
+            self.context.enter()
+            try:
+                download_frame(self.driver, frame, host)
+            finally:
+                self.context.exit()
+            self.convert_with_scaler(host, rotation, dst, row_stride, width, height, as_float)
+        finally:
+            lavu.av_frame_free(&host)
+        return 0
+
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                      int width, int height, bint as_float) except -1 nogil:
         """Queue the conversion of ``frame``, turned ``rotation`` degrees clockwise, into ``dst``
@@ -376,6 +401,8 @@ cdef class CudaConverter(FrameConverter):
                                  f"{elem} byte(s) per channel")
         layout = layout_of(sw_format)
         if layout.chroma < 0:
+            if sync != NULL and sync.is_copy:   # a device RawFrame uploaded in its own format
+                return self.convert_downloaded(frame, rotation, dst, row_stride, width, height, as_float)
             if on_device:
                 with gil:
                     raise RuntimeError(f"the CUDA kernels cannot convert {format_name(sw_format)} frames in device "
@@ -458,3 +485,12 @@ cdef class CudaConverter(FrameConverter):
         finally:
             self.context.exit()
         return 0
+
+
+def convert_raw_frame(CudaConverter converter not None, RawFrame raw_frame not None, int rotation, size_t dst,
+                      Py_ssize_t row_stride, int width, int height, bint as_float):
+    """``ColorConverter.convert`` on CUDA: queue the conversion of a device RawFrame, turned
+    ``rotation`` degrees clockwise, into ``height`` rows of ``width`` packed RGB pixels at the device
+    address ``dst``, rows ``row_stride`` bytes apart, on the converter's stream (set_stream)."""
+    with nogil:
+        converter.convert(raw_frame.ptr, rotation, <uint8_t *>dst, row_stride, width, height, as_float)

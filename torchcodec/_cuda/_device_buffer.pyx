@@ -34,7 +34,8 @@ cdef extern from "Python.h":
     int Py_IsInitialized() nogil
 
 #: dtype name -> (DLPack type code, bits, __cuda_array_interface__ typestr)
-DTYPES = {"uint8": (kDLUInt, 8, "|u1"), "float32": (kDLFloat, 32, "<f4"), "float64": (kDLFloat, 64, "<f8")}
+DTYPES = {"uint8": (kDLUInt, 8, "|u1"), "uint16": (kDLUInt, 16, "<u2"), "float32": (kDLFloat, 32, "<f4"),
+          "float64": (kDLFloat, 64, "<f8")}
 #: The largest buffer empty() allocates (1 TiB: more than any GPU has); larger requests are refused
 #: before the driver is asked, as are more than MAX_NDIM dimensions.
 MAX_NBYTES = 1 << 40
@@ -297,8 +298,8 @@ cdef class DeviceBuffer:
 
     @staticmethod
     def empty(CudaContext context not None, shape, dtype: str, stream) -> DeviceBuffer:
-        """An uninitialised C-contiguous array of ``shape`` and ``dtype`` ("uint8", "float32",
-        "float64") on ``context``'s device, allocated in ``stream``'s order (a CUstream handle as an
+        """An uninitialised C-contiguous array of ``shape`` and ``dtype`` ("uint8", "uint16",
+        "float32", "float64") on ``context``'s device, allocated in ``stream``'s order (a CUstream handle as an
         int; 0 or 1: the legacy default stream, 2: the per-thread default stream). The stream must
         outlive the buffer: the memory is freed on it. ValueError/TypeError for bad arguments,
         MemoryError for sizes over MAX_NBYTES or when the device is out of memory."""
@@ -362,6 +363,33 @@ cdef class DeviceBuffer:
         return make_view(self.memory, tuple(self._shape[a] for a in axes),
                          tuple(self._strides[a] for a in axes), self._dtype, self.itemsize, self._offset)
 
+    def as_strided(self, shape, strides, *, dtype=None, offset=0) -> DeviceBuffer:
+        """A view of the same memory with any layout: ``shape``, ``strides`` in bytes (multiples of
+        the view's item size, negative allowed), element 0 at ``offset`` bytes from this buffer's,
+        items of ``dtype`` (default: this buffer's; "uint8", "uint16", "float32" or "float64"). The
+        planes of a CUDA RawFrame are such views of its storage. ValueError for a view that reaches
+        outside the allocation or is misaligned for its dtype."""
+        dtype = self._dtype if dtype is None else dtype
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
+        itemsize = DTYPES[dtype][1] // 8
+        dims = tuple(operator.index(extent) for extent in shape)
+        steps = tuple(operator.index(stride) for stride in strides)
+        if len(dims) != len(steps) or len(dims) > MAX_NDIM or any(extent < 0 for extent in dims):
+            raise ValueError(f"shape {dims} and strides {steps} do not describe an array")
+        start = self._offset * self.itemsize + operator.index(offset)
+        if start % itemsize or any(step % itemsize for step in steps):
+            raise ValueError(f"offset {offset} and strides {steps} must be multiples of the {dtype} item size "
+                             f"({itemsize} bytes)")
+        if all(dims):
+            low = start + sum(min(0, (extent - 1) * step) for extent, step in zip(dims, steps))
+            high = start + sum(max(0, (extent - 1) * step) for extent, step in zip(dims, steps)) + itemsize
+            if low < 0 or high > self.memory.nbytes:
+                raise ValueError(f"a view of shape {dims} and strides {steps} at byte {start} reaches outside "
+                                 f"the {self.memory.nbytes}-byte allocation")
+        return make_view(self.memory, dims, tuple(step // itemsize for step in steps), dtype, itemsize,
+                         start // itemsize)
+
     def reshape(self, shape) -> DeviceBuffer:
         """A view with another shape: any shape of the same size when the buffer is C-contiguous; else
         only the first dimension split or merged (a batch of frames viewed as clips of frames, as the
@@ -417,7 +445,7 @@ cdef class DeviceBuffer:
 
     @property
     def dtype(self) -> str:
-        """"uint8", "float32" or "float64"."""
+        """"uint8", "uint16", "float32" or "float64"."""
         return self._dtype
 
     @property

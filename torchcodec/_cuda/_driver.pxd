@@ -45,12 +45,17 @@ cdef struct FrameSync:
     cu.CUstream done_stream     # the stream `done` was last recorded on by a reader
     int readers                 # readers that recorded `done` since the frame was made
     int bits                    # bits per sample of the content (8 to 16; MSB-aligned when stored in 16)
+    bint is_copy                # a device RawFrame's own copy (torchcodec._cuda._device_frame), not a
+                                # decoder's surface: its memory may be read back once `ready` has passed
 
 
 cdef class CuvidLibrary:
     cdef cuvid.CuvidFunctions *ptr          # libnvcuvid.so.1's functions (owned)
 
 
+cdef object cuda_error(CudaDriver driver, cu.CUresult ret, const char *where)
+# The ErrorStash builder (torchcodec._core._error.error_builder) of CUresults: the process's driver names them.
+cdef object stashed_cuda_error(int ret, const char *where)
 cdef int check_cu(CudaDriver driver, cu.CUresult ret, const char *where) except -1
 cdef int check_cu_nogil(CudaDriver driver, cu.CUresult ret, const char *where) except -1 nogil
 cdef int stream_wait_event(CudaDriver driver, cu.CUstream stream, cu.CUevent event) except -1 nogil

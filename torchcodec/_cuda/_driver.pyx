@@ -47,12 +47,10 @@ class CudaUnavailableError(RuntimeError):
     """CUDA cannot be used in this process; the message says why."""
 
 
-cdef int check_cu(CudaDriver driver, cu.CUresult ret, const char *where) except -1:
-    """Return 0 when ``ret`` is CUDA_SUCCESS, else raise CudaError naming ``where``."""
+cdef object cuda_error(CudaDriver driver, cu.CUresult ret, const char *where):
+    """The CudaError for the failure ``ret`` of ``where``, with the driver's name and text for it."""
     cdef const char *name = NULL
     cdef const char *text = NULL
-    if ret == cu.CUDA_SUCCESS:
-        return 0
     if driver is not None and driver.ptr != NULL:
         if driver.ptr.cuGetErrorName(ret, &name) != cu.CUDA_SUCCESS:
             name = NULL
@@ -60,7 +58,19 @@ cdef int check_cu(CudaDriver driver, cu.CUresult ret, const char *where) except 
             text = NULL
     name_str = name.decode("utf-8", "replace") if name != NULL else f"CUresult {ret}"
     text_str = text.decode("utf-8", "replace") if text != NULL else "unknown CUDA error"
-    raise CudaError(f"{where.decode()} failed: {name_str}: {text_str} (CUDA error {ret})", ret, name_str)
+    return CudaError(f"{where.decode()} failed: {name_str}: {text_str} (CUDA error {ret})", ret, name_str)
+
+
+cdef object stashed_cuda_error(int ret, const char *where):
+    """The error builder of a CUresult stashed by a callback (torchcodec._core._error.stash_code)."""
+    return cuda_error(_driver, <cu.CUresult>ret, where)
+
+
+cdef int check_cu(CudaDriver driver, cu.CUresult ret, const char *where) except -1:
+    """Return 0 when ``ret`` is CUDA_SUCCESS, else raise CudaError naming ``where``."""
+    if ret == cu.CUDA_SUCCESS:
+        return 0
+    raise cuda_error(driver, ret, where)
 
 
 cdef int check_cu_nogil(CudaDriver driver, cu.CUresult ret, const char *where) except -1 nogil:

@@ -1,9 +1,10 @@
-# NVDEC decoding driven from Cython: a CUVID parser fed by NvdecInput, CUVID decoders shared
-# through a per-device cache, decoded pictures handed out as AVFrames over mapped device surfaces.
+# NVDEC decoding driven from Cython: a VideoPacketDecoder whose codec calls (send, receive, flush)
+# feed a CUVID parser through NvdecInput; CUVID decoders shared through a per-device cache; decoded
+# pictures handed out as AVFrames over mapped device surfaces. PacketDecoder.next_frame drives it.
 from libc.stdint cimport int64_t, uint8_t
+from torchcodec._core._error cimport ErrorStash
 from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, FrameSync
 from torchcodec._core._packet_decoder cimport VideoPacketDecoder
-from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._cuda._nvdec_input cimport NvdecInput
 from torchcodec._cuda cimport driver as cu
 from torchcodec._cuda cimport nvcuvid as cuvid
@@ -81,9 +82,8 @@ cdef struct ParserState:
     int queue_head
     int queue_count
     bint dropping               # flushing: displayed pictures are dropped
-    cu.CUresult error           # the first failure inside a callback, raised after the parse call
-    const char *error_where
-    bint python_error           # the sequence callback raised: NvdecDecoder.callback_error holds it
+    ErrorStash *errors          # the decoder's (PacketDecoder.errors): a callback's failure, raised
+                                # after the parse call by the loop (the codec call returns ERROR_STASHED)
     unsigned long early_maps    # queued pictures mapped in the decode callback (their surface was reused)
     unsigned long host_waits    # host waits for a reader to hand a surface back (no slot was free)
 
@@ -103,32 +103,38 @@ cdef class NvdecDecoder(VideoPacketDecoder):
     cdef CudaContext context
     cdef CuvidLibrary library
     cdef NvdecInput input
-    cdef Demuxer demuxer
+    cdef AVPacket *filtered             # scratch: a packet out of the bitstream filter
     cdef readonly str codec_name
     cdef CuvidDecoder decoder           # None until the first sequence callback
     cdef list retired                   # decoders replaced by a format change, until their pictures are out
     cdef bint has_retired
-    cdef object callback_error          # an exception raised in the sequence callback
     cdef bytes header                   # sent before the first packet and after each flush
     cdef const uint8_t *header_data     # (its bytes, for nogil code)
     cdef int header_size
     cdef bint header_pending
     cdef int display_width              # the stream's size, as FFmpeg reports it
     cdef int display_height
-    cdef int colorspace                 # FFmpeg's view of the stream's matrix and range
+    cdef int colorspace                 # FFmpeg's view of the stream's colour properties
     cdef int color_range
+    cdef int color_primaries
+    cdef int color_trc
     cdef PacketInfo packets[PACKET_TABLE_SIZE]
     cdef int packets_next
-    cdef readonly unsigned long frames_dropped   # discarded (edit list) pictures, for tests
+    cdef readonly unsigned long frames_dropped   # discarded (edit list) pictures (a diagnostic)
     cdef readonly unsigned int clock_rate        # CUVIDPARSERPARAMS.ulClockRate: the time base's, or 0
     cdef readonly int feed_budget                # fed while fewer pictures than this wait to be mapped
-    cdef readonly int queue_high_water           # the most pictures that waited at once, for tests
+    cdef readonly int queue_high_water           # the most pictures that waited at once (a diagnostic)
 
-    cdef int parse(self, const uint8_t *data, int size, int64_t pts, unsigned long flags) except -1 nogil
-    cdef int raise_pending(self) except -1 nogil
+    # What the codec calls are made of; each returns 0 or ERROR_STASHED (the failure in self.errors).
+    cdef int parse(self, const uint8_t *data, int size, int64_t pts, unsigned long flags) noexcept nogil
+    cdef int parse_filtered(self) noexcept nogil
     cdef int remember(self, const AVPacket *packet) noexcept nogil
     cdef PacketInfo *recall(self, int64_t pts) noexcept nogil
-    cdef int map_picture(self, QueuedPicture *picture, const PacketInfo *info, AVFrame *frame) except -1 nogil
+    cdef int map_picture(self, QueuedPicture *picture, const PacketInfo *info, AVFrame *frame) noexcept nogil
     cdef int drop_queue(self) noexcept nogil
     cdef int on_sequence(self, cuvid.CUVIDEOFORMAT *format) except -1
     cdef int release_retired(self) except -1
+
+
+# The parser's ulClockRate for timestamps in a time base of num/den seconds (den / num where integral, else 0).
+cdef unsigned int clock_rate(int num, int den) noexcept

@@ -13,9 +13,15 @@ integral) turns the elementary stream into pictures, and calls back three C func
 - the decode callback runs ``cuvidDecodePicture``;
 - the display callback queues the picture (presentation order).
 
-Nothing waits on the host per frame. ``next_frame`` keeps the parser ahead: it feeds packets while
-fewer than ``feed_budget`` displayed pictures wait (the decode surfaces beyond the parser's minimum
-hold them), then maps the oldest (``cuvidMapVideoFrame64`` on the decoder's own stream, followed
+``NvdecDecoder`` is a VideoPacketDecoder: PacketDecoder's one send/receive/drain loop drives it
+through its codec calls. ``send`` puts a packet through NvdecInput's bitstream filter into the
+parser (the sequence header first, after creation and after each flush; NULL: the end of the
+stream), ``receive`` hands out the next displayed picture, ``flush`` forgets everything after a
+seek of the demuxer (which the video reader decides).
+
+Nothing waits on the host per frame. ``receive`` keeps the parser ahead: it answers EAGAIN (feed
+me) while fewer than ``feed_budget`` displayed pictures wait (the decode surfaces beyond the
+parser's minimum hold them), then maps the oldest (``cuvidMapVideoFrame64`` on the decoder's own stream, followed
 by the slot's ``ready`` event). The frame it fills points at the mapped surface (device memory);
 ``AVFrame.opaque`` points at the slot's ``FrameSync``: the converter's stream waits for ``ready``
 on the device and records ``done`` after its read. Releasing the frame only marks the slot; its
@@ -25,33 +31,39 @@ Should the parser decode into the surface of a picture still queued, that pictur
 in the decode callback, and the parser is fed from then on only when nothing waits. Pictures of
 packets that FFmpeg marks as discarded (edit lists) are dropped by pts, as libavcodec does.
 
-Errors inside the callbacks are stored and raised after ``cuvidParseVideoData`` returns; the
-device's primary context is pushed around every CUVID call. Every decoder's driver objects are
+Errors inside the callbacks, and in the codec calls themselves, are stashed in the decoder's
+ErrorStash (torchcodec._core._error) and raised by the loop once the call returned (the calls
+return ERROR_STASHED): nothing takes the GIL while all goes well. The device's primary context is
+pushed around every CUVID call. Every decoder's driver objects are
 destroyed before the driver releases the context (``add_release_hook``), whatever the order of the
 interpreter's exit handlers; frames still alive then only free their memory afterwards.
 """
-from typing import NamedTuple
-
 from cpython.pythread cimport (PyThread_acquire_lock, PyThread_allocate_lock, PyThread_release_lock,
                                PyThread_type_lock, WAIT_LOCK)
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
-from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, FrameSync, check_cu, check_cu_nogil
+from libc.errno cimport EAGAIN
+
+from torchcodec._core._demuxer cimport Demuxer, display_rotation
+from torchcodec._core._error cimport (ERROR_STASHED, ErrorStash, has_stashed, stash_code, stash_exception)
 from torchcodec._core._packet_decoder cimport VideoPacketDecoder
-from torchcodec._core._demuxer cimport Demuxer
+from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, FrameSync, check_cu, stashed_cuda_error
+from torchcodec._cuda._nvdec_caps cimport refusal, stream_refusal, surface_format
 from torchcodec._cuda._nvdec_input cimport NvdecInput
 from torchcodec._cuda cimport driver as cu
 from torchcodec._cuda cimport nvcuvid as cuvid
 from torchcodec._ffmpeg cimport avcodec as lavc
+from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avcodec cimport AVCodecParameters, AVPacket
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame
 
-from torchcodec._cuda._driver import CudaError, CudaUnavailableError, add_release_hook, load_nvcuvid
+from torchcodec._cuda._driver import CudaError, add_release_hook, load_nvcuvid
 from torchcodec._cuda._nvdec_cache import DecoderKey, cache
+from torchcodec._cuda._nvdec_caps import CODECS, NvdecUnsupportedError
 
 cdef extern from *:
     """
@@ -83,170 +95,19 @@ cdef int MAX_DECODE_SURFACES = 32          # NVDEC's limit for ulNumDecodeSurfac
 # Mapped surfaces at once: the video engine keeps two frames alive; the others are released frames
 # whose conversions may still be running (unmapped once they are done) or pictures mapped early.
 cdef int NUM_OUTPUT_SURFACES = 4
-# ParserState.error of a failure that is not a driver's (its error_where says what happened).
+# The stashed code of a failure that is not a driver's (its ``where`` says what happened).
 cdef int NOT_A_CUDA_ERROR = -1
 # What DALI and TorchCodec assume when the parser reports no minimum number of decode surfaces.
 cdef int FALLBACK_DECODE_SURFACES = 20
 
-# NvdecInput's codec names -> cudaVideoCodec.
-CODECS = {
-    "h264": cuvid.cudaVideoCodec_H264,
-    "hevc": cuvid.cudaVideoCodec_HEVC,
-    "av1": cuvid.cudaVideoCodec_AV1,
-    "vp9": cuvid.cudaVideoCodec_VP9,
-    "vp8": cuvid.cudaVideoCodec_VP8,
-    "mpeg4": cuvid.cudaVideoCodec_MPEG4,
-    "mpeg2": cuvid.cudaVideoCodec_MPEG2,
-    "mpeg1": cuvid.cudaVideoCodec_MPEG1,
-}
-CODEC_NAMES = {value: name for name, value in CODECS.items()}
-CHROMA_NAMES = {cuvid.cudaVideoChromaFormat_Monochrome: "4:0:0", cuvid.cudaVideoChromaFormat_420: "4:2:0",
-                cuvid.cudaVideoChromaFormat_422: "4:2:2", cuvid.cudaVideoChromaFormat_444: "4:4:4"}
-
-
-# ---- formats ------------------------------------------------------------------------------------
-
-cdef tuple stream_chroma_and_depth(const AVCodecParameters *par):
-    """(cudaVideoChromaFormat, bit depth) of a stream from FFmpeg's pixel format, or (None, reason)."""
-    cdef const lavu.AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<lavu.AVPixelFormat>par.format)
-    if desc == NULL:
-        return None, "FFmpeg does not report the stream's pixel format"
-    name = desc.name.decode()
-    if desc.flags & (lavu.AV_PIX_FMT_FLAG_RGB | lavu.AV_PIX_FMT_FLAG_PAL | lavu.AV_PIX_FMT_FLAG_HWACCEL):
-        return None, f"NVDEC does not decode pixel format {name}"
-    if desc.nb_components < 3:
-        return cuvid.cudaVideoChromaFormat_Monochrome, desc.comp[0].depth
-    subsampling = (desc.log2_chroma_w, desc.log2_chroma_h)
-    if subsampling == (1, 1):
-        return cuvid.cudaVideoChromaFormat_420, desc.comp[0].depth
-    if subsampling == (1, 0):
-        return cuvid.cudaVideoChromaFormat_422, desc.comp[0].depth
-    if subsampling == (0, 0):
-        return cuvid.cudaVideoChromaFormat_444, desc.comp[0].depth
-    return None, f"NVDEC does not decode pixel format {name}"
-
-
-cdef int surface_format(int chroma, int depth) noexcept:
-    """The cudaVideoSurfaceFormat that keeps every bit of ``chroma`` / ``depth`` (4:2:0 or 4:4:4)."""
-    if chroma == cuvid.cudaVideoChromaFormat_444:
-        return cuvid.cudaVideoSurfaceFormat_YUV444 if depth == 8 else cuvid.cudaVideoSurfaceFormat_YUV444_16Bit
-    return cuvid.cudaVideoSurfaceFormat_NV12 if depth == 8 else cuvid.cudaVideoSurfaceFormat_P016
-
-
-_caps = {}      # (device, codec, chroma, depth) -> DecoderCaps: cuvidGetDecoderCaps asked once each
-
-
-class DecoderCaps(NamedTuple):
-    """What cuvidGetDecoderCaps answered for one (codec, chroma format, bit depth) on one device."""
-    supported: bool
-    output_formats: int         # bit i: cudaVideoSurfaceFormat i
-    max_width: int
-    max_height: int
-    max_macroblocks: int
-    min_width: int
-    min_height: int
-
-
-cdef object decoder_caps(CudaContext context, CuvidLibrary library, int codec, int chroma, int depth):
-    """cuvidGetDecoderCaps for (codec, chroma, depth) on the context's device (cached per process)."""
-    cdef cuvid.CUVIDDECODECAPS caps
-    cdef cu.CUresult ret
-    key = (context.index, codec, chroma, depth)
-    if key in _caps:
-        return _caps[key]
-    memset(&caps, 0, sizeof(caps))
-    caps.eCodecType = <cuvid.cudaVideoCodec>codec
-    caps.eChromaFormat = <cuvid.cudaVideoChromaFormat>chroma
-    caps.nBitDepthMinus8 = depth - 8
-    context.enter()
-    try:
-        with nogil:
-            ret = library.ptr.cuvidGetDecoderCaps(&caps)
-        check_cu(context.driver, ret, "cuvidGetDecoderCaps")
-    finally:
-        context.exit()
-    _caps[key] = DecoderCaps(bool(caps.bIsSupported), caps.nOutputFormatMask, caps.nMaxWidth, caps.nMaxHeight,
-                             caps.nMaxMBCount, caps.nMinWidth, caps.nMinHeight)
-    return _caps[key]
-
-
-cdef str refusal(CudaContext context, CuvidLibrary library, int codec, int chroma, int depth,
-                 unsigned int width, unsigned int height):
-    """Why NVDEC on this device cannot decode (codec, chroma, depth) at width x height, or None.
-
-    Asks cuvidGetDecoderCaps (codec, chroma format, bit depth, the surface format we need, the
-    coded size between the minimum and the maximum, the macroblock count). 4:2:2 and 4:0:0 are
-    refused first: the CUDA converter has no kernels for them.
-    """
-    what = f"{CODEC_NAMES.get(codec, codec)} {CHROMA_NAMES.get(chroma, chroma)} {depth}-bit"
-    if chroma not in (cuvid.cudaVideoChromaFormat_420, cuvid.cudaVideoChromaFormat_444):
-        return f"torchcodec's CUDA colour conversion does not handle {what} (only 4:2:0 and 4:4:4)"
-    if library.ptr.cuvidGetDecoderCaps == NULL:
-        return "this driver's libnvcuvid.so.1 has no cuvidGetDecoderCaps (the NVIDIA driver is too old)"
-    caps = decoder_caps(context, library, codec, chroma, depth)
-    macroblocks = ((width + 15) // 16) * ((height + 15) // 16)
-    if (caps.supported and caps.output_formats & (1 << surface_format(chroma, depth))
-            and caps.min_width <= width <= caps.max_width and caps.min_height <= height <= caps.max_height
-            and macroblocks <= caps.max_macroblocks):
-        return None
-    device = f"NVDEC on {context.name}"
-    if not caps.supported:
-        return f"{device} cannot decode {what}"
-    if not caps.output_formats & (1 << surface_format(chroma, depth)):
-        return f"{device} cannot output {what} without losing bits (no matching surface format)"
-    if width > caps.max_width or height > caps.max_height:
-        return f"{device}: {what} at {width}x{height} exceeds the maximum {caps.max_width}x{caps.max_height}"
-    if width < caps.min_width or height < caps.min_height:
-        return f"{device}: {what} at {width}x{height} is below the minimum {caps.min_width}x{caps.min_height}"
-    return (f"{device}: {what} at {width}x{height} has {macroblocks} macroblocks, more than the maximum "
-            f"{caps.max_macroblocks}")
-
-
-class NvdecUnsupportedError(RuntimeError):
-    """NVDEC cannot decode this stream on this device (the message says why); the caller may decode it
-    on the CPU instead. Driver failures are CudaErrors, not this."""
-
-
-def nvdec_unsupported_reason(Demuxer demuxer not None, int stream_index, CudaContext context not None):
-    """None when NVDEC on ``context``'s device can decode stream ``stream_index``, else a sentence
-    saying why not (libnvcuvid missing, a codec or container NvdecInput cannot feed, a chroma
-    format, bit depth or size that cuvidGetDecoderCaps refuses). Raises CudaError only for
-    driver failures."""
-    try:
-        library = load_nvcuvid()
-    except CudaUnavailableError as error:
-        return str(error)
-    return stream_refusal(NvdecInput(demuxer, stream_index), demuxer, stream_index, context, library)
-
-
-cdef str stream_refusal(NvdecInput source, Demuxer demuxer, int stream_index, CudaContext context,
-                        CuvidLibrary library):
-    """nvdec_unsupported_reason for a stream whose NvdecInput and libnvcuvid are at hand."""
-    if source.nvdec_codec == "unsupported":
-        return source.unsupported_reason
-    cdef AVCodecParameters *par = demuxer.stream(stream_index).codecpar
-    chroma, depth = stream_chroma_and_depth(par)
-    if chroma is None:
-        return depth
-    return refusal(context, library, CODECS[source.nvdec_codec], chroma, depth, par.width, par.height)
-
-
-cdef unsigned int clock_rate(lavu.AVRational time_base) noexcept:
-    """The parser's ulClockRate for timestamps in ``time_base``: den / num when that is an integer
-    (1/12800 -> 12800, 1/90000 -> 90000), else 0 (the parser's default, 10 MHz)."""
-    if time_base.num <= 0 or time_base.den <= 0 or time_base.den % time_base.num:
+cdef unsigned int clock_rate(int num, int den) noexcept:
+    """The parser's ulClockRate for timestamps in a time base of num/den seconds: den / num when
+    that is an integer (1/12800 -> 12800, 1/90000 -> 90000), else 0 (the parser's default, 10 MHz)."""
+    if num <= 0 or den <= 0 or den % num:
         return 0
-    if time_base.den // time_base.num > 0xFFFFFFFF:
+    if den // num > 0xFFFFFFFF:
         return 0
-    return <unsigned int>(time_base.den // time_base.num)
-
-
-def parser_clock_rate(int num, int den) -> int:
-    """clock_rate for the time base num/den (for tests)."""
-    cdef lavu.AVRational time_base
-    time_base.num = num
-    time_base.den = den
-    return clock_rate(time_base)
+    return <unsigned int>(den // num)
 
 
 # ---- decoders and their cache -------------------------------------------------------------------
@@ -526,27 +387,50 @@ cdef CuvidDecoder take_decoder(CudaContext context, CuvidLibrary library, object
     return decoder
 
 
+# ---- errors -------------------------------------------------------------------------------------
+# Everything below runs without the GIL while all goes well: failures are stashed in the decoder's
+# ErrorStash (a CUresult and where it happened, a sentence, or an exception raised in the sequence
+# callback) and the codec call returns ERROR_STASHED; PacketDecoder's loop raises it.
+
+cdef object nvdec_failure(int code, const char *where):
+    """The error builder of failures that are not a driver's: ``where`` says what happened."""
+    return RuntimeError(f"NVDEC decoding failed: {where.decode()}")
+
+
+cdef object context_released(int code, const char *where):
+    return CudaError(f"the CUDA context of this NVDEC decoder was released ({where.decode()})")
+
+
+cdef inline int stash_cu(ErrorStash *errors, cu.CUresult ret, const char *where) noexcept nogil:
+    """Stash the driver's failure ``ret`` of ``where``; ERROR_STASHED."""
+    stash_code(errors, <int>ret, where, stashed_cuda_error)
+    return ERROR_STASHED
+
+
+cdef inline int stash_failure(ErrorStash *errors, const char *what) noexcept nogil:
+    stash_code(errors, NOT_A_CUDA_ERROR, what, nvdec_failure)
+    return ERROR_STASHED
+
+
 # ---- parser callbacks (C, called inside cuvidParseVideoData) --------------------------------------
 
 cdef int handle_sequence(void *user, cuvid.CUVIDEOFORMAT *format) noexcept nogil:
     """A new sequence: size the decoder (NvdecDecoder.on_sequence, with the GIL). Returns the number
-    of decode surfaces for the parser to use, 0 on failure (the error is kept for raising)."""
+    of decode surfaces for the parser to use, 0 on failure (the exception is stashed)."""
     cdef ParserState *state = <ParserState *>user
     with gil:
         decoder = <NvdecDecoder>state.owner
         try:
             return decoder.on_sequence(format)
         except BaseException as error:
-            decoder.callback_error = error
-            state.python_error = True
-            return 0
+            return stash_exception(state.errors, error, 0)
 
 
 cdef int map_early(ParserState *state, int picture_index) noexcept nogil:
     """Before the parser decodes into surface ``picture_index``: a queued picture of the current
     decoder that was displayed from that surface is mapped now, while it is intact (the host waits
     for its post-processing: this is the rare path of a parser that reuses surfaces sooner than the
-    feed budget assumes). 1 on success, 0 with the error kept."""
+    feed budget assumes). 1 on success, 0 with the error stashed."""
     cdef DecoderState *decoder = state.decoder
     cdef QueuedPicture *queued
     cdef OutputSlot *slot
@@ -559,9 +443,9 @@ cdef int map_early(ParserState *state, int picture_index) noexcept nogil:
             continue
         ret = free_slot(decoder, &slot, &state.host_waits, &where)
         if ret == cu.CUDA_SUCCESS and slot == NULL:
-            ret = NOT_A_CUDA_ERROR
-            where = ("the parser reused the decode surface of a picture not yet read while every NVDEC output "
-                     "surface is held by a frame still alive")
+            stash_failure(state.errors, "the parser reused the decode surface of a picture not yet read while every "
+                                        "NVDEC output surface is held by a frame still alive")
+            return 0
         if ret == cu.CUDA_SUCCESS:
             ret = map_into(decoder, &queued.info, slot, &where)
         if ret == cu.CUDA_SUCCESS:
@@ -570,9 +454,7 @@ cdef int map_early(ParserState *state, int picture_index) noexcept nogil:
             ret = decoder.cu.cuEventSynchronize(slot.sync.ready)
             where = "cuEventSynchronize"
         if ret != cu.CUDA_SUCCESS:
-            if state.error == cu.CUDA_SUCCESS:
-                state.error = ret
-                state.error_where = where
+            stash_cu(state.errors, ret, where)
             return 0
     return 1
 
@@ -583,36 +465,28 @@ cdef int handle_decode(void *user, cuvid.CUVIDPICPARAMS *picture) noexcept nogil
     cdef ParserState *state = <ParserState *>user
     cdef cu.CUresult ret
     if state.decoder == NULL:
-        if state.error == cu.CUDA_SUCCESS:
-            state.error = NOT_A_CUDA_ERROR
-            state.error_where = "the parser asked to decode a picture before any sequence header"
+        stash_failure(state.errors, "the parser asked to decode a picture before any sequence header")
         return 0
     if state.decoder.dead:
-        if state.error == cu.CUDA_SUCCESS:
-            state.error = NOT_A_CUDA_ERROR
-            state.error_where = "the CUDA context was released (interpreter exit)"
+        stash_failure(state.errors, "the CUDA context was released (interpreter exit)")
         return 0
     if not map_early(state, picture.CurrPicIdx):
         return 0
     ret = state.cuvid.cuvidDecodePicture(state.decoder.decoder, picture)
     if ret != cu.CUDA_SUCCESS:
-        if state.error == cu.CUDA_SUCCESS:
-            state.error = ret
-            state.error_where = "cuvidDecodePicture"
+        stash_cu(state.errors, ret, "cuvidDecodePicture")
         return 0
     return 1
 
 
 cdef int handle_display(void *user, cuvid.CUVIDPARSERDISPINFO *info) noexcept nogil:
-    """A picture to display (presentation order): queued for next_frame (dropped while flushing)."""
+    """A picture to display (presentation order): queued for receive (dropped while flushing)."""
     cdef ParserState *state = <ParserState *>user
     cdef QueuedPicture *slot
     if info == NULL or state.dropping:       # NULL: the end of the stream
         return 1
     if state.queue_count == DISPLAY_QUEUE_SIZE:
-        if state.error == cu.CUDA_SUCCESS:
-            state.error = NOT_A_CUDA_ERROR
-            state.error_where = "the parser displayed more pictures at once than the display queue holds"
+        stash_failure(state.errors, "the parser displayed more pictures at once than the display queue holds")
         return 0
     slot = &state.queue[(state.queue_head + state.queue_count) % DISPLAY_QUEUE_SIZE]
     slot.info = info[0]
@@ -625,22 +499,25 @@ cdef int handle_display(void *user, cuvid.CUVIDPARSERDISPINFO *info) noexcept no
 # ---- the decoder --------------------------------------------------------------------------------
 
 cdef class NvdecDecoder(VideoPacketDecoder):
-    """NVDEC decoding of video stream ``stream_index`` of ``demuxer`` on ``context``'s device.
+    """NVDEC decoding of video stream ``stream_index`` of ``demuxer`` on ``context``'s device: a
+    VideoPacketDecoder whose codec calls feed NVIDIA's parser (see the module's documentation).
 
     Raises NvdecUnsupportedError (a RuntimeError) with the reason when NVDEC cannot decode the
-    stream (see :func:`nvdec_unsupported_reason`), CudaUnavailableError without libnvcuvid.so.1.
-    The video engine calls ``next_frame`` (frames in presentation order, over device memory: see
-    docs/nvdec.md, "The decoder"), ``flush`` after it seeked the demuxer, and reads ``output_done``.
+    stream (see torchcodec._cuda._nvdec_caps.nvdec_unsupported_reason), CudaUnavailableError without
+    libnvcuvid.so.1. PacketDecoder's loop drives it: ``next_frame`` for the video reader (frames in
+    presentation order, over device memory: docs/nvdec.md, "The decoder"), ``decode``/``drain``/
+    ``reset`` for the building blocks (whose RawFrames get copies: see torchcodec._cuda._device_frame).
     """
 
     def __cinit__(self, Demuxer demuxer not None, int stream_index, CudaContext context not None):
         cdef cuvid.CUVIDPARSERPARAMS params
         cdef cu.CUresult ret
+        cdef lavu.AVRational time_base
         self.parser = NULL
+        self.filtered = NULL
         memset(&self.parser_state, 0, sizeof(ParserState))
         self.parser_state.owner = <void *>self
-        self.output_done = False
-        self.input_done = False
+        self.parser_state.errors = &self.errors
         self.header_pending = True
         self.retired = []
         self.packets_next = 0
@@ -653,20 +530,28 @@ cdef class NvdecDecoder(VideoPacketDecoder):
             raise NvdecUnsupportedError(reason)
         self.context = context
         self.parser_state.cuvid = self.library.ptr
-        self.demuxer = demuxer
         self.stream_index = stream_index
-        self.time_base = demuxer.stream(stream_index).time_base
+        cdef lavf.AVStream *st = demuxer.stream(stream_index)
+        time_base = st.time_base
+        self.time_base = time_base
+        rotation = display_rotation(ffcompat.tc_stream_display_matrix(st))
+        self.rotation = rotation if rotation is not None else 0.0
         self.device = f"cuda:{context.index}"
         self.codec_name = self.input.nvdec_codec
-        self.header = self.input.sequence_header()
+        self.header = self.input.header
         self.header_data = <const uint8_t *>(<const char *>self.header)
         self.header_size = len(self.header)
-        cdef AVCodecParameters *par = demuxer.stream(stream_index).codecpar
+        cdef AVCodecParameters *par = st.codecpar
         self.display_width = par.width
         self.display_height = par.height
         self.colorspace = par.color_space
         self.color_range = par.color_range
-        self.clock_rate = clock_rate(demuxer.stream(stream_index).time_base)
+        self.color_primaries = par.color_primaries
+        self.color_trc = par.color_trc
+        self.clock_rate = clock_rate(time_base.num, time_base.den)
+        self.filtered = lavc.av_packet_alloc()
+        if self.filtered == NULL:
+            raise MemoryError("av_packet_alloc failed")
 
         memset(&params, 0, sizeof(params))
         params.CodecType = <cuvid.cudaVideoCodec>CODECS[self.codec_name]
@@ -693,6 +578,7 @@ cdef class NvdecDecoder(VideoPacketDecoder):
 
     def __dealloc__(self):
         self.drop_queue()
+        lavc.av_packet_free(&self.filtered)
         if self.parser != NULL:
             # The parser is host state: destroyed with the context pushed when it still exists.
             pushed = (self.context.ptr != NULL
@@ -709,10 +595,14 @@ cdef class NvdecDecoder(VideoPacketDecoder):
 
     # ---- feeding the parser
 
-    cdef int parse(self, const uint8_t *data, int size, int64_t pts, unsigned long flags) except -1 nogil:
-        """One cuvidParseVideoData call (context pushed); callback errors are raised after it."""
+    cdef int parse(self, const uint8_t *data, int size, int64_t pts, unsigned long flags) noexcept nogil:
+        """One cuvidParseVideoData call (context pushed): 0, or ERROR_STASHED when it or one of its
+        callbacks failed."""
         cdef cuvid.CUVIDSOURCEDATAPACKET packet
         cdef cu.CUresult ret
+        if self.context.ptr == NULL:
+            stash_code(&self.errors, NOT_A_CUDA_ERROR, "close() was called", context_released)
+            return ERROR_STASHED
         memset(&packet, 0, sizeof(packet))
         packet.payload = data
         packet.payload_size = size
@@ -720,27 +610,29 @@ cdef class NvdecDecoder(VideoPacketDecoder):
         if pts != lavu.AV_NOPTS_VALUE and size > 0 and not (flags & cuvid.CUVID_PKT_ENDOFSTREAM):
             packet.flags |= cuvid.CUVID_PKT_TIMESTAMP
             packet.timestamp = pts
-        self.context.enter()
-        ret = self.library.ptr.cuvidParseVideoData(self.parser, &packet)
-        self.context.exit()
-        self.raise_pending()
-        return check_cu_nogil(self.context.driver, ret, "cuvidParseVideoData")
-
-    cdef int raise_pending(self) except -1 nogil:
-        """Raise what a parser callback or a flush stored (once)."""
-        cdef cu.CUresult ret = self.parser_state.error
-        if self.parser_state.python_error:
-            self.parser_state.python_error = False
-            with gil:
-                error, self.callback_error = self.callback_error, None
-                raise error
+        ret = self.context.driver.ptr.cuCtxPushCurrent(self.context.ptr)
         if ret != cu.CUDA_SUCCESS:
-            self.parser_state.error = cu.CUDA_SUCCESS
-            with gil:
-                if ret == NOT_A_CUDA_ERROR:
-                    raise RuntimeError(f"NVDEC decoding failed: {self.parser_state.error_where.decode()}")
-                check_cu(self.context.driver, ret, self.parser_state.error_where)
+            return stash_cu(&self.errors, ret, "cuCtxPushCurrent")
+        ret = self.library.ptr.cuvidParseVideoData(self.parser, &packet)
+        self.context.driver.ptr.cuCtxPopCurrent(NULL)
+        if has_stashed(&self.errors):
+            return ERROR_STASHED        # a callback failed: its error first
+        if ret != cu.CUDA_SUCCESS:
+            return stash_cu(&self.errors, ret, "cuvidParseVideoData")
         return 0
+
+    cdef int parse_filtered(self) noexcept nogil:
+        """Parse every packet the bitstream filter has ready: 0, or ERROR_STASHED."""
+        cdef int got, ret
+        while True:
+            got = self.input.receive(self.filtered, &self.errors)
+            if got <= 0:
+                return ERROR_STASHED if got < 0 else 0
+            self.remember(self.filtered)
+            ret = self.parse(self.filtered.data, self.filtered.size, ffcompat.tc_packet_pts(self.filtered), 0)
+            lavc.av_packet_unref(self.filtered)
+            if ret < 0:
+                return ret
 
     cdef int remember(self, const AVPacket *packet) noexcept nogil:
         """Note a packet's pts, duration and discard flag, for the frame that will carry its pts."""
@@ -768,7 +660,7 @@ cdef class NvdecDecoder(VideoPacketDecoder):
         reason = refusal(self.context, self.library, format.codec, format.chroma_format, depth,
                          format.coded_width, format.coded_height)
         if reason is not None:
-            raise RuntimeError(reason)
+            raise NvdecUnsupportedError(reason)
         minimum = format.min_num_decode_surfaces or FALLBACK_DECODE_SURFACES
         num_decode = min(minimum + EXTRA_DECODE_SURFACES, MAX_DECODE_SURFACES)
         key = DecoderKey(<int>format.codec, <int>format.chroma_format, depth, format.coded_width,
@@ -794,98 +686,131 @@ cdef class NvdecDecoder(VideoPacketDecoder):
             cache.give_back(decoder)
         return 0
 
-    # ---- the packet decoder's calls
+    # ---- the codec calls (PacketDecoder's loop drives them)
 
-    cdef int next_frame(self, Demuxer demuxer, AVPacket *packet, AVFrame *frame) except -1 nogil:
-        """Map the next picture (presentation order) into ``frame``: 1, or 0 at the end of the stream.
+    cdef int send(self, const AVPacket *packet) noexcept nogil:
+        """A packet of the stream through the bitstream filter into the parser (the sequence header
+        first after creation and after each flush); NULL: the end of the stream (the filter drained,
+        then CUVID_PKT_ENDOFSTREAM). 0, or ERROR_STASHED."""
+        if has_stashed(&self.errors):
+            return ERROR_STASHED        # a flush failed
+        if self.header_pending:
+            self.header_pending = False
+            if self.header_size > 0 and self.parse(self.header_data, self.header_size, lavu.AV_NOPTS_VALUE, 0) < 0:
+                return ERROR_STASHED
+        if self.input.send(packet, &self.errors) < 0 or self.parse_filtered() < 0:
+            return ERROR_STASHED
+        if packet == NULL:
+            return self.parse(NULL, 0, lavu.AV_NOPTS_VALUE, cuvid.CUVID_PKT_ENDOFSTREAM)
+        return 0
 
-        Feeds the parser while fewer than ``feed_budget`` displayed pictures wait, so that decoding
-        runs ahead of mapping: the header first (after creation and after each flush), then the
-        filtered packets, then the end of stream. ``packet`` is scratch; ``demuxer`` is the one
-        given at creation.
-        """
+    cdef int receive(self, AVFrame *frame) noexcept nogil:
+        """The next displayed picture (presentation order), mapped into ``frame``: 0; AVERROR(EAGAIN)
+        while fewer than ``feed_budget`` pictures wait and the input goes on (the parser runs that
+        far ahead of the maps); AVERROR_EOF once the end of the stream was sent and every picture
+        was taken; ERROR_STASHED."""
         cdef QueuedPicture *picture = NULL
         cdef PacketInfo *info = NULL
-        cdef int got, waiting
-        while True:
-            self.raise_pending()
-            if self.parser_state.early_maps:
-                self.feed_budget = 1        # this parser reuses surfaces sooner: feed only when none waits
-            while self.parser_state.queue_count > 0:
-                # Pictures of discarded packets (edit-list priming) are dropped, as libavcodec drops them.
-                picture = &self.parser_state.queue[self.parser_state.queue_head]
-                info = self.recall(picture.info.timestamp)
-                if info == NULL or not info.discard:
-                    break
-                if picture.slot != NULL:
-                    release_surface(picture.slot, NULL)
-                    picture.slot = NULL
-                self.parser_state.queue_head = (self.parser_state.queue_head + 1) % DISPLAY_QUEUE_SIZE
-                self.parser_state.queue_count -= 1
-                self.frames_dropped += 1
-            waiting = self.parser_state.queue_count
-            if waiting > self.queue_high_water:
-                self.queue_high_water = waiting
-            if waiting > 0 and (waiting >= self.feed_budget or self.input_done):
-                self.map_picture(picture, info, frame)      # raises with the picture still queued
-                self.parser_state.queue_head = (self.parser_state.queue_head + 1) % DISPLAY_QUEUE_SIZE
-                self.parser_state.queue_count -= 1
-                return 1
-            if waiting == 0:
-                if self.output_done:
-                    return 0
-                if self.input_done:
-                    self.output_done = True
-                    return 0
-                if self.has_retired:
-                    with gil:
-                        self.release_retired()
-            if self.header_pending:
-                self.header_pending = False
-                if self.header_size > 0:
-                    self.parse(self.header_data, self.header_size, lavu.AV_NOPTS_VALUE, 0)
-                continue
-            got = self.input.next_packet(packet)
-            if not got:
-                self.input_done = True
-                self.parse(NULL, 0, lavu.AV_NOPTS_VALUE, cuvid.CUVID_PKT_ENDOFSTREAM)
-                continue
-            try:
-                self.remember(packet)
-                self.parse(packet.data, packet.size, ffcompat.tc_packet_pts(packet), 0)
-            finally:
-                lavc.av_packet_unref(packet)
+        cdef int waiting
+        if has_stashed(&self.errors):
+            return ERROR_STASHED
+        if self.parser_state.early_maps:
+            self.feed_budget = 1        # this parser reuses surfaces sooner: feed only when none waits
+        while self.parser_state.queue_count > 0:
+            # Pictures of discarded packets (edit-list priming) are dropped, as libavcodec drops them.
+            picture = &self.parser_state.queue[self.parser_state.queue_head]
+            info = self.recall(picture.info.timestamp)
+            if info == NULL or not info.discard:
+                break
+            if picture.slot != NULL:
+                release_surface(picture.slot, NULL)
+                picture.slot = NULL
+            self.parser_state.queue_head = (self.parser_state.queue_head + 1) % DISPLAY_QUEUE_SIZE
+            self.parser_state.queue_count -= 1
+            self.frames_dropped += 1
+        waiting = self.parser_state.queue_count
+        if waiting > self.queue_high_water:
+            self.queue_high_water = waiting
+        if waiting > 0 and (waiting >= self.feed_budget or self.input_done):
+            if self.map_picture(picture, info, frame) < 0:
+                return ERROR_STASHED    # the picture stays queued
+            self.parser_state.queue_head = (self.parser_state.queue_head + 1) % DISPLAY_QUEUE_SIZE
+            self.parser_state.queue_count -= 1
+            return 0
+        if waiting == 0 and self.has_retired:
+            with gil:
+                try:
+                    self.release_retired()
+                except BaseException as error:
+                    return stash_exception(&self.errors, error, ERROR_STASHED)
+        if waiting == 0 and self.input_done:
+            return lavu.AVERROR_EOF
+        return lavu.AVERROR(EAGAIN)
 
-    cdef int map_picture(self, QueuedPicture *picture, const PacketInfo *info, AVFrame *frame) except -1 nogil:
+    cdef void flush(self) noexcept nogil:
+        """After the demuxer seeked: forget the filter's and the parser's pictures; the next frames are
+        those of the packets after the seek point, the sequence header going first. A failure is
+        stashed and raised by the next codec call."""
+        cdef cuvid.CUVIDSOURCEDATAPACKET packet
+        cdef cu.CUresult ret
+        self.input.flush()
+        self.drop_queue()
+        memset(&packet, 0, sizeof(packet))
+        packet.flags = cuvid.CUVID_PKT_ENDOFSTREAM | cuvid.CUVID_PKT_DISCONTINUITY
+        self.parser_state.dropping = True
+        if self.context.ptr != NULL:
+            ret = self.context.driver.ptr.cuCtxPushCurrent(self.context.ptr)
+            if ret == cu.CUDA_SUCCESS:
+                ret = self.library.ptr.cuvidParseVideoData(self.parser, &packet)
+                self.context.driver.ptr.cuCtxPopCurrent(NULL)
+            if ret != cu.CUDA_SUCCESS:
+                stash_cu(&self.errors, ret, "cuvidParseVideoData (flush)")
+        self.parser_state.dropping = False
+        self.packets_next = 0
+        self.header_pending = True
+        self.input_done = False
+        self.output_done = False
+
+    cdef int frames_in_flight(self) noexcept nogil:
+        """The pictures the parser is kept ahead by (decoding on through that many costs no more than
+        a seek)."""
+        return self.feed_budget
+
+    cdef int map_picture(self, QueuedPicture *picture, const PacketInfo *info, AVFrame *frame) noexcept nogil:
         """Map a displayed picture into a free output slot (unless the decode callback mapped it
         early) and describe it in ``frame``; ``info``: the packet that carried its timestamp (NULL
-        when unknown), for its duration. No host wait unless every slot is taken (free_slot)."""
+        when unknown), for its duration. No host wait unless every slot is taken (free_slot).
+        0, or ERROR_STASHED."""
         cdef DecoderState *state = picture.decoder
         cdef OutputSlot *slot = picture.slot
         cdef cu.CUresult ret = cu.CUDA_SUCCESS
         cdef AVBufferRef *buf
         cdef int i, rows, width, height
         cdef const char *where = NULL
-        if state.dead:
-            with gil:
-                raise CudaError("the CUDA context of this NVDEC decoder was released (interpreter exit)")
+        if state.dead or self.context.ptr == NULL:
+            stash_code(&self.errors, NOT_A_CUDA_ERROR, "interpreter exit", context_released)
+            return ERROR_STASHED
         if slot == NULL:
-            self.context.enter()
+            ret = self.context.driver.ptr.cuCtxPushCurrent(self.context.ptr)
+            if ret != cu.CUDA_SUCCESS:
+                return stash_cu(&self.errors, ret, "cuCtxPushCurrent")
             ret = free_slot(state, &slot, &self.parser_state.host_waits, &where)
             if ret == cu.CUDA_SUCCESS and slot != NULL:
                 ret = map_into(state, &picture.info, slot, &where)
-            self.context.exit()
-            check_cu_nogil(self.context.driver, ret, where)
+            self.context.driver.ptr.cuCtxPopCurrent(NULL)
+            if ret != cu.CUDA_SUCCESS:
+                return stash_cu(&self.errors, ret, where)
             if slot == NULL:
                 with gil:
-                    raise RuntimeError(f"all {state.num_output} NVDEC output surfaces are mapped: release decoded "
-                                       f"frames (av_frame_unref) before decoding more")
+                    return stash_exception(&self.errors, RuntimeError(
+                        f"all {state.num_output} NVDEC output surfaces are mapped: release decoded frames "
+                        f"(av_frame_unref) before decoding more"), ERROR_STASHED)
         picture.slot = NULL                         # the frame holds it from here
         buf = lavu.av_buffer_create(<uint8_t *><size_t>slot.surface, 0, release_surface, slot, 0)
         if buf == NULL:
             release_surface(slot, NULL)
             with gil:
-                raise MemoryError("av_buffer_create failed")
+                return stash_exception(&self.errors, MemoryError("av_buffer_create failed"), ERROR_STASHED)
 
         rows = (state.coded_height + 1) & ~1        # NVDEC aligns the luma height of a surface to 2
         frame.buf[0] = buf
@@ -913,31 +838,9 @@ cdef class NvdecDecoder(VideoPacketDecoder):
         ffcompat.tc_frame_set_duration(frame, info.duration if info != NULL else 0)
         frame.colorspace = <lavu.AVColorSpace>self.colorspace
         frame.color_range = <lavu.AVColorRange>self.color_range
+        frame.color_primaries = <lavu.AVColorPrimaries>self.color_primaries
+        frame.color_trc = <lavu.AVColorTransferCharacteristic>self.color_trc
         return 0
-
-    cdef void flush(self) noexcept nogil:
-        """After the demuxer seeked: forget the filter's and the parser's pictures; the next frames are
-        those of the packets after the seek point, the sequence header going first. Errors are kept
-        and raised by the next next_frame."""
-        cdef cuvid.CUVIDSOURCEDATAPACKET packet
-        cdef cu.CUresult ret
-        self.input.flush()
-        self.drop_queue()
-        memset(&packet, 0, sizeof(packet))
-        packet.flags = cuvid.CUVID_PKT_ENDOFSTREAM | cuvid.CUVID_PKT_DISCONTINUITY
-        self.parser_state.dropping = True
-        ret = self.context.driver.ptr.cuCtxPushCurrent(self.context.ptr)
-        if ret == cu.CUDA_SUCCESS:
-            ret = self.library.ptr.cuvidParseVideoData(self.parser, &packet)
-            self.context.driver.ptr.cuCtxPopCurrent(NULL)
-        self.parser_state.dropping = False
-        if ret != cu.CUDA_SUCCESS and self.parser_state.error == cu.CUDA_SUCCESS:
-            self.parser_state.error = ret
-            self.parser_state.error_where = "cuvidParseVideoData (flush)"
-        self.packets_next = 0
-        self.header_pending = True
-        self.input_done = False
-        self.output_done = False
 
     cdef int drop_queue(self) noexcept nogil:
         """Forget the queued pictures, releasing those mapped early."""
@@ -952,86 +855,7 @@ cdef class NvdecDecoder(VideoPacketDecoder):
         self.parser_state.queue_count = 0
         return 0
 
-    # ---- Python helpers, for tests and tools
-
-    def seek(self, pts=None):
-        """Seek the demuxer to the key frame at or before ``pts`` (None: the start) and flush, as the
-        video engine does."""
-        cdef bint from_start = pts is None
-        cdef int64_t target = 0 if from_start else pts
-        with nogil:
-            if from_start:
-                self.demuxer.seek_to_start(self.stream_index)
-            else:
-                self.demuxer.seek_timestamp(self.stream_index, target)
-            self.flush()
-
-    def decode_frames(self, Py_ssize_t count=-1, peek=None, int alive=2):
-        """Decode up to ``count`` frames (all when negative), keeping the last ``alive`` (1 to 8) frames
-        mapped as the video engine does (it keeps two), and return one dict per frame: pts, duration,
-        format (FFmpeg's name), width, height, crop_left/top/right/bottom, data (the three plane
-        addresses), linesizes, has_event, bits, luma and chroma (the addresses of the first displayed
-        luma sample and of the chroma sample(s) there), and "peek": ``peek(that dict)``'s result,
-        called while the frame is mapped, after the host waited for its ``ready`` event (a test
-        helper's wait: the video engine never waits). The addresses are device memory: read them
-        with the driver (cuMemcpyDtoH), or as host memory only with the tests' stub libnvcuvid."""
-        cdef AVPacket *packet = NULL
-        cdef AVFrame *frames[8]
-        cdef AVFrame *frame
-        cdef FrameSync *sync
-        cdef cu.CUresult ret
-        cdef int got, bps, sub, i
-        if not 1 <= alive <= 8:
-            raise ValueError(f"alive must be between 1 and 8, got {alive}")
-        memset(frames, 0, sizeof(frames))
-        out = []
-        try:
-            packet = lavc.av_packet_alloc()
-            for i in range(alive):
-                frames[i] = lavu.av_frame_alloc()
-                if frames[i] == NULL:
-                    raise MemoryError("cannot allocate frames")
-            if packet == NULL:
-                raise MemoryError("cannot allocate a packet")
-            while count < 0 or len(out) < count:
-                frame = frames[len(out) % alive]
-                lavu.av_frame_unref(frame)
-                with nogil:
-                    got = self.next_frame(self.demuxer, packet, frame)
-                if not got:
-                    break
-                bps = 2 if frame.format in (lavu.AV_PIX_FMT_P016LE, lavu.AV_PIX_FMT_YUV444P16LE) else 1
-                sub = 1 if frame.format in (lavu.AV_PIX_FMT_NV12, lavu.AV_PIX_FMT_P016LE) else 0
-                luma = <size_t>frame.data[0] + frame.crop_top * frame.linesize[0] + frame.crop_left * bps
-                chroma = (<size_t>frame.data[1] + (frame.crop_top >> sub) * frame.linesize[1]
-                          + (frame.crop_left >> sub) * bps * (2 if sub else 1))
-                info = {
-                    "pts": frame.pts, "duration": ffcompat.tc_frame_duration(frame),
-                    "format": lavu.av_get_pix_fmt_name(<lavu.AVPixelFormat>frame.format).decode(),
-                    "width": frame.width, "height": frame.height,
-                    "crop_left": frame.crop_left, "crop_top": frame.crop_top,
-                    "crop_right": frame.crop_right, "crop_bottom": frame.crop_bottom,
-                    "data": [<size_t>frame.data[i] for i in range(3)],
-                    "linesizes": [frame.linesize[i] for i in range(3)],
-                    "has_event": frame.opaque != NULL, "luma": luma, "chroma": chroma,
-                    "bits": (<FrameSync *>frame.opaque).bits,
-                }
-                if peek is not None:
-                    sync = <FrameSync *>frame.opaque
-                    self.context.enter()
-                    try:
-                        with nogil:
-                            ret = self.context.driver.ptr.cuEventSynchronize(sync.ready)
-                        check_cu(self.context.driver, ret, "cuEventSynchronize")
-                    finally:
-                        self.context.exit()
-                info["peek"] = peek(info) if peek is not None else None
-                out.append(info)
-        finally:
-            for i in range(alive):
-                lavu.av_frame_free(&frames[i])
-            lavc.av_packet_free(&packet)
-        return out
+    # ---- diagnostics
 
     @property
     def early_maps(self) -> int:

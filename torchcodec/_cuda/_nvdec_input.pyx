@@ -13,19 +13,21 @@ OBUs, VP8 and VP9 frames as they are. ``NvdecInput`` chooses, for stream ``i`` o
   seek: H.264/HEVC parameter sets in Annex B form, the AV1 sequence header OBU, the MPEG-4 VOL,
   the MPEG-1/2 sequence header; empty for VP8/VP9 (every key frame carries its own header).
 
-``next_packet`` (C, nogil) returns filtered packets with their pts; ``flush`` forgets what the
-filter holds (after a seek of the demuxer) and drops the packets before the next key packet, where
-a parser can start again. The Python methods are for tests and tools.
+Push-style, as the packet decoders are: ``send`` (C, nogil) hands the filter one packet of the
+stream (or NULL at its end), ``receive`` gives the filtered packets, with their pts, until the
+filter needs another one. ``flush`` forgets what the filter holds (after a seek of the demuxer) and
+drops the packets before the next key packet, where a parser can start again. The NVDEC decoder
+reads the demuxer and drives these calls (torchcodec._cuda._nvdec); errors are stashed for it to
+raise (torchcodec._core._error's ErrorStash), so that the calls never take the GIL while all goes well.
 """
 from libc.errno cimport EAGAIN, ENOMEM
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport uint8_t
 
 from torchcodec._core._demuxer cimport Demuxer
-from torchcodec._core._error cimport av_error_string, check_av
+from torchcodec._core._error cimport ERROR_STASHED, ErrorStash, av_error_string, av_exception, check_av, stash_exception
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
-from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avcodec cimport AVCodecParameters, AVPacket
 
 # AVCodecID -> the codec's name in NVDEC's terms (cudaVideoCodec_<NAME>).
@@ -106,17 +108,18 @@ cdef bytes av1_sequence_header(bytes extradata):
 
 
 cdef class NvdecInput:
-    """The input of an NVDEC decoder for video stream ``stream_index`` of ``demuxer``.
+    """The input of an NVDEC decoder for video stream ``stream_index`` of ``demuxer`` (read for the
+    stream's codec parameters only: the decoder reads the packets and sends them here).
 
-    The demuxer is shared: the caller seeks it (then calls ``flush``); packets of other streams
-    are skipped. For a stream NVDEC cannot take, ``nvdec_codec`` is ``"unsupported"``,
-    ``unsupported_reason`` says why, and asking for packets raises ``ValueError``.
+    For a stream NVDEC cannot take, ``nvdec_codec`` is ``"unsupported"``, ``unsupported_reason``
+    says why, and ``check_supported`` raises ``ValueError``. ``header``: the sequence header (Annex
+    B parameter sets for H.264/HEVC, the AV1 sequence header OBU, the MPEG-4 VOL, the MPEG-1/2
+    sequence header; empty for VP8/VP9, or when the container has none).
     """
 
-    def __cinit__(self, Demuxer demuxer, int stream_index):
+    def __cinit__(self, Demuxer demuxer not None, int stream_index):
         self.ptr = NULL
         self.packet = NULL
-        self.demuxer = demuxer
         self.stream_index = stream_index
         self.header = b""
         self.bsf_name = None
@@ -170,17 +173,34 @@ cdef class NvdecInput:
         if self.ptr != NULL:
             lavc.av_bsf_free(&self.ptr)
 
-    cdef int next_packet(self, AVPacket *out) except -1 nogil:
-        """The next filtered packet of the stream, in ``out`` (unref it after use): 1, or 0 at the end.
-
-        Reads the demuxer (skipping other streams) until the filter has a packet. At the end of the
-        file, or at unreadable data, the filter is drained. Packets the filter cannot parse are
-        dropped, up to MAX_BAD_PACKETS in a row.
-        """
+    cdef int send(self, const AVPacket *packet, ErrorStash *errors) noexcept nogil:
+        """Give the filter ``packet`` (NULL: the end of the stream); 0, or ERROR_STASHED."""
         cdef int ret
-        while True:
-            if self.output_done:
+        if packet == NULL:
+            if self.input_done:
                 return 0
+            self.input_done = True
+            ret = lavc.av_bsf_send_packet(self.ptr, NULL)
+        elif packet.stream_index != self.stream_index or self.input_done:
+            return 0
+        else:
+            ret = lavc.av_packet_ref(self.packet, packet)
+            if ret >= 0:
+                ret = lavc.av_bsf_send_packet(self.ptr, self.packet)   # takes the reference's data
+            lavc.av_packet_unref(self.packet)
+        if ret < 0:
+            with gil:
+                return stash_exception(errors, av_exception(ret, f"av_bsf_send_packet failed for the "
+                                       f"{(self.bsf_name or 'null')!r} filter of stream {self.stream_index}: "
+                                       f"{av_error_string(ret)} (FFmpeg error {ret})"), ERROR_STASHED)
+        return 0
+
+    cdef int receive(self, AVPacket *out, ErrorStash *errors) noexcept nogil:
+        """The next filtered packet in ``out``: 1; 0 when the filter needs a packet or has ended
+        (``output_done``); ERROR_STASHED. Packets the filter cannot parse are dropped, up to
+        MAX_BAD_PACKETS in a row; after a flush, those before the next key packet."""
+        cdef int ret
+        while not self.output_done:
             ret = lavc.av_bsf_receive_packet(self.ptr, out)
             if ret >= 0:
                 if self.awaiting_key and not (out.flags & lavc.AV_PKT_FLAG_KEY):
@@ -193,33 +213,23 @@ cdef class NvdecInput:
                 self.output_done = True
                 return 0
             if ret != lavu.AVERROR(EAGAIN):
-                self.refuse_or_raise(ret)     # the filter dropped a packet it could not parse
+                if self.refuse(ret, errors) < 0:    # the filter dropped a packet it could not parse
+                    return ERROR_STASHED
                 continue
             if self.input_done:
                 self.output_done = True
-                return 0
-            ret = self.demuxer.read(self.packet)
-            if ret < 0:                   # end of file, or unreadable data: drain the filter
-                self.input_done = True
-                ret = lavc.av_bsf_send_packet(self.ptr, NULL)
-            elif self.packet.stream_index == self.stream_index:
-                ret = lavc.av_bsf_send_packet(self.ptr, self.packet)   # takes the packet's data
-            else:
-                ret = 0
-            lavc.av_packet_unref(self.packet)
-            if ret < 0:
-                with gil:
-                    check_av(ret, "av_bsf_send_packet", self.bsf_name)
+            return 0
+        return 0
 
-    cdef int refuse_or_raise(self, int ret) except -1 nogil:
-        """A packet the filter refused: skip it, unless memory ran out or too much data is bad."""
+    cdef int refuse(self, int ret, ErrorStash *errors) noexcept nogil:
+        """A packet the filter refused: skip it (0), unless memory ran out or too much data is bad."""
         self.bad_packets += 1
         if ret == lavu.AVERROR(ENOMEM) or self.bad_packets > MAX_BAD_PACKETS:
             with gil:
-                raise RuntimeError(
+                return stash_exception(errors, RuntimeError(
                     f"bitstream filter {(self.bsf_name or 'null')!r} refused the packets of stream "
                     f"{self.stream_index}: av_bsf_receive_packet returned {av_error_string(ret)} "
-                    f"({self.bad_packets} errors in a row)")
+                    f"({self.bad_packets} errors in a row)"), -1)
         return 0
 
     cdef void flush(self) noexcept nogil:
@@ -235,54 +245,3 @@ cdef class NvdecInput:
         if self.ptr == NULL:
             raise ValueError(f"NVDEC cannot take stream {self.stream_index}: {self.unsupported_reason}")
         return 0
-
-    def sequence_header(self):
-        """The bytes to send to NVDEC's parser before the first packet and after every flush or seek
-        (Annex B parameter sets for H.264/HEVC, the AV1 sequence header OBU, the MPEG-4 VOL, the
-        MPEG-1/2 sequence header; empty for VP8/VP9, or when the container has none)."""
-        self.check_supported()
-        return self.header
-
-    def seek(self, pts=None, position=-1):
-        """Seek the demuxer and flush the filter: what a decoder does before re-sending the
-        sequence header. ``pts``: the key frame at or before it (in the stream's time base; None:
-        the first key frame). ``position`` >= 0: the byte position of a key packet instead (from a
-        frame index), for containers whose timestamp seek lands only near the target (MPEG-TS/PS).
-        Packets before the next key packet are then dropped."""
-        self.check_supported()
-        cdef bint from_start = pts is None
-        cdef int64_t target = 0 if from_start else pts
-        cdef int64_t byte_position = position
-        with nogil:
-            if byte_position >= 0:
-                self.demuxer.seek_bytes(byte_position)
-            elif from_start:
-                self.demuxer.seek_to_start(self.stream_index)
-            else:
-                self.demuxer.seek_timestamp(self.stream_index, target)
-            self.flush()
-
-    def filtered_packets(self, Py_ssize_t max_count=-1):
-        """Up to ``max_count`` (all when negative) next filtered packets, as a list of
-        ``(data: bytes, pts: int | None, is_key: bool)``; pts falls back to dts."""
-        self.check_supported()
-        cdef AVPacket *out = lavc.av_packet_alloc()
-        if out == NULL:
-            raise MemoryError("av_packet_alloc failed")
-        cdef int got
-        cdef int64_t pts
-        packets = []
-        try:
-            while max_count < 0 or len(packets) < max_count:
-                with nogil:
-                    got = self.next_packet(out)
-                if not got:
-                    break
-                pts = ffcompat.tc_packet_pts(out)
-                packets.append((out.data[:out.size] if out.size > 0 else b"",
-                                None if pts == lavu.AV_NOPTS_VALUE else pts,
-                                (out.flags & lavc.AV_PKT_FLAG_KEY) != 0))
-                lavc.av_packet_unref(out)
-        finally:
-            lavc.av_packet_free(&out)
-        return packets

@@ -95,6 +95,7 @@ cdef extern from "libavcodec/packet.h" nogil:
     AVPacket *av_packet_alloc()
     void av_packet_free(AVPacket **pkt)
     void av_packet_unref(AVPacket *pkt)
+    int av_packet_ref(AVPacket *dst, const AVPacket *src)
     void av_packet_rescale_ts(AVPacket *pkt, AVRational tb_src, AVRational tb_dst)
 
 

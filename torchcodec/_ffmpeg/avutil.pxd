@@ -178,6 +178,7 @@ cdef extern from "libavutil/pixdesc.h" nogil:
     int AV_PIX_FMT_FLAG_ALPHA
     const AVPixFmtDescriptor *av_pix_fmt_desc_get(AVPixelFormat pix_fmt)
     const char *av_get_pix_fmt_name(AVPixelFormat pix_fmt)
+    int av_pix_fmt_count_planes(AVPixelFormat pix_fmt)
     const char *av_color_range_name(AVColorRange range)
     const char *av_color_primaries_name(AVColorPrimaries primaries)
     const char *av_color_transfer_name(AVColorTransferCharacteristic transfer)
@@ -268,6 +269,7 @@ cdef extern from "libavutil/frame.h" nogil:
 
 cdef extern from "libavutil/imgutils.h" nogil:
     int av_image_check_size(unsigned int w, unsigned int h, int log_offset, void *log_ctx)
+    int av_image_get_linesize(AVPixelFormat pix_fmt, int width, int plane)
 
 
 cdef extern from "libavutil/audio_fifo.h" nogil:

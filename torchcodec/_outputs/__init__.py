@@ -246,6 +246,12 @@ class Adapter:
         """``out[...] = source``: ``source`` is an array of the same device (maybe of another library)."""
         out[...] = source
 
+    def strided_view(self, obj: Any, address: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                     dtype: str) -> Any:
+        """A view of ``obj``'s memory (it must contain it): ``shape`` elements of ``dtype`` at
+        ``address`` with byte ``strides``, no copy (CUDA RawFrames' planes over their storage)."""
+        raise TypeError(f"cannot view the memory of {type(obj).__name__} with other strides")
+
 
 def adapter_of(obj: Any, kind: str = "array") -> Optional[Adapter]:
     """The adapter of the library that ``obj`` belongs to as a ``kind`` ("array", "dtype",
@@ -255,6 +261,12 @@ def adapter_of(obj: Any, kind: str = "array") -> Optional[Adapter]:
         if adapter.belongs(obj, kind):
             return adapter
     return None
+
+
+def strided_view(obj: Any, address: int, shape: tuple[int, ...], strides: tuple[int, ...], dtype: str) -> Any:
+    """A view of ``obj``'s memory (a torch tensor, cupy array or DeviceBuffer that contains it):
+    ``shape`` elements of ``dtype`` at ``address`` with byte ``strides``, of ``obj``'s library, no copy."""
+    return _adapter_for(obj).strided_view(obj, address, tuple(shape), tuple(strides), dtype)
 
 
 def _adapter_for(obj: Any) -> Adapter:

@@ -41,6 +41,11 @@ class Cupy(Adapter):
     def device_of(self, obj: Any) -> str:
         return f"cuda:{obj.device.id}"
 
+    def strided_view(self, obj: Any, address: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                     dtype: str) -> Any:
+        cupy = self.library()
+        return cupy.ndarray(shape, dtype=dtype, memptr=obj.data + (address - obj.data.ptr), strides=strides)
+
     def dtype_name(self, dtype: Any) -> str:
         return str(dtype)
 

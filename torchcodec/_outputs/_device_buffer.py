@@ -53,6 +53,10 @@ class DeviceBufferAdapter(Adapter):
     def describe(self, obj: Any, writable: bool, name: str) -> Memory:
         raise TypeError(f"{name} must be in CPU memory; this is a DeviceBuffer on cuda:{obj.device}")
 
+    def strided_view(self, obj: Any, address: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                     dtype: str) -> Any:
+        return obj.as_strided(shape, strides, dtype=dtype, offset=address - obj.ptr)
+
     def describe_cuda(self, obj: Any, device_index: int) -> Memory:
         if obj.device != device_index:
             raise wrong_device(obj, f"cuda:{obj.device}", device_index)

@@ -7,7 +7,7 @@ import ctypes
 import sys
 from typing import Any
 
-from torchcodec._outputs import Adapter, Memory, describe
+from torchcodec._outputs import CPU_DTYPES, Adapter, Memory, describe
 from torchcodec._outputs._device_buffer import wrong_device
 
 
@@ -101,6 +101,16 @@ class Torch(Adapter):
 
     def batch_of_one(self, obj: Any) -> Any:
         return obj.unsqueeze(0)
+
+    def strided_view(self, obj: Any, address: int, shape: tuple[int, ...], strides: tuple[int, ...],
+                     dtype: str) -> Any:
+        torch = self.library()
+        itemsize = CPU_DTYPES[dtype]
+        if any(stride % itemsize for stride in strides) or (address - obj.data_ptr()) % itemsize:
+            raise ValueError(f"strides {strides} at offset {address - obj.data_ptr()} are not whole {dtype} elements")
+        source = obj.view(getattr(torch, dtype)) if obj.dtype != getattr(torch, dtype) else obj
+        return torch.as_strided(source, shape, tuple(stride // itemsize for stride in strides),
+                                (address - obj.data_ptr()) // itemsize)
 
     def copy_into(self, out: Any, source: Any) -> None:
         torch = self.library()
