@@ -187,13 +187,13 @@ def _json_value(value: Any) -> Any:
 
 def probe(path: str, exact: bool = False) -> dict[str, Any]:
     """Every stream's metadata (video streams: header values, or a scan with ``exact``)."""
-    from torchcodec._core._demuxer import open_source_demuxer
+    from torchcodec._core._demuxer import unselected_demuxer
     from torchcodec.decoders import AudioDecoder, VideoDecoder
 
-    demuxer = open_source_demuxer(path)
+    demuxer = unselected_demuxer(path)
     streams = []
-    for index in range(demuxer.num_streams):
-        kind = demuxer.media_type(index)
+    for index in range(demuxer._num_streams):
+        kind = demuxer._media_type(index)
         if kind == "video":
             metadata: Any = VideoDecoder(path, stream_index=index,
                                          seek_mode="exact" if exact else "approximate").metadata
@@ -204,8 +204,8 @@ def probe(path: str, exact: bool = False) -> dict[str, Any]:
             continue
         streams.append({field.name: _json_value(getattr(metadata, field.name))
                         for field in dataclasses.fields(metadata)})
-    return {"path": path, "num_streams": demuxer.num_streams, "best_video_stream": demuxer.best_stream("video"),
-            "best_audio_stream": demuxer.best_stream("audio"), "streams": streams}
+    return {"path": path, "num_streams": demuxer._num_streams, "best_video_stream": demuxer._best_stream("video"),
+            "best_audio_stream": demuxer._best_stream("audio"), "streams": streams}
 
 
 def cmd_probe(args: argparse.Namespace, out: TextIO) -> int:

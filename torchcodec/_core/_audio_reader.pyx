@@ -148,7 +148,7 @@ cdef class AudioReader:
         cdef lavf.AVStream *st = demuxer.stream(stream_index)
         if st.codecpar.codec_type != lavu.AVMEDIA_TYPE_AUDIO:
             raise ValueError(f"stream {stream_index} is not an audio stream "
-                             f"({demuxer.media_type(stream_index)})")
+                             f"({demuxer._media_type(stream_index)})")
         self.demuxer = demuxer
         self.stream_index = stream_index
         self.time_base = st.time_base

@@ -211,7 +211,7 @@ cdef class Demuxer:
     def _stream_of(self, selector):
         """The stream index that ``selector`` names (ValueError when it names none)."""
         if isinstance(selector, str):
-            best = self.best_stream(selector)
+            best = self._best_stream(selector)
             if best is None:
                 raise InvalidArgumentError(f"No valid {selector} stream found in input file: {self.name} has no "
                                            f"{selector} stream")
@@ -219,7 +219,7 @@ cdef class Demuxer:
         if not 0 <= selector < self.ptr.nb_streams:
             raise InvalidArgumentError(f"The stream index {selector} is not a valid stream (the file has "
                                        f"{self.ptr.nb_streams} stream(s)).")
-        kind = self.media_type(selector)
+        kind = self._media_type(selector)
         if kind not in ("video", "audio"):
             raise InvalidArgumentError(f"The stream at index {selector} is not a video stream nor an audio stream "
                                        f"(it is '{kind}').")
@@ -229,7 +229,7 @@ cdef class Demuxer:
         """Follow stream ``index`` (its packets are read from now on); its VideoStream/AudioStream."""
         if index in self.followed:
             raise InvalidArgumentError(f"stream {index} is selected twice")
-        kind = self.media_type(index)
+        kind = self._media_type(index)
         if kind not in ("video", "audio"):
             raise InvalidArgumentError(f"The stream at index {index} is not a video stream nor an audio stream (it is '{kind}').")
         self.followed.append(index)
@@ -240,7 +240,7 @@ cdef class Demuxer:
         """A VideoStream / AudioStream of followed stream ``index``. The demuxer keeps only indices
         (the stream objects point at it: keeping them would make a reference cycle, which the
         garbage collector may break in an order that frees the source before the format context)."""
-        if self.media_type(index) == "video":
+        if self._media_type(index) == "video":
             return VideoStream.__new__(VideoStream, self, index)
         return AudioStream.__new__(AudioStream, self, index)
 
@@ -265,25 +265,25 @@ cdef class Demuxer:
     def metadata(self):
         """What the header says about the container (a ``DemuxerMetadata``)."""
         if self._metadata is None:
-            self._metadata = _metadata.DemuxerMetadata(**self.container_header())
+            self._metadata = _metadata.DemuxerMetadata(**self._container_header())
         return self._metadata
 
-    def stream_metadata(self, int index):
+    def _stream_metadata(self, int index):
         """The header metadata of stream ``index`` (made once)."""
         key = ("stream", index)
         if key not in self.indices:
-            self.indices[key] = _metadata.header_metadata(self.stream_header(index))
+            self.indices[key] = _metadata.header_metadata(self._stream_header(index))
         return self.indices[key]
 
-    def container_header(self):
+    def _container_header(self):
         """The container's header fields of DemuxerMetadata, as a dict."""
         duration = None
         if self.ptr.duration != lavu.AV_NOPTS_VALUE and self.ptr.duration > 0:
             duration = ticks_to_seconds(self.ptr.duration, 1, lavu.AV_TIME_BASE)
         return dict(duration_seconds_from_header=duration,
                     bit_rate_from_header=float(self.ptr.bit_rate) if self.ptr.bit_rate > 0 else None,
-                    best_video_stream_index=self.best_stream("video"),
-                    best_audio_stream_index=self.best_stream("audio"))
+                    best_video_stream_index=self._best_stream("video"),
+                    best_audio_stream_index=self._best_stream("audio"))
 
     # ---- packets ------------------------------------------------------------------------------
 
@@ -356,11 +356,11 @@ cdef class Demuxer:
         return self.ptr.streams[index]
 
     @property
-    def num_streams(self):
+    def _num_streams(self):
         return self.ptr.nb_streams
 
     @property
-    def size(self):
+    def _size(self):
         """The source's size in bytes; None when unknown (a stream without a size, or a format
         that reads no file). A file object's seek() that raises here raises to the caller."""
         cdef int64_t size = -1
@@ -370,18 +370,18 @@ cdef class Demuxer:
             self.raise_source_error()
         return size if size >= 0 else None
 
-    def media_type(self, int index):
+    def _media_type(self, int index):
         """'video', 'audio', ... for stream ``index``."""
         return MEDIA_TYPE_NAMES.get(self.stream(index).codecpar.codec_type, "unknown")
 
-    def best_stream(self, str media_type):
+    def _best_stream(self, str media_type):
         """FFmpeg's choice (av_find_best_stream) of the stream of ``media_type``, or None."""
         cdef lavu.AVMediaType kind = (lavu.AVMEDIA_TYPE_VIDEO if media_type == "video"
                                       else lavu.AVMEDIA_TYPE_AUDIO)
         cdef int ret = lavf.av_find_best_stream(self.ptr, kind, -1, -1, NULL, 0)
         return ret if ret >= 0 else None
 
-    def stream_header(self, int index):
+    def _stream_header(self, int index):
         """A dict of what the container and codec parameters say about stream ``index``."""
         cdef AVStream *st = self.stream(index)
         cdef lavc.AVCodecParameters *par = st.codecpar
@@ -610,7 +610,7 @@ cdef class DemuxedStream:
     def metadata(self):
         """What the container header says about this stream (VideoStreamHeaderMetadata or
         AudioStreamHeaderMetadata): no frame count or timestamps from the content (see ``scan``)."""
-        return self.demuxer.stream_metadata(self.index)
+        return self.demuxer._stream_metadata(self.index)
 
 
 cdef class VideoStream(DemuxedStream):
@@ -658,8 +658,9 @@ cdef Demuxer open_demuxer(object source, object name=None):
     return Demuxer.__new__(Demuxer, source, name=name)
 
 
-def open_source_demuxer(source, name=None):
-    """``open_demuxer`` for Python callers (the decoders choose and follow their stream themselves)."""
+def unselected_demuxer(source, name=None):
+    """A Demuxer of ``source`` with no stream selected yet (``open_demuxer`` for Python callers: the
+    decoders choose their stream with their own checks and messages, then ``_follow`` it)."""
     return open_demuxer(source, name)
 
 
@@ -675,5 +676,5 @@ def get_container_metadata(source):
     ``source`` is anything a Demuxer opens.
     """
     cdef Demuxer demuxer = open_demuxer(source)
-    streams = [_metadata.header_metadata(demuxer.stream_header(i)) for i in range(demuxer.ptr.nb_streams)]
-    return _metadata.ContainerMetadata(**demuxer.container_header(), streams=streams)
+    streams = [_metadata.header_metadata(demuxer._stream_header(i)) for i in range(demuxer.ptr.nb_streams)]
+    return _metadata.ContainerMetadata(**demuxer._container_header(), streams=streams)

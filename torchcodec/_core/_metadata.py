@@ -195,7 +195,7 @@ def _display_size(header: dict) -> tuple[Any, Any]:
 
 
 def header_metadata(header: dict) -> StreamMetadata:
-    """What the header says about one stream (a Demuxer.stream_header() dict): a
+    """What the header says about one stream (a Demuxer._stream_header() dict): a
     VideoStreamHeaderMetadata, an AudioStreamHeaderMetadata, or a StreamMetadata for the others."""
     media_type = header["media_type"]
     fields = _header_fields(header, media_type)
@@ -215,7 +215,7 @@ def header_metadata(header: dict) -> StreamMetadata:
 
 
 def video_metadata(header: dict, content: Optional[tuple[Optional[float], Optional[float], int]]) -> VideoStreamMetadata:
-    """VideoStreamMetadata from a Demuxer.stream_header() dict and (begin, end, count) of the
+    """VideoStreamMetadata from a Demuxer._stream_header() dict and (begin, end, count) of the
     content (None in approximate mode; (None, None, 0) for a scan that found no frame)."""
     width, height = _display_size(header)
     begin, end, count = content if content is not None else (None, None, None)
@@ -259,7 +259,7 @@ def video_metadata(header: dict, content: Optional[tuple[Optional[float], Option
 
 
 def audio_metadata(header: dict) -> AudioStreamMetadata:
-    """AudioStreamMetadata from a Demuxer.stream_header() dict (or one with the same keys)."""
+    """AudioStreamMetadata from a Demuxer._stream_header() dict (or one with the same keys)."""
     begin = header["begin_stream_seconds_from_header"]
     return AudioStreamMetadata(
         **_header_fields(header, "audio"),

@@ -466,7 +466,7 @@ cdef VideoPacketDecoder open_video_decoder(Demuxer demuxer, int stream_index, in
     cdef VideoPacketDecoder decoder = VideoPacketDecoder.__new__(VideoPacketDecoder)
     cdef lavf.AVStream *st = demuxer.stream(stream_index)
     if st.codecpar.codec_type != lavu.AVMEDIA_TYPE_VIDEO:
-        raise ValueError(f"stream {stream_index} is not a video stream ({demuxer.media_type(stream_index)})")
+        raise ValueError(f"stream {stream_index} is not a video stream ({demuxer._media_type(stream_index)})")
     decoder.open_codec(demuxer, stream_index, num_threads)
     decoder.can_skip_unneeded = leaves_out_only_unreferenced(st.codecpar)
     rotation = display_rotation(ffcompat.tc_stream_display_matrix(st))
@@ -481,7 +481,7 @@ cdef AudioPacketDecoder open_audio_decoder(Demuxer demuxer, int stream_index):
     """A libavcodec decoder (one thread) for audio stream ``stream_index`` of ``demuxer``."""
     cdef AudioPacketDecoder decoder = AudioPacketDecoder.__new__(AudioPacketDecoder)
     if demuxer.stream(stream_index).codecpar.codec_type != lavu.AVMEDIA_TYPE_AUDIO:
-        raise ValueError(f"stream {stream_index} is not an audio stream ({demuxer.media_type(stream_index)})")
+        raise ValueError(f"stream {stream_index} is not an audio stream ({demuxer._media_type(stream_index)})")
     decoder.open_codec(demuxer, stream_index, 1)
     decoder.finish_open(decoder.ptr.codec)
     return decoder

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from torchcodec import _outputs
 from torchcodec._core._audio_reader import AudioReader, compact_rows
-from torchcodec._core._demuxer import open_source_demuxer
+from torchcodec._core._demuxer import unselected_demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._frame import AudioSamples
 from torchcodec._memory import check_request
@@ -184,16 +184,16 @@ class AudioDecoder(SampleRanges):
                             num_channels=num_channels, seek_mode=seek_mode)
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._demuxer = demuxer = open_source_demuxer(source)
+        self._demuxer = demuxer = unselected_demuxer(source)
         self.stream_index: int = choose_stream(demuxer, stream_index, "audio")
         demuxer._follow(self.stream_index)
-        header = demuxer.stream_header(self.stream_index)
+        header = demuxer._stream_header(self.stream_index)
         self._engine = AudioReader(demuxer, self.stream_index, int(sample_rate or 0), int(num_channels or 0),
                                    seek_mode == "approximate")
         self.metadata: AudioStreamMetadata = audio_metadata(header)
         self._sample_rate = self._engine.out_rate
         self._begin = self._engine.begin_seconds
-        self._source_size = demuxer.size
+        self._source_size = demuxer._size
         if self._engine.keeps_history:      # reserve what the stream plausibly holds, in one block
             self._engine.history_expected = self._expected_remaining(0)
 

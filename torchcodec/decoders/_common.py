@@ -17,15 +17,15 @@ _FORK_ORPHANS: list = []   # engines inherited through fork(), kept so that they
 def choose_stream(demuxer: Demuxer, stream_index: Optional[int], kind: str) -> int:
     """``stream_index`` checked to be a ``kind`` ("video"/"audio") stream, or FFmpeg's best one."""
     if stream_index is None:
-        best = demuxer.best_stream(kind)
+        best = demuxer._best_stream(kind)
         if best is None:
             raise ValueError(f"No valid stream found in input file: it has no {kind} stream")
         return best
     if (isinstance(stream_index, bool) or not isinstance(stream_index, numbers.Integral)
-            or not 0 <= stream_index < demuxer.num_streams):
+            or not 0 <= stream_index < demuxer._num_streams):
         raise ValueError(f"The stream index {stream_index} is not a valid stream "
-                         f"(the file has {demuxer.num_streams} stream(s)).")
-    found = demuxer.media_type(int(stream_index))
+                         f"(the file has {demuxer._num_streams} stream(s)).")
+    found = demuxer._media_type(int(stream_index))
     if found != kind:
         raise ValueError(f"The stream at index {stream_index} is not {'an' if kind == 'audio' else 'a'} "
                          f"{kind} stream (it is {found}).")

@@ -13,7 +13,7 @@ from typing import Any, Optional, Union
 
 from torchcodec import _outputs
 from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
-from torchcodec._core._demuxer import open_source_demuxer
+from torchcodec._core._demuxer import unselected_demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._packet_decoder import make_video_decoder
@@ -108,10 +108,10 @@ class VideoDecoder(Reopenable):
                             output_dtype=output_dtype, custom_frame_mappings=custom_frame_mappings,
                             transforms=None)
         self._pid = os.getpid()
-        self._demuxer = demuxer = open_source_demuxer(source)
+        self._demuxer = demuxer = unselected_demuxer(source)
         self.stream_index = choose_stream(demuxer, stream_index, "video")
         demuxer._follow(self.stream_index)
-        header = demuxer.stream_header(self.stream_index)
+        header = demuxer._stream_header(self.stream_index)
         # Decoding threads are started when the codec opens: refuse absurd counts before that.
         check_request(f"num_ffmpeg_threads={num_ffmpeg_threads}", threads=int(num_ffmpeg_threads) or _FFMPEG_AUTO_THREADS,
                       frame_size=(header["height"] or 0, header["width"] or 0))
