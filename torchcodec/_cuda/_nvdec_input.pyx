@@ -43,7 +43,7 @@ NVDEC_CODECS = {
 }
 
 # The filter may refuse this many packets in a row (corrupt data: each is dropped) before it gives up.
-cdef int MAX_BAD_PACKETS = 16
+cdef int MAX_BAD_FILTERED_PACKETS = 16
 
 # AV1: the av1C box starts with a marker bit and version 1 (0x81); the config OBUs follow 4 bytes in.
 cdef int AV1C_HEADER_SIZE = 4
@@ -198,7 +198,7 @@ cdef class NvdecInput:
     cdef int receive(self, AVPacket *out, ErrorStash *errors) noexcept nogil:
         """The next filtered packet in ``out``: 1; 0 when the filter needs a packet or has ended
         (``output_done``); ERROR_STASHED. Packets the filter cannot parse are dropped, up to
-        MAX_BAD_PACKETS in a row; after a flush, those before the next key packet."""
+        MAX_BAD_FILTERED_PACKETS in a row; after a flush, those before the next key packet."""
         cdef int ret
         while not self.output_done:
             ret = lavc.av_bsf_receive_packet(self.ptr, out)
@@ -224,7 +224,7 @@ cdef class NvdecInput:
     cdef int refuse(self, int ret, ErrorStash *errors) noexcept nogil:
         """A packet the filter refused: skip it (0), unless memory ran out or too much data is bad."""
         self.bad_packets += 1
-        if ret == lavu.AVERROR(ENOMEM) or self.bad_packets > MAX_BAD_PACKETS:
+        if ret == lavu.AVERROR(ENOMEM) or self.bad_packets > MAX_BAD_FILTERED_PACKETS:
             with gil:
                 return stash_exception(errors, RuntimeError(
                     f"bitstream filter {(self.bsf_name or 'null')!r} refused the packets of stream "
