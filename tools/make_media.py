@@ -509,6 +509,14 @@ MEDIA: dict[str, Spec] = {
         "-pix_fmt", "yuv420p", *_VBITEXACT,
         bench=True,
     ),
+    "bench_720p_h264_10bit.mp4": _spec(
+        "Benchmark: H.264 High 10, yuv420p10le 1280x720 30 fps 10 s (300 frames), GOP 60, 3 B-frames",
+        *_testsrc(size="1280x720", duration=10),
+        "-c:v", "libx264", "-preset", "medium", "-threads", "4",
+        "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-bf", "3",
+        "-pix_fmt", "yuv420p10le", *_VBITEXACT,
+        bench=True,
+    ),
     "bench_audio_aac_60s.m4a": _spec(
         "Benchmark: AAC-LC in mp4, stereo, 44.1 kHz, 60 s of chirps and noise",
         *_music(44100, 60), *_aac("128k"),

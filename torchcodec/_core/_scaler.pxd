@@ -14,7 +14,7 @@ cdef inline int cli_sws_flags() noexcept nogil:
 
 cdef enum:
     MAX_STAGES = 8          # transform stages one Scaler runs per frame
-    NUM_BUFFERS = 5         # scratch buffers (see Scaler.get_buffer)
+    NUM_BUFFERS = 6         # scratch buffers (see Scaler.get_buffer)
 
 
 cdef struct Stage:
@@ -45,6 +45,19 @@ cdef struct ContextKey:
     int color_range
 
 
+cdef extern from "torchcodec/hbd_rgb.h" nogil:
+    # libswscale's 9- to 12-bit 4:2:0 -> RGB24 conversion, reproduced in one pass (see the header).
+    ctypedef struct tc_hbd_plan:
+        int width
+        int height
+        int bits
+        int taps
+    tc_hbd_plan *tc_hbd_plan_new(int width, int height, int bits, const int *inv_table, int full_range)
+    void tc_hbd_plan_free(tc_hbd_plan *plan)
+    void tc_hbd_convert_rows(const tc_hbd_plan *plan, const uint8_t *const *src, const int *src_stride,
+                             uint8_t *dst, Py_ssize_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
+
+
 cdef class Scaler(FrameConverter):
     cdef SwsContext *ptr                        # decoded frames to RGB
     cdef ContextKey key                         # what ptr was made for
@@ -57,8 +70,12 @@ cdef class Scaler(FrameConverter):
     cdef Stage stages[MAX_STAGES]
     cdef readonly int num_stages    # 0: no transforms
     cdef bint single_resize         # the plan is one Resize and nothing else (see set_stages)
+    cdef tc_hbd_plan *fast          # swscale's high-bit-depth conversion for fast_key, reproduced (or NULL)
+    cdef ContextKey fast_key        # what fast was decided for
+    cdef bint fast_decided          # fast_key holds a decision
 
     cdef uint8_t *get_buffer(self, int which, size_t size) except NULL nogil
+    cdef tc_hbd_plan *fast_plan(self, const ContextKey *want, SwsContext *ctx) noexcept nogil
     cdef const AVFrame *rotate_frame(self, const AVFrame *frame, int rotation) except NULL nogil
     cdef const AVFrame *crop_frame(self, const AVFrame *frame, const Stage *stage) except NULL nogil
     cdef uint8_t *padded_output(self, Py_ssize_t *stride, int width, int height, int bpp) except NULL nogil

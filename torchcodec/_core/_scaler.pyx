@@ -21,7 +21,7 @@ saturated colour edges.
 """
 from libc.stdint cimport uint8_t, uint16_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 
 from torchcodec._core._frame_converter cimport FrameConverter
 from torchcodec._core._error cimport check_av
@@ -81,6 +81,115 @@ cdef SwsContext *context_for(SwsContext **slot, ContextKey *have, const ContextK
     slot[0] = ctx
     have[0] = want[0]
     return ctx
+
+
+# Verdicts of fast_path_agrees for each (width, height, format, matrix, range) this process has met:
+# the high-bit-depth conversion of hbd_rgb.h is used only where it gave swscale's bytes.
+_fast_verdicts = {}
+
+
+cdef int fast_path_bits(int pixel_format) noexcept nogil:
+    """The sample depth when ``pixel_format`` is planar little-endian 4:2:0 YUV of 9 to 12 bits (the
+    formats hbd_rgb.h reproduces swscale's RGB24 conversion for), else 0."""
+    cdef const AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<AVPixelFormat>pixel_format)
+    cdef int i
+    if desc == NULL or desc.nb_components != 3 or desc.log2_chroma_w != 1 or desc.log2_chroma_h != 1:
+        return 0
+    if (desc.flags & (lavu.AV_PIX_FMT_FLAG_BE | lavu.AV_PIX_FMT_FLAG_PAL | lavu.AV_PIX_FMT_FLAG_BITSTREAM
+                      | lavu.AV_PIX_FMT_FLAG_HWACCEL | lavu.AV_PIX_FMT_FLAG_RGB | lavu.AV_PIX_FMT_FLAG_FLOAT
+                      | lavu.AV_PIX_FMT_FLAG_ALPHA)) or not (desc.flags & lavu.AV_PIX_FMT_FLAG_PLANAR):
+        return 0
+    for i in range(3):
+        if desc.comp[i].plane != i or desc.comp[i].step != 2 or desc.comp[i].shift != 0 or desc.comp[i].offset != 0:
+            return 0
+    if desc.comp[0].depth < 9 or desc.comp[0].depth > 12:
+        return 0
+    return desc.comp[0].depth
+
+
+cdef void fill_random_samples(AVFrame *frame, int bits) noexcept nogil:
+    """Every sample of ``frame``'s three 4:2:0 planes from a fixed xorshift sequence over the depth's
+    values, a quarter of them at the extremes (where swscale's clipping acts)."""
+    cdef unsigned state = 2463534242u, top = (1u << bits) - 1
+    cdef int p, x, y, w, h
+    cdef uint16_t *row
+    for p in range(3):
+        w = frame.width if p == 0 else frame.width >> 1
+        h = frame.height if p == 0 else (frame.height + 1) >> 1
+        for y in range(h):
+            row = <uint16_t *>(frame.data[p] + <Py_ssize_t>y * frame.linesize[p])
+            for x in range(w):
+                state ^= state << 13
+                state ^= state >> 17
+                state ^= state << 5
+                row[x] = <uint16_t>(0 if state % 8 == 0 else top if state % 8 == 1 else (state >> 8) % (top + 1))
+
+
+cdef bint same_rgb_rows(const tc_hbd_plan *plan, SwsContext *ctx, AVFrame *frame, uint8_t *expected,
+                        uint8_t *actual, uint8_t *scratch, Py_ssize_t stride) noexcept nogil:
+    cdef uint8_t *dst_planes[4]
+    cdef int dst_strides[4]
+    cdef int y
+    dst_planes[0], dst_planes[1], dst_planes[2], dst_planes[3] = expected, NULL, NULL, NULL
+    dst_strides[0], dst_strides[1], dst_strides[2], dst_strides[3] = <int>stride, 0, 0, 0
+    if sws.sws_scale(ctx, <const uint8_t *const *>frame.data, frame.linesize, 0, plan.height,
+                     dst_planes, dst_strides) != plan.height:
+        return False
+    tc_hbd_convert_rows(plan, <const uint8_t *const *>frame.data, frame.linesize, actual, stride, 0,
+                        plan.height, scratch)
+    for y in range(plan.height):
+        if memcmp(expected + y * stride, actual + y * stride, <size_t>plan.width * 3) != 0:
+            return False
+    return True
+
+
+cdef bint agrees_with_swscale(const tc_hbd_plan *plan, SwsContext *ctx, int pixel_format) noexcept nogil:
+    """Whether ``plan`` converts a frame of random samples to the bytes swscale's ``ctx`` gives.
+    False too when memory or swscale fails (the caller then keeps swscale)."""
+    cdef AVFrame *frame = lavu.av_frame_alloc()
+    cdef Py_ssize_t stride = padded_row(plan.width, 3)
+    cdef uint8_t *expected = <uint8_t *>malloc(padded_size(stride, plan.height))
+    cdef uint8_t *actual = <uint8_t *>malloc(padded_size(stride, plan.height))
+    cdef uint8_t *scratch = <uint8_t *>malloc(plan.width)
+    cdef bint same = False
+    if frame != NULL and expected != NULL and actual != NULL and scratch != NULL:
+        frame.width, frame.height, frame.format = plan.width, plan.height, pixel_format
+        if lavu.av_frame_get_buffer(frame, 0) >= 0:
+            fill_random_samples(frame, plan.bits)
+            same = same_rgb_rows(plan, ctx, frame, expected, actual, scratch, stride)
+    lavu.av_frame_free(&frame)
+    free(expected)
+    free(actual)
+    free(scratch)
+    return same
+
+
+def fast_path_agrees(int width, int height, str pixel_format, int colorspace, int color_range):
+    """Whether the one-pass high-bit-depth conversion gives swscale's bytes for frames of this size,
+    pixel format (a name: "yuv420p10le"), AVColorSpace and AVColorRange, tried on random samples;
+    None where it does not apply (other formats, odd widths, very short frames). For tests."""
+    cdef int pixel = lavu.av_get_pix_fmt(pixel_format.encode())
+    cdef int bits = fast_path_bits(pixel)
+    cdef tc_hbd_plan *plan
+    cdef SwsContext *ctx = NULL
+    cdef ContextKey have, want
+    if bits == 0:
+        return None
+    plan = tc_hbd_plan_new(width, height, bits, sws.sws_getCoefficients(colorspace),
+                           color_range == lavu.AVCOL_RANGE_JPEG)
+    if plan == NULL:
+        return None
+    want.src_w, want.src_h, want.src_format = width, height, pixel
+    want.dst_w, want.dst_h, want.dst_format = width, height, lavu.AV_PIX_FMT_RGB24
+    want.flags, want.colorspace, want.color_range = cli_sws_flags(), colorspace, color_range
+    try:
+        context_for(&ctx, &have, &want)
+        with nogil:
+            agrees = agrees_with_swscale(plan, ctx, pixel)
+        return bool(agrees)
+    finally:
+        tc_hbd_plan_free(plan)
+        sws.sws_freeContext(ctx)
 
 
 cdef str pixel_format_name(int pixel_format):
@@ -192,6 +301,8 @@ cdef class Scaler(FrameConverter):
             self.buffer_sizes[i] = 0
         self.num_stages = 0
         self.single_resize = False
+        self.fast = NULL
+        self.fast_decided = False
         if self.view == NULL:
             raise MemoryError("av_frame_alloc failed")
 
@@ -200,6 +311,7 @@ cdef class Scaler(FrameConverter):
         sws.sws_freeContext(self.ptr)
         for i in range(MAX_STAGES):
             sws.sws_freeContext(self.stage_ctx[i])
+        tc_hbd_plan_free(self.fast)
         lavu.av_frame_free(&self.rotated)
         lavu.av_frame_free(&self.view)       # its planes are borrowed: only the AVFrame is freed
         for i in range(NUM_BUFFERS):
@@ -237,7 +349,8 @@ cdef class Scaler(FrameConverter):
         """Scratch buffer ``which`` with at least ``size`` bytes. 0: RGB before an RGB rotation;
         1: RGB48 before float conversion; 2 and 3: outputs of transform stages, in turn, and 3 also
         the converted region around stage 0's crop; 4: swscale's output on its way to memory that
-        has no room for its over-wide writes (padded_output)."""
+        has no room for its over-wide writes (padded_output); 5: the chroma rows of the fast
+        high-bit-depth conversion."""
         if size > self.buffer_sizes[which]:
             free(self.buffers[which])
             self.buffers[which] = <uint8_t *>malloc(size)
@@ -246,6 +359,43 @@ cdef class Scaler(FrameConverter):
                 with gil:
                     raise MemoryError(f"cannot allocate {size} bytes for colour conversion")
         return self.buffers[which]
+
+    cdef tc_hbd_plan *fast_plan(self, const ContextKey *want, SwsContext *ctx) noexcept nogil:
+        """The one-pass conversion (hbd_rgb.h) for frames that ``want`` describes, when it applies
+        and gives swscale's bytes for them (decided once per process and key), else NULL."""
+        cdef int bits, verdict     # verdict 1: agrees, 0: differs, -1: not tried yet
+        if self.fast_decided and same_key(&self.fast_key, want):
+            return self.fast
+        tc_hbd_plan_free(self.fast)
+        self.fast = NULL
+        self.fast_key = want[0]
+        self.fast_decided = True
+        bits = fast_path_bits(want.src_format)
+        if (bits == 0 or want.dst_format != lavu.AV_PIX_FMT_RGB24 or want.dst_w != want.src_w
+                or want.dst_h != want.src_h):
+            return NULL
+        self.fast = tc_hbd_plan_new(want.src_w, want.src_h, bits, sws.sws_getCoefficients(want.colorspace),
+                                    want.color_range == lavu.AVCOL_RANGE_JPEG)
+        if self.fast == NULL:
+            return NULL
+        with gil:
+            verdict = _fast_verdicts.get((want.src_w, want.src_h, want.src_format, want.colorspace,
+                                          want.color_range), -1)
+        if verdict < 0:
+            verdict = agrees_with_swscale(self.fast, ctx, want.src_format)
+            with gil:
+                _fast_verdicts[(want.src_w, want.src_h, want.src_format, want.colorspace,
+                                want.color_range)] = verdict
+        if not verdict:
+            tc_hbd_plan_free(self.fast)
+            self.fast = NULL
+        return self.fast
+
+    @property
+    def fast_path_active(self):
+        """Whether the last frame converted to RGB24 went through the one-pass high-bit-depth
+        conversion rather than swscale (for tests)."""
+        return self.fast != NULL and self.fast_decided and self.fast_key.dst_format == lavu.AV_PIX_FMT_RGB24
 
     cdef const AVFrame *rotate_frame(self, const AVFrame *frame, int rotation) except NULL nogil:
         """The frame turned by ``rotation`` (into self.rotated, whose buffer is reused)."""
@@ -330,6 +480,11 @@ cdef class Scaler(FrameConverter):
         want.dst_w, want.dst_h, want.dst_format = width, height, dst_format
         want.flags, want.colorspace, want.color_range = cli_sws_flags(), frame.colorspace, frame.color_range
         cdef SwsContext *ctx = context_for(&self.ptr, &self.key, &want)
+        cdef const tc_hbd_plan *fast = self.fast_plan(&want, ctx)
+        if fast != NULL:                # writes exactly width pixels a row: no padding needed
+            tc_hbd_convert_rows(fast, <const uint8_t *const *>frame.data, frame.linesize, dst, row_stride, 0,
+                                height, self.get_buffer(5, <size_t>width))
+            return 0
         if not padded and width % 32:
             dst = self.padded_output(&row_stride, width, height, bpp)
         cdef uint8_t *dst_planes[4]

@@ -1,0 +1,108 @@
+"""The one-pass conversion of 9- to 12-bit 4:2:0 frames to RGB24 (include/torchcodec/hbd_rgb.h).
+
+It must give exactly the bytes swscale gives (and so the ffmpeg CLI's): on random samples for each
+geometry, format, matrix and range it applies to; on real streams, against the CLI; and where it
+does not apply, or where the comparison with swscale failed, swscale must do the conversion.
+"""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+import reference
+from torchcodec._core import _scaler
+from torchcodec.decoders import ColorConverter, Demuxer, VideoDecoder
+from torchcodec.transforms import CenterCrop
+
+MATRICES = [1, 2, 4, 5, 6, 7, 9, 10]           # AVColorSpace: BT.709, unspecified, FCC, BT.601 x2, 240M, BT.2020
+RANGES = [1, 2]                                 # AVColorRange: limited (MPEG), full (JPEG)
+SIZES = [(320, 240), (34, 17), (66, 9), (1280, 720), (2, 64)]
+TEN_BIT_FILES = ["h264_10bit.mp4", "hevc_10bit.mp4", "h264_bt601_10bit_fullrange.mp4", "hevc_bt2020_10bit.mp4",
+                 "hevc_bt2020_10bit_fullrange.mp4"]
+
+
+@pytest.mark.parametrize("pixel_format", ["yuv420p9le", "yuv420p10le", "yuv420p12le"])
+@pytest.mark.parametrize("width,height", SIZES)
+def test_it_gives_swscales_bytes_for_every_matrix_and_range(pixel_format, width, height):
+    for matrix in MATRICES:
+        for colour_range in RANGES:
+            assert _scaler.fast_path_agrees(width, height, pixel_format, matrix, colour_range) is True, \
+                (pixel_format, width, height, matrix, colour_range)
+
+
+@pytest.mark.parametrize("width,height,pixel_format", [
+    (321, 240, "yuv420p10le"),     # odd width: swscale interpolates chroma per pixel then
+    (64, 8, "yuv420p10le"),        # 4 chroma rows: a 2-tap vertical filter, another output function
+    (320, 240, "yuv420p"),         # 8 bits: swscale's own fast converter
+    (320, 240, "yuv422p10le"),     # no vertical chroma filter
+    (320, 240, "yuv444p10le"),
+    (320, 240, "yuv420p14le"),     # swscale's intermediates differ above 12 bits
+    (320, 240, "yuv420p16le"),
+    (320, 240, "yuv420p10be"),
+    (320, 240, "p010le"),          # semi-planar
+])
+def test_where_it_does_not_apply_it_says_so(width, height, pixel_format):
+    assert _scaler.fast_path_agrees(width, height, pixel_format, 1, 1) is None
+
+
+def raw_frames(path):
+    demuxer = Demuxer(path)
+    decoder = demuxer.streams[0].make_decoder()
+    for packet in demuxer:
+        yield from decoder.decode(packet)
+    yield from decoder.drain()
+
+
+@pytest.mark.parametrize("name", TEN_BIT_FILES)
+def test_ten_bit_streams_take_it_and_give_the_cli_pixels(media, name):
+    expected = reference.ffmpeg_rgb_frames(media[name])
+    converter = ColorConverter()
+    frames = [converter.convert(raw_frame) for raw_frame in raw_frames(media[name])]
+    assert converter.impl.fast_path_active
+    assert len(frames) == len(expected)
+    for i, frame in enumerate(frames):
+        np.testing.assert_array_equal(np.asarray(frame.data).transpose(1, 2, 0), expected[i], err_msg=f"frame {i}")
+
+
+def test_a_twelve_bit_stream_gives_the_cli_pixels(tmp_path):
+    path = tmp_path / "hevc_12bit.mp4"
+    subprocess.run([reference.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-f", "lavfi",
+                    "-i", "testsrc2=size=320x240:rate=30", "-t", "0.5", "-c:v", "libx265",
+                    "-pix_fmt", "yuv420p12le", "-x265-params", "log-level=error", str(path)], check=True)
+    assert reference.ffprobe_streams(path)[0]["pix_fmt"] == "yuv420p12le"
+    expected = reference.ffmpeg_rgb_frames(path)
+    converter = ColorConverter()
+    frames = [converter.convert(raw_frame) for raw_frame in raw_frames(path)]
+    assert converter.impl.fast_path_active
+    np.testing.assert_array_equal(np.stack([np.asarray(f.data) for f in frames]).transpose(0, 2, 3, 1), expected)
+
+
+def test_a_crop_of_a_ten_bit_frame_is_the_window_of_the_clis_whole_frame(media):
+    """Transforms crop the RGB image of the whole frame (as TorchCodec does); only a region around
+    the crop is converted, a geometry of its own for the fast conversion."""
+    path = media["hevc_10bit.mp4"]
+    expected = reference.ffmpeg_rgb_frames(path)[:, 80:160, 110:210]
+    decoder = VideoDecoder(path, dimension_order="NHWC", transforms=[CenterCrop((80, 100))])
+    np.testing.assert_array_equal(decoder.get_frames_in_range(0, len(decoder)).data, expected)
+
+
+def test_a_geometry_where_it_differed_from_swscale_is_converted_by_swscale(media, monkeypatch):
+    """The verdict of the comparison with swscale decides: a recorded difference keeps swscale."""
+    name = "h264_10bit.mp4"
+    first = next(raw_frames(media[name]))
+    verdicts = {}
+    monkeypatch.setattr(_scaler, "_fast_verdicts", verdicts)
+    converter = ColorConverter()
+    converter.convert(first)
+    assert converter.impl.fast_path_active
+    assert list(verdicts.values()) == [1]
+    for recorded in list(verdicts):
+        verdicts[recorded] = 0
+    expected = reference.ffmpeg_rgb_frames(media[name])
+    converter = ColorConverter()
+    frames = [converter.convert(raw_frame) for raw_frame in raw_frames(media[name])]
+    assert not converter.impl.fast_path_active
+    for i, frame in enumerate(frames):
+        np.testing.assert_array_equal(np.asarray(frame.data).transpose(1, 2, 0), expected[i])
