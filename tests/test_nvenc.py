@@ -281,3 +281,65 @@ def test_without_a_driver_cuda_encoding_is_refused_saying_why():
     assert str(error.value).split("no CUDA device/driver: ")[1].startswith(_cuda.reason())
     with pytest.raises(RuntimeError, match="no CUDA device/driver"):
         VideoEncoder(CudaArray(np.zeros((1, 3, 16, 16), np.uint8)), frame_rate=30).to_tensor("mp4")
+
+
+# ---- on a GPU (tools/gpu_check.sh, step nvenc) --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def gpu():
+    import torchcodec
+    if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS) or not torchcodec.cuda_available():
+        pytest.skip("no usable NVIDIA GPU")
+
+
+def psnr(a, b):
+    mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
+    return np.inf if mse == 0 else 10 * np.log10(255 ** 2 / mse)
+
+
+def gradient_frames(count=12, height=240, width=320):
+    yy, xx = np.mgrid[0:height, 0:width]
+    frames = [np.stack([(xx + 8 * k) % 256, (yy + 4 * k) % 256, (xx + yy) // 3 % 256]) for k in range(count)]
+    return np.array(frames, np.uint8)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+@pytest.mark.parametrize(("container", "codec"), [("mp4", None), ("mkv", "hevc_nvenc")])
+def test_on_the_gpu_nvenc_encodes_cuda_frames_of_a_busy_stream(gpu, library, container, codec):
+    """Frames written on a non-default stream that is still busy (queued matrix products) when the
+    encoder is called: NVENC must read them after that work (the writer's stream waits for the
+    producer's), and the decoded file is within 30 dB PSNR of the input, tagged BT.601 limited."""
+    import importlib.util
+    import torchcodec
+    from torchcodec.decoders import VideoDecoder
+    from torchcodec.encoders import VideoEncoder
+    if importlib.util.find_spec(library) is None:
+        pytest.skip(f"{library} is not installed")
+    expected = gradient_frames()
+    if library == "torch":
+        import torch
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            busy = torch.randn(4096, 4096, device="cuda")
+            for _ in range(8):
+                busy = busy @ busy
+            frames = torch.zeros(expected.shape, dtype=torch.uint8, device="cuda")
+            frames.copy_(torch.from_numpy(expected).pin_memory(), non_blocking=True)
+            encoded = VideoEncoder(frames, frame_rate=30).to_tensor(container, codec=codec)
+    else:
+        import cupy
+        with cupy.cuda.Stream(non_blocking=True):
+            busy = cupy.random.standard_normal((4096, 4096), dtype=cupy.float32)
+            for _ in range(8):
+                busy = busy @ busy
+            frames = cupy.zeros(expected.shape, cupy.uint8)
+            frames.set(expected)
+            encoded = VideoEncoder(frames, frame_rate=30).to_tensor(container, codec=codec)
+    with torchcodec.bridge("numpy"):
+        decoder = VideoDecoder(np.asarray(encoded.cpu() if hasattr(encoded, "cpu") else encoded))
+        decoded = decoder.get_frames_in_range(0, len(decoder)).data
+    assert decoded.shape == expected.shape
+    assert min(psnr(decoded[i], expected[i]) for i in range(len(expected))) > 30
+    assert decoder.metadata.color_space == "bt470bg"
+    assert decoder.metadata.codec == ("h264" if codec is None else "hevc")
