@@ -22,7 +22,7 @@
 #   6 nvenc  NVENC: 30 frames of the 1080p clip from CUDA torch tensors and cupy arrays encoded with
 #            h264_nvenc (mp4's default on CUDA) and hevc_nvenc (mkv), decoded on the CPU: PSNR >= 30
 #            dB per frame, frame count, colour tags (gpu_check.py nvenc); then tests/test_nvenc.py's
-#            cuda tests. NVENC unavailable FAILs
+#            cuda tests (a dry run: libx264 from numpy, and the stub tests). NVENC unavailable FAILs
 #   7 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
 #            DLPack views and CUDA Array Interface (gpu_check.py race,interop), and the cuda tests
 #            of tests/test_device_buffer.py
