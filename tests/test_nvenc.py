@@ -170,7 +170,7 @@ y, uv = nv12(writer, rgb, producer.value)
 convert = log()
 del writer
 import gc; gc.collect()
-print(json.dumps({"setup": setup, "convert": convert, "writer_stream": None, "producer": hex(producer.value),
+print(json.dumps({"setup": setup, "convert": convert, "producer": hex(producer.value),
                   "balanced": counter("stub_pushes") - pushes == counter("stub_pops") - pops,
                   "streams": [counter("stub_streams_created"), counter("stub_streams_destroyed")],
                   "events": [counter("stub_events_created"), counter("stub_events_destroyed")],
@@ -184,15 +184,17 @@ print(json.dumps({"setup": setup, "convert": convert, "writer_stream": None, "pr
     calls = [line for line in convert if line.startswith(("cuEventRecord", "cuStreamWaitEvent", "cuLaunchKernel"))]
     # input_ready on the producer's stream, waited for by the writer's; the launch there; then input_read
     # recorded there and waited for by the producer's stream.
-    assert calls[0].startswith("cuEventRecord(") and calls[0].endswith(f"stream={producer})")
-    assert calls[1].startswith(f"cuStreamWaitEvent({writer_stream},") or writer_stream in calls[1]
-    assert calls[2].startswith("cuLaunchKernel(tc_convert_rgb8_to_nv12") and calls[2].endswith(f"stream={writer_stream})")
-    assert calls[3].startswith("cuEventRecord(") and calls[3].endswith(f"stream={writer_stream})")
-    assert producer in calls[4] and calls[4].startswith("cuStreamWaitEvent")
-    assert len(calls) == 5
+    input_ready = calls[0].partition("(")[2].partition(",")[0]
+    input_read = calls[3].partition("(")[2].partition(",")[0]
+    assert calls == [f"cuEventRecord({input_ready}, stream={producer})",
+                     f"cuStreamWaitEvent(stream={writer_stream}, {input_ready})",
+                     calls[2], f"cuEventRecord({input_read}, stream={writer_stream})",
+                     f"cuStreamWaitEvent(stream={producer}, {input_read})"]
+    assert calls[2].startswith("cuLaunchKernel(tc_convert_rgb8_to_nv12, grid=1x1x1, block=32x8x1,")
+    assert calls[2].endswith(f"stream={writer_stream})") and input_ready != input_read
     assert any(line.startswith("cuMemAlloc") for line in convert)                # av_hwframe_get_buffer's pool
     assert out["balanced"] and out["retains"] == 2     # this test's and the package's: FFmpeg retains none
-    assert out["streams"][0] - 1 == out["streams"][1] and out["events"][0] - 0 >= 2
+    assert out["streams"] == [2, 1] and out["events"] == [2, 2]     # the producer's stream stays
     assert out["memory"][0] == out["memory"][1] and out["memory"][0] >= 1
     assert out["y"] == 126 and out["uv"] == [128, 128]        # grey 128: 16 + 219/255 * 128 = 125.9
 

@@ -60,7 +60,7 @@ class VideoStream:
                 self._engine.add_frames(frames_in.address, frames_in.shape, frames_in.strides, *frames_in.extent())
             else:
                 frames_in = _inputs.frames_input(frames, device_index=_nvenc.device_index(self._spec))
-                self._engine.add_frames(frames_in.address, frames_in.shape, frames_in.strides, frames_in.stream)
+                self._engine.add_frames(frames_in.address, frames_in.shape, frames_in.strides, frames_in.stream or 0)
                 frames_in.finish()
 
 
