@@ -1,4 +1,4 @@
-// YUV -> RGB conversion kernels: the arithmetic of include/torchcodec/colour.h, one thread per output
+// YUV -> RGB conversion kernels (and RGB -> NV12 for encoding): the arithmetic of include/torchcodec/colour.h, one thread per output
 // pixel. Parameters and launch shape: include/torchcodec/kernels.h and docs/cuda_kernels.md.
 #include <stdint.h>
 
@@ -84,3 +84,29 @@ extern "C" __global__ void tc_convert_yuv8_to_rgb8(const tc_yuv_to_rgb_params p)
 extern "C" __global__ void tc_convert_yuv8_to_rgbf(const tc_yuv_to_rgb_params p) { convert<uint8_t, float>(p); }
 extern "C" __global__ void tc_convert_yuv16_to_rgb8(const tc_yuv_to_rgb_params p) { convert<uint16_t, uint8_t>(p); }
 extern "C" __global__ void tc_convert_yuv16_to_rgbf(const tc_yuv_to_rgb_params p) { convert<uint16_t, float>(p); }
+
+// RGB -> NV12 for NVENC: the 2x2 block at (2 bx, 2 by) of the picture, its luma samples and the mean
+// of its pixels' chroma (colour.h, tc_rgb_to_yuv_coeffs_for).
+extern "C" __global__ void tc_convert_rgb8_to_nv12(const tc_rgb_to_nv12_params p)
+{
+    const int x0 = 2 * (blockIdx.x * blockDim.x + threadIdx.x), y0 = 2 * (blockIdx.y * blockDim.y + threadIdx.y);
+    if (x0 >= p.width || y0 >= p.height)
+        return;
+    const tc_rgb_to_yuv_coeffs c = tc_rgb_to_yuv_coeffs_for(p.matrix, p.full_range);
+    float u = 0.0f, v = 0.0f;
+    int count = 0;
+    for (int y = y0; y < y0 + 2 && y < p.height; y++) {
+        uint8_t *luma = (uint8_t *)p.planes[0] + (int64_t)y * p.pitches[0];
+        for (int x = x0; x < x0 + 2 && x < p.width; x++) {
+            const uint8_t *s = (const uint8_t *)p.src + (int64_t)y * p.src_row_stride + (int64_t)x * p.src_col_stride;
+            const float r = s[0], g = s[p.src_chan_stride], b = s[2 * p.src_chan_stride];
+            luma[x] = tc_round_sample(c.y_offset + tc_dot3(c.y, r, g, b));
+            u += tc_dot3(c.u, r, g, b);
+            v += tc_dot3(c.v, r, g, b);
+            count++;
+        }
+    }
+    uint8_t *uv = (uint8_t *)p.planes[1] + (int64_t)(y0 >> 1) * p.pitches[1] + x0;
+    uv[0] = tc_round_sample(128.0f + u / (float)count);
+    uv[1] = tc_round_sample(128.0f + v / (float)count);
+}

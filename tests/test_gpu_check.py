@@ -74,7 +74,7 @@ def test_dry_run_prints_one_table_with_the_rows_of_the_report(dry_run):
     races = 4 if importlib.util.find_spec("torch") else 3    # torch, cupy's stand-in, DLPack (2, or 1 skipped)
     probe = [cells[0] for cells in printed if cells[0] == "probe"]
     assert probe in (["probe"], ["probe"] * 9), "libcuda absent (skipped), or the stubs: 2 + 7 codecs"
-    assert [cells[0] for cells in printed] == probe + ["frames"] * 2 + ["blocks"] * 3 + ["race"] * races \
+    assert [cells[0] for cells in printed] == probe + ["frames"] * 2 + ["blocks"] * 3 + ["nvenc"] * 2 + ["race"] * races \
         + ["interop"] * 4 + ["bench"] * 4
     assert report["device"] == "cpu" and report["failed"] == 0
 
@@ -290,8 +290,8 @@ def test_gpu_check_sh_out_of_budget_still_writes_every_steps_row(tmp_path):
     table = (tmp_path / "gpu_check.md").read_text().splitlines()
     assert table[0] == "| step | check | subject | result | status |"
     steps = [line.split(" | ")[2] for line in table[2:] if line.startswith("| ") and " | step | " in line]
-    assert steps == ["setup", "probe", "nvdec", "frames", "blocks", "outputs", "corpus", "bench"] or \
-        steps == ["setup", "probe", "build", "nvdec", "frames", "blocks", "outputs", "corpus", "bench"]
+    assert steps == ["setup", "probe", "nvdec", "frames", "blocks", "nvenc", "outputs", "corpus", "bench"] or \
+        steps == ["setup", "probe", "build", "nvdec", "frames", "blocks", "nvenc", "outputs", "corpus", "bench"]
     not_run = [line for line in table[2:] if " | step | " in line and "not run: out of time" in line]
     assert not_run and all(line.endswith("| FAIL |") for line in not_run if not line.startswith("| bench |"))
     assert table[-1].startswith(f"{sum(line.endswith('| FAIL |') for line in table)} rows FAILED or ERRORED")
@@ -359,6 +359,7 @@ def test_bundle_configures_a_minimal_shared_ffmpeg_with_the_cuda_hwaccel():
                  "--enable-swscale", "--enable-swresample", "--enable-avfilter"):
         assert flag in args
     assert {"h264_nvdec", "hevc_nvdec", "vp9_nvdec", "av1_nvdec"} <= enabled("hwaccel")
+    assert "--enable-nvenc" in args and {"h264_nvenc", "hevc_nvenc"} <= enabled("encoder")
     assert {"file", "pipe"} <= enabled("protocol")
 
 

@@ -26,8 +26,8 @@ for pyx in torchcodec/_core/*.pyx torchcodec/_cuda/*.pyx; do
   name=$(basename "$pyx")
   # The CUDA driver loader, device buffer and kernels use no FFmpeg header (the first two only ffnvcodec's).
   case "$name" in _driver.pyx|_device_buffer.pyx|_kernels.pyx) continue ;; esac
-  # The NVDEC modules, the CUDA converter and device frames use both: checked where ffnvcodec's header is installed.
-  if case "$name" in _nvdec.pyx|_nvdec_caps.pyx|_converter.pyx|_device_frame.pyx) true ;; *) false ;; esac &&
+  # The NVDEC modules, the CUDA converter, device frames and NVENC use both: checked where ffnvcodec's header is installed.
+  if case "$name" in _nvdec.pyx|_nvdec_caps.pyx|_converter.pyx|_device_frame.pyx|_nvenc.pyx) true ;; *) false ;; esac &&
      [ "$(dirname "$pyx")" = torchcodec/_cuda ] &&
      ! echo '#include <ffnvcodec/dynlink_loader.h>' | gcc -E -x c - >/dev/null 2>&1; then continue; fi
   # One C file per module path (_core/_x.pyx -> _core__x.c): the two folders may share a file name.

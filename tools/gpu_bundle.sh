@@ -66,8 +66,9 @@ FF_BSFS=(h264_mp4toannexb hevc_mp4toannexb mpeg4_unpack_bframes null vp9_superfr
          extract_extradata)
 FF_PROTOCOLS=(file pipe)
 # Encoders and muxers: only what the tests' reference commands write (raw frames and samples,
-# stream copies into containers, the small MPEG-4 clip test_nvdec_input.py encodes itself).
-FF_ENCODERS=(rawvideo wrapped_avframe 'pcm_*' mpeg4)
+# stream copies into containers, the small MPEG-4 clip test_nvdec_input.py encodes itself), and
+# NVENC's encoders (torchcodec's device="cuda" encoding; gpu_check.sh's nvenc step).
+FF_ENCODERS=(rawvideo wrapped_avframe 'pcm_*' mpeg4 h264_nvenc hevc_nvenc av1_nvenc)
 FF_MUXERS=(rawvideo null pcm_f32le pcm_s16le wav mov mp4 matroska webm nut avi mpegts ivf h264 hevc m4v)
 # Filters: the CLI's own plumbing, auto-rotation, the tests' -vf chains, lavfi sources (the
 # buffer sources and sinks are always built).
@@ -85,7 +86,7 @@ ffmpeg_configure_args() {
     --prefix="$PREFIX" --disable-everything --disable-autodetect \
     --enable-shared --disable-static --disable-doc --disable-ffplay --disable-network \
     --disable-postproc --enable-avdevice --enable-avfilter --enable-swscale --enable-swresample \
-    --enable-ffnvcodec --enable-nvdec --enable-cuvid --enable-libdav1d \
+    --enable-ffnvcodec --enable-nvdec --enable-cuvid --enable-nvenc --enable-libdav1d \
     --enable-decoder="$(join "${FF_DECODERS[@]}")" \
     --enable-hwaccel="$(join "${FF_HWACCELS[@]}")" \
     --enable-demuxer="$(join "${FF_DEMUXERS[@]}")" \

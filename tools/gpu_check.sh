@@ -19,11 +19,15 @@
 #            30 RawFrames held, their surface formats and planes, ColorConverter(cuda) equal to the
 #            VideoDecoder's frames, seek + reset), then the cuda tests of tests/test_cuda_blocks.py
 #            and tests/test_cuda_errors.py
-#   6 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
+#   6 nvenc  NVENC: 30 frames of the 1080p clip from CUDA torch tensors and cupy arrays encoded with
+#            h264_nvenc (mp4's default on CUDA) and hevc_nvenc (mkv), decoded on the CPU: PSNR >= 30
+#            dB per frame, frame count, colour tags (gpu_check.py nvenc); then tests/test_nvenc.py's
+#            cuda tests (a dry run: libx264 from numpy, and the stub tests). NVENC unavailable FAILs
+#   7 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
 #            DLPack views and CUDA Array Interface (gpu_check.py race,interop), and the cuda tests
 #            of tests/test_device_buffer.py
-#   7 corpus every other cuda test (the whole corpus GPU vs CPU, converter, FFmpeg backend)
-#   8 bench  NVDEC vs the CPU decoder, one vs eight decoders, if time remains
+#   8 corpus every other cuda test (the whole corpus GPU vs CPU, converter, FFmpeg backend)
+#   9 bench  NVDEC vs the CPU decoder, one vs eight decoders, if time remains
 #
 # pytest runs with -v --tb=short, its output streamed; every step and every row of gpu_check.py goes
 # into one table, $OUT/gpu_check.md, as it is known (and $OUT/gpu_check.jsonl). Each step runs
@@ -298,6 +302,13 @@ blocks() {
   return $status
 }
 
+nvenc() {
+  local status=0
+  gpu_check_py nvenc --only nvenc || status=1
+  run_pytest nvenc tests/test_nvenc.py || status=1
+  return $status
+}
+
 outputs() {
   local status=0
   gpu_check_py outputs --only race,interop || status=1
@@ -315,7 +326,7 @@ bench() { gpu_check_py bench --only bench; }
 main() {
   echo "gpu_check.sh: $(date -u +%FT%TZ) in $REPO, budget ${BUDGET}s$( ((QUICK)) && echo ', quick')$( ((DRY_RUN)) && echo ', dry run'), logs in $LOGS"
   export -f system_ffmpeg_usable abi_tag wait_for_build build_stubs with_driver gpu_check_py run_pytest \
-    probe nvdec frames blocks outputs corpus bench left elapsed table_row
+    probe nvdec frames blocks nvenc outputs corpus bench left elapsed table_row
   export PYTHON REPO BUNDLE LOGS STEP_LOGS BUDGET START QUICK_FLAG DEVICE DRY_RUN
   printf '\n==== setup\n'
   local began=$SECONDS
@@ -337,6 +348,8 @@ main() {
   step frames 40 frames
   RESERVE=$((BUDGET / 8))
   step blocks 45 blocks
+  RESERVE=$((BUDGET / 9))
+  step nvenc 40 nvenc
   RESERVE=$((BUDGET / 10))
   step outputs 90 outputs
   RESERVE=$((BUDGET / 15))

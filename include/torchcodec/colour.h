@@ -199,4 +199,51 @@ TC_COLOUR_FN void tc_yuv16_to_rgb8(const tc_colour_coeffs *c, float scale, uint1
     *b = tc_unit_to_u8(fb);
 }
 
+/* ---- RGB -> YUV (encoding on CUDA: kernels/colour.cu's tc_convert_rgb8_to_nv12) ----------------
+ *
+ * The forward matrix of AVColorSpace `matrix` from its luma weights Kr, Kb (Kg = 1 - Kr - Kb), the
+ * ones libswscale's RGB -> YUV tables are made from (BT.709, FCC, SMPTE 240M, BT.2020; BT.601 for
+ * bt470bg, smpte170m and anything else, as swscale's default), in single precision:
+ *   Y = Kr R + Kg G + Kb B,  Cb = (B - Y) / (2 (1 - Kb)),  Cr = (R - Y) / (2 (1 - Kr))
+ * limited range: 16 + 219/255 Y, 128 + 224/255 Cb/Cr; full range: Y, 128 + Cb/Cr. Samples are
+ * rounded half up and clamped to 0..255 (tc_round_sample). Chroma of a 2x2 block is the mean of its
+ * pixels' Cb/Cr (those inside the picture, at odd edges). */
+typedef struct tc_rgb_to_yuv_coeffs {
+    float y[3], u[3], v[3];     /* weights of R, G, B */
+    float y_offset;             /* 16 (limited) or 0 (full); chroma is centred on 128 */
+} tc_rgb_to_yuv_coeffs;
+
+TC_COLOUR_FN tc_rgb_to_yuv_coeffs tc_rgb_to_yuv_coeffs_for(int matrix, int full_range)
+{
+    float kr, kb;
+    switch (matrix) {
+    case TC_MATRIX_BT709:       kr = 0.2126f; kb = 0.0722f; break;
+    case TC_MATRIX_FCC:         kr = 0.30f;   kb = 0.11f;   break;
+    case TC_MATRIX_SMPTE240M:   kr = 0.212f;  kb = 0.087f;  break;
+    case TC_MATRIX_BT2020: case TC_MATRIX_BT2020_CL:
+                                kr = 0.2627f; kb = 0.0593f; break;
+    default:                    kr = 0.299f;  kb = 0.114f;  break;
+    }
+    const float kg = 1.0f - kr - kb;
+    const float ys = full_range ? 1.0f : 219.0f / 255.0f, cs = full_range ? 1.0f : 224.0f / 255.0f;
+    const float us = cs / (2.0f * (1.0f - kb)), vs = cs / (2.0f * (1.0f - kr));
+    tc_rgb_to_yuv_coeffs c;
+    c.y[0] = ys * kr;  c.y[1] = ys * kg;  c.y[2] = ys * kb;
+    c.u[0] = -us * kr; c.u[1] = -us * kg; c.u[2] = us * (1.0f - kb);
+    c.v[0] = vs * (1.0f - kr); c.v[1] = -vs * kg; c.v[2] = -vs * kb;
+    c.y_offset = full_range ? 0.0f : 16.0f;
+    return c;
+}
+
+/* A sample on the 8-bit scale, rounded half up and clamped to 0..255. */
+TC_COLOUR_FN uint8_t tc_round_sample(float x)
+{
+    return (uint8_t)(x <= 0.0f ? 0 : x >= 255.0f ? 255 : (int)(x + 0.5f));
+}
+
+TC_COLOUR_FN float tc_dot3(const float w[3], float r, float g, float b)
+{
+    return w[0] * r + w[1] * g + w[2] * b;
+}
+
 #endif /* TORCHCODEC_COLOUR_H */

@@ -58,6 +58,22 @@ typedef struct tc_copy_params {
     int32_t rows, count;
 } tc_copy_params;
 
+/* tc_convert_rgb8_to_nv12 (encoding on CUDA): uint8 RGB at any byte strides -> NV12 (a Y plane and
+ * a plane of Cb Cr pairs at half width and height), the colour math of colour.h's RGB -> YUV part.
+ * One thread per 2x2 block of pixels: grid over (ceil(width / 2), ceil(height / 2)); odd widths and
+ * heights are allowed (the last block's chroma is the mean of the pixels it has). */
+typedef struct tc_rgb_to_nv12_params {
+    uint64_t src;              /* the R sample of pixel (0, 0) */
+    int64_t src_row_stride;    /* bytes between rows */
+    int64_t src_col_stride;    /* bytes between pixels of a row (3 for HWC, 1 for CHW) */
+    int64_t src_chan_stride;   /* bytes between R, G and B (1 for HWC, height*row for CHW) */
+    uint64_t planes[2];        /* Y, then interleaved Cb Cr */
+    int64_t pitches[2];        /* bytes between rows of each plane */
+    int32_t width, height;     /* in pixels */
+    int32_t matrix;            /* AVColorSpace (colour.h: TC_MATRIX_*) */
+    int32_t full_range;        /* 1 for AVCOL_RANGE_JPEG */
+} tc_rgb_to_nv12_params;
+
 /* The layouts are fixed: no padding, the same for every compiler that fills or reads them. */
 #ifdef __cplusplus
 #define TC_STATIC_ASSERT static_assert
@@ -66,6 +82,7 @@ typedef struct tc_copy_params {
 #endif
 TC_STATIC_ASSERT(sizeof(tc_yuv_to_rgb_params) == 136, "tc_yuv_to_rgb_params is 136 bytes");
 TC_STATIC_ASSERT(sizeof(tc_copy_params) == 64, "tc_copy_params is 64 bytes");
+TC_STATIC_ASSERT(sizeof(tc_rgb_to_nv12_params) == 80, "tc_rgb_to_nv12_params is 80 bytes");
 
 /* Suggested launch shape (any shape covering the output works; threads outside it return). */
 #define TC_KERNEL_BLOCK_X 32

@@ -62,6 +62,8 @@ extern "C" int stub_emulate_launch(const char *name, const unsigned grid[3], con
         return run(tc_convert_yuv16_to_rgb8, grid, block, params);
     if (strcmp(name, "tc_convert_yuv16_to_rgbf") == 0)
         return run(tc_convert_yuv16_to_rgbf, grid, block, params);
+    if (strcmp(name, "tc_convert_rgb8_to_nv12") == 0)
+        return run(tc_convert_rgb8_to_nv12, grid, block, params);
     if (strcmp(name, "tc_copy_strided") == 0)
         return run(tc_copy_strided, grid, block, params);
     return 500;

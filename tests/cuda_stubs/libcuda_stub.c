@@ -565,6 +565,17 @@ int cuCtxGetDevice(int *device)
     return SUCCESS;
 }
 
+/* FFmpeg's CUDA frames context (av_hwframe_ctx_init) asks for the texture alignment (attribute 14,
+ * CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT) to pitch its frames' planes; 512 as on NVIDIA GPUs. */
+int cuDeviceGetAttribute(int *value, int attribute, int device)
+{
+    if (device < 0 || device >= device_count())
+        return ERROR_INVALID_VALUE;
+    *value = attribute == 14 ? 512 : 1;
+    log_call("cuDeviceGetAttribute(%d, device=%d)\n", attribute, device);
+    return SUCCESS;
+}
+
 #ifndef STUB_NO_EXTRAS
 int cuDriverGetVersion(int *version) { *version = 12040; return SUCCESS; }
 

@@ -44,6 +44,7 @@ cdef class StreamEncoder:
     cdef bint min_duration_one          # a packet without a duration lasts one tick (video)
 
     cdef int open_codec(self) except -1
+    cdef object open_error(self, int ret)
     cdef int send(self, AVFrame *frame) except -1 nogil
 
 
@@ -79,3 +80,12 @@ cdef class AudioStreamEncoder(StreamEncoder):
     cdef int ensure_converted(self, int samples) except -1 nogil
     cdef int push(self, const uint8_t **planes, int count) except -1 nogil
     cdef int encode_fifo(self, bint final) except -1 nogil
+
+
+# What the CUDA (NVENC) stream encoder (torchcodec._cuda._nvenc) shares with the CPU one.
+cdef str c_str(const char *text)
+cdef str pixel_format_name(int pixel_format)
+cdef dict codec_options(Muxer muxer, AVCodecContext *ctx, const AVCodec *codec, object crf, object preset,
+                        dict extra_options)
+cdef int set_codec_options(AVCodecContext *ctx, const AVCodec *codec, dict options) except -1
+cdef int choose_yuv_matrix(AVCodecContext *ctx) except -1

@@ -186,6 +186,19 @@ cdef int set_codec_options(AVCodecContext *ctx, const AVCodec *codec, dict optio
     return 0
 
 
+cdef int choose_yuv_matrix(AVCodecContext *ctx) except -1:
+    """The matrix RGB frames are converted to YUV with, written into the codec context: the colorspace
+    option's (one of MATRICES), BT.601 when none was given. The same matrices on CPU (swscale) and
+    CUDA (colour.h's RGB -> YUV part)."""
+    if ctx.colorspace == lavu.AVCOL_SPC_UNSPECIFIED:
+        ctx.colorspace = <lavu.AVColorSpace>DEFAULT_MATRIX
+    if <int>ctx.colorspace not in MATRICES:
+        raise InvalidArgumentError(
+            f"cannot convert RGB to YUV with the colorspace {c_str(lavu.av_color_space_name(ctx.colorspace))}; "
+            f"use one of {', '.join(MATRICES.values())}")
+    return 0
+
+
 cdef class StreamEncoder:
     """What video and audio stream encoders share: the codec context, the send/receive loop that
     hands packets to the muxer, and the end of the stream."""
@@ -220,12 +233,18 @@ cdef class StreamEncoder:
         """Open the configured codec context and give the muxer a stream with its parameters."""
         if self.muxer.global_header:
             self.ptr.flags |= lavc.AV_CODEC_FLAG_GLOBAL_HEADER
-        cdef int ret = lavc.avcodec_open2(self.ptr, self.codec, NULL)
+        cdef int ret
+        with nogil:
+            ret = lavc.avcodec_open2(self.ptr, self.codec, NULL)
         if ret < 0:
-            raise av_exception(ret, f"avcodec_open2 failed: {av_error_string(ret)} (the {c_str(self.codec.name)} "
-                                    f"encoder refused its settings{self.describe_settings()})")
+            raise self.open_error(ret)
         self.stream = self.muxer.new_stream(self.ptr)
         return 0
+
+    cdef object open_error(self, int ret):
+        """The exception for avcodec_open2's failure ``ret``."""
+        return av_exception(ret, f"avcodec_open2 failed: {av_error_string(ret)} (the {c_str(self.codec.name)} "
+                                 f"encoder refused its settings{self.describe_settings()})")
 
     def describe_settings(self):
         return ""
@@ -437,13 +456,7 @@ cdef class VideoStreamEncoder(StreamEncoder):
             if self.ptr.colorspace == lavu.AVCOL_SPC_UNSPECIFIED:
                 self.ptr.colorspace = lavu.AVCOL_SPC_RGB
         elif not gray:
-            if self.ptr.colorspace == lavu.AVCOL_SPC_UNSPECIFIED:
-                self.ptr.colorspace = <lavu.AVColorSpace>DEFAULT_MATRIX
-            if <int>self.ptr.colorspace not in MATRICES:
-                raise InvalidArgumentError(
-                    f"swscale cannot convert RGB to YUV with the colorspace "
-                    f"{c_str(lavu.av_color_space_name(self.ptr.colorspace))}; use one of "
-                    f"{', '.join(MATRICES.values())}")
+            choose_yuv_matrix(self.ptr)
         self.dst_range = -1 if self.ptr.color_range == lavu.AVCOL_RANGE_UNSPECIFIED else \
             int(self.ptr.color_range == lavu.AVCOL_RANGE_JPEG)
         cdef SwsContext *ctx = self.scaler(PLANAR)

@@ -6,7 +6,7 @@ from libc.stdint cimport int64_t
 from torchcodec._core._demuxer cimport Demuxer, Packet
 from torchcodec._core._error cimport ErrorStash
 from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecContext, AVPacket
-from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational
+from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVRational
 
 
 cdef class PacketDecoder:
@@ -79,3 +79,7 @@ cdef class AudioPacketDecoder(PacketDecoder):
 cdef VideoPacketDecoder open_video_decoder(Demuxer demuxer, int stream_index, int num_threads,
                                            int cuda_device=*, size_t cuda_context=*)
 cdef AudioPacketDecoder open_audio_decoder(Demuxer demuxer, int stream_index)
+
+
+# An FFmpeg CUDA device over the package's context (the hwaccel decoder's, NVENC's: torchcodec._cuda._nvenc).
+cdef AVBufferRef *cuda_device_ref(int device, size_t context, size_t stream, str purpose) except NULL

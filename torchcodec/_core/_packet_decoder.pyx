@@ -37,6 +37,7 @@ cdef extern from *:
     """
     ctypedef struct tc_cuda_device_context:
         void *cuda_ctx
+        void *stream
 
 # The codec may refuse this many packets in a row (corrupt data) before decoding gives up.
 cdef int MAX_BAD_PACKETS = 100
@@ -328,6 +329,36 @@ cdef class PacketDecoder:
         self.generation = None
 
 
+cdef AVBufferRef *cuda_device_ref(int device, size_t context, size_t stream, str purpose) except NULL:
+    """A new reference to an FFmpeg CUDA device (AVHWDeviceContext) over the CUcontext ``context``
+    of cuda:``device`` (the package's retained primary context: FFmpeg creates none of its own), with
+    ``stream`` as its CUstream (0: the legacy default stream), where FFmpeg's CUDA work runs (NVENC
+    reads its input frames there). ``purpose`` ("hwaccel", "NVENC") names the user in messages."""
+    cdef AVBufferRef *device_ref = NULL
+    cdef lavu.AVHWDeviceContext *hw_device
+    cdef int ret
+    if context == 0:
+        raise ValueError(f"FFmpeg's CUDA {purpose} on cuda:{device} needs the device's CUDA context (cuda_context)")
+    device_ref = lavu.av_hwdevice_ctx_alloc(lavu.AV_HWDEVICE_TYPE_CUDA)
+    if device_ref == NULL:
+        raise MemoryError("av_hwdevice_ctx_alloc failed")
+    hw_device = <lavu.AVHWDeviceContext *>device_ref.data
+    (<tc_cuda_device_context *>hw_device.hwctx).cuda_ctx = <void *>context
+    (<tc_cuda_device_context *>hw_device.hwctx).stream = <void *>stream
+    with nogil:
+        ret = lavu.av_hwdevice_ctx_init(device_ref)
+    if ret < 0:
+        lavu.av_buffer_unref(&device_ref)
+    if ret == -1:       # what FFmpeg's copy of ffnvcodec's loader returns
+        raise RuntimeError(f"FFmpeg could not load libcuda.so.1, or a function it needs from it, for its "
+                           f"CUDA {purpose} on cuda:{device} (no NVIDIA driver, or one too old for this FFmpeg)")
+    if ret < 0:
+        raise RuntimeError(f"FFmpeg could not use CUDA device cuda:{device} for its {purpose} "
+                           f"(av_hwdevice_ctx_init: {av_error_string(ret)}); "
+                           f"torchcodec.set_log_level('error') shows FFmpeg's own message")
+    return device_ref
+
+
 cdef class VideoPacketDecoder(PacketDecoder):
     """Decodes the packets of one video stream into :class:`RawFrame`\\ s (pixels as the codec made
     them: no conversion). Built by ``VideoStream.make_decoder()``.
@@ -365,30 +396,10 @@ cdef class VideoPacketDecoder(PacketDecoder):
 
     cdef int use_cuda_device(self, int device, size_t context) except -1:
         """Decode with FFmpeg's CUDA hwaccel on cuda:``device``, in the CUcontext ``context``."""
-        cdef AVBufferRef *device_ref = NULL
-        cdef lavu.AVHWDeviceContext *hw_device
-        cdef int ret
         reason = cuda_hwaccel_unavailable_reason()
         if reason is not None:
             raise RuntimeError(reason)
-        if context == 0:
-            raise ValueError(f"the CUDA hwaccel on cuda:{device} needs the device's CUDA context (cuda_context)")
-        device_ref = lavu.av_hwdevice_ctx_alloc(lavu.AV_HWDEVICE_TYPE_CUDA)
-        if device_ref == NULL:
-            raise MemoryError("av_hwdevice_ctx_alloc failed")
-        hw_device = <lavu.AVHWDeviceContext *>device_ref.data
-        (<tc_cuda_device_context *>hw_device.hwctx).cuda_ctx = <void *>context
-        with nogil:
-            ret = lavu.av_hwdevice_ctx_init(device_ref)
-        if ret < 0:
-            lavu.av_buffer_unref(&device_ref)
-        if ret == -1:       # what FFmpeg's copy of ffnvcodec's loader returns
-            raise RuntimeError(f"FFmpeg could not load libcuda.so.1, or a function it needs from it, for its "
-                               f"CUDA hwaccel on cuda:{device} (no NVIDIA driver, or one too old for this FFmpeg)")
-        if ret < 0:
-            raise RuntimeError(f"FFmpeg could not use CUDA device cuda:{device} for its hwaccel "
-                               f"(av_hwdevice_ctx_init: {av_error_string(ret)}); "
-                               f"torchcodec.set_log_level('error') shows FFmpeg's own message")
+        cdef AVBufferRef *device_ref = cuda_device_ref(device, context, 0, "hwaccel")
         self.ptr.hw_device_ctx = device_ref          # the codec context owns the reference now
         self.ptr.get_format = choose_cuda_format
         self.device = f"cuda:{device}"

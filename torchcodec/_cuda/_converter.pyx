@@ -37,7 +37,7 @@ from torchcodec._core._frame_converter cimport FrameConverter
 from torchcodec._core._raw_frames cimport RawFrame
 from torchcodec._cuda._device_frame cimport download_frame
 from torchcodec._cuda._driver cimport (CudaContext, CudaDriver, CudaModule, FrameSync, check_cu, check_cu_nogil,
-                                            stream_wait_event)
+                                            launch_kernel, stream_wait_event)
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._cuda cimport driver as cu
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -257,11 +257,7 @@ cdef class CudaConverter(FrameConverter):
 
     cdef int launch(self, cu.CUfunction function, unsigned grid_x, unsigned grid_y, void *params) except -1 nogil:
         """Launch ``function`` on the stream with its one by-value parameter struct ``params``."""
-        cdef void *args[1]
-        args[0] = params
-        cdef cu.CUresult ret = self.driver.ptr.cuLaunchKernel(function, grid_x, grid_y, 1, TC_KERNEL_BLOCK_X,
-                                                              TC_KERNEL_BLOCK_Y, 1, 0, self.stream, args, NULL)
-        return check_cu_nogil(self.driver, ret, "cuLaunchKernel")
+        return launch_kernel(self.driver, function, grid_x, grid_y, self.stream, params)
 
     cdef int upload_planes(self, const AVFrame *frame, int num_planes, const int *plane_rows,
                            const size_t *plane_bytes, cu.CUdeviceptr *planes, Py_ssize_t *pitches) except -1 nogil:

@@ -59,4 +59,6 @@ cdef object stashed_cuda_error(int ret, const char *where)
 cdef int check_cu(CudaDriver driver, cu.CUresult ret, const char *where) except -1
 cdef int check_cu_nogil(CudaDriver driver, cu.CUresult ret, const char *where) except -1 nogil
 cdef int stream_wait_event(CudaDriver driver, cu.CUstream stream, cu.CUevent event) except -1 nogil
+cdef int launch_kernel(CudaDriver driver, cu.CUfunction function, unsigned grid_x, unsigned grid_y,
+                       cu.CUstream stream, void *params) except -1 nogil
 cpdef CudaDriver load_driver()

@@ -31,6 +31,12 @@ from torchcodec._cuda cimport nvcuvid as cuvid
 #: The driver functions looked up with dlsym because ffnvcodec's table lacks them.
 EXTRAS = ("cuStreamWaitEvent", "cuMemAllocAsync", "cuMemFreeAsync", "cuDriverGetVersion", "cuCtxSynchronize")
 
+
+cdef extern from "torchcodec/kernels.h" nogil:
+    enum:
+        TC_KERNEL_BLOCK_X
+        TC_KERNEL_BLOCK_Y
+
 cdef int CUDA_ERROR_NO_DEVICE = 100
 
 
@@ -87,6 +93,17 @@ cdef int stream_wait_event(CudaDriver driver, cu.CUstream stream, cu.CUevent eve
     if driver.cuStreamWaitEvent != NULL:
         return check_cu_nogil(driver, driver.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
     return check_cu_nogil(driver, driver.ptr.cuEventSynchronize(event), "cuEventSynchronize")
+
+
+cdef int launch_kernel(CudaDriver driver, cu.CUfunction function, unsigned grid_x, unsigned grid_y,
+                       cu.CUstream stream, void *params) except -1 nogil:
+    """Launch ``function`` (a kernel of kernels/*.cu) on ``stream`` with its one by-value parameter
+    struct ``params``, in blocks of TC_KERNEL_BLOCK_X x TC_KERNEL_BLOCK_Y threads; checked."""
+    cdef void *args[1]
+    args[0] = params
+    return check_cu_nogil(driver, driver.ptr.cuLaunchKernel(function, grid_x, grid_y, 1, TC_KERNEL_BLOCK_X,
+                                                            TC_KERNEL_BLOCK_Y, 1, 0, stream, args, NULL),
+                          "cuLaunchKernel")
 
 
 cdef str loader_message(cu.tc_loader_log *log):

@@ -28,7 +28,7 @@ cdef extern from *:
 #: Kernel (extern "C" function) names of each fatbin.
 KERNELS = {
     "colour": ("tc_convert_yuv8_to_rgb8", "tc_convert_yuv8_to_rgbf",
-               "tc_convert_yuv16_to_rgb8", "tc_convert_yuv16_to_rgbf"),
+               "tc_convert_yuv16_to_rgb8", "tc_convert_yuv16_to_rgbf", "tc_convert_rgb8_to_nv12"),
     "copy": ("tc_copy_strided",),
 }
 #: Real architectures with SASS in every fatbin (75 for sm_75, ...).

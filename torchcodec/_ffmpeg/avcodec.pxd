@@ -2,7 +2,7 @@
 from libc.stdint cimport int64_t, uint8_t
 from torchcodec._ffmpeg.avutil cimport (
     AVChannelLayout, AVClass, AVColorPrimaries, AVColorRange, AVColorSpace, AVColorTransferCharacteristic,
-    AVBufferRef, AVDictionary, AVFrame, AVMediaType, AVPixelFormat, AVRational, AVSampleFormat,
+    AVBufferRef, AVDictionary, AVFrame, AVHWDeviceType, AVMediaType, AVPixelFormat, AVRational, AVSampleFormat,
 )
 
 
@@ -52,6 +52,12 @@ cdef extern from "libavcodec/codec.h" nogil:
     const AVCodec *avcodec_find_encoder(AVCodecID id)
     const AVCodec *avcodec_find_encoder_by_name(const char *name)
     int av_codec_is_encoder(const AVCodec *codec)
+    const AVCodec *av_codec_iterate(void **opaque)
+    ctypedef struct AVCodecHWConfig:
+        AVPixelFormat pix_fmt
+        int methods
+        AVHWDeviceType device_type
+    const AVCodecHWConfig *avcodec_get_hw_config(const AVCodec *codec, int index)
 
 
 cdef extern from "libavcodec/codec_par.h" nogil:
@@ -119,6 +125,7 @@ cdef extern from "libavcodec/avcodec.h" nogil:
         int width
         int height
         AVPixelFormat pix_fmt
+        AVPixelFormat sw_pix_fmt
         AVColorRange color_range
         AVColorSpace colorspace
         int thread_count

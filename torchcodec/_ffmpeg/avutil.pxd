@@ -301,3 +301,6 @@ cdef extern from "libavutil/hwcontext.h" nogil:
     AVHWDeviceType av_hwdevice_iterate_types(AVHWDeviceType prev)
     AVBufferRef *av_hwdevice_ctx_alloc(AVHWDeviceType type)
     int av_hwdevice_ctx_init(AVBufferRef *ref)
+    AVBufferRef *av_hwframe_ctx_alloc(AVBufferRef *device_ctx)
+    int av_hwframe_ctx_init(AVBufferRef *ref)
+    int av_hwframe_get_buffer(AVBufferRef *hwframe_ctx, AVFrame *frame, int flags)

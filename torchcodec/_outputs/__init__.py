@@ -221,8 +221,9 @@ class Adapter:
         raise TypeError(f"{name} must be a numpy array, a torch tensor or a{' writable' if writable else 'n array or'} "
                         f"buffer, not {type(obj).__name__}")
 
-    def describe_cuda(self, obj: Any, device_index: int) -> Memory:
-        """The memory of a CUDA ``out=`` on cuda:``device_index`` and the stream to write it on."""
+    def describe_cuda(self, obj: Any, device_index: int, writable: bool = True) -> Memory:
+        """The memory of a CUDA ``out=`` on cuda:``device_index`` and the stream to write it on
+        (``writable`` False: an encoder's input, only read, and the stream that wrote it)."""
         raise TypeError(f"out= for a CUDA decoder must be a CUDA torch.Tensor, a cupy array, a DeviceBuffer or an "
                         f"object with __cuda_array_interface__, not {type(obj).__name__}")
 
@@ -285,9 +286,9 @@ def is_buffer(obj: Any) -> bool:
 
 def is_array(obj: Any) -> bool:
     """Whether ``obj`` is an array torchcodec can read: of a library it knows, or with
-    ``__array_interface__``, DLPack or the buffer protocol."""
+    ``__array_interface__``, ``__cuda_array_interface__``, DLPack or the buffer protocol."""
     return (adapter_of(obj) is not None or hasattr(obj, "__array_interface__") or hasattr(obj, "__dlpack__")
-            or is_buffer(obj))
+            or hasattr(obj, "__cuda_array_interface__") or is_buffer(obj))
 
 
 # ---- outputs ----------------------------------------------------------------------------------------
@@ -362,6 +363,14 @@ def describe(obj: Any, *, writable: bool = True, name: str = "out=") -> Memory:
     unsupported arrays.
     """
     return _adapter_for(obj).describe(obj, writable, name)
+
+
+def describe_cuda(obj: Any, device_index: int, *, writable: bool = True) -> Memory:
+    """The memory of ``obj`` on cuda:``device_index`` (a CUDA torch.Tensor, a cupy array, a
+    DeviceBuffer, anything with ``__cuda_array_interface__``) and its stream, as for a CUDA ``out=``
+    (see :func:`describe_out`); ``writable`` False: it is only read (an encoder's input), so
+    read-only memory is accepted. ``finish()`` after the engine queued its work."""
+    return _adapter_for(obj).describe_cuda(obj, device_index, writable)
 
 
 def describe_out(out: Any, shape: tuple[int, ...], dtype: str, *, dimension_order: str = "NHWC",

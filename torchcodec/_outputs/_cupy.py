@@ -29,10 +29,10 @@ class Cupy(Adapter):
     def describe(self, obj: Any, writable: bool, name: str) -> Memory:
         raise TypeError(f"{name} must be in CPU memory; this is a cupy array on cuda:{obj.device.id}")
 
-    def describe_cuda(self, obj: Any, device_index: int) -> Memory:
+    def describe_cuda(self, obj: Any, device_index: int, writable: bool = True) -> Memory:
         if obj.device.id != device_index:
             raise wrong_device(obj, f"cuda:{obj.device.id}", device_index)
-        if not obj.flags.writeable:
+        if writable and not obj.flags.writeable:
             raise ValueError("out= is read-only")
         cupy = self.library()
         with cupy.cuda.Device(device_index):

@@ -57,7 +57,7 @@ class DeviceBufferAdapter(Adapter):
                      dtype: str) -> Any:
         return obj.as_strided(shape, strides, dtype=dtype, offset=address - obj.ptr)
 
-    def describe_cuda(self, obj: Any, device_index: int) -> Memory:
+    def describe_cuda(self, obj: Any, device_index: int, writable: bool = True) -> Memory:
         if obj.device != device_index:
             raise wrong_device(obj, f"cuda:{obj.device}", device_index)
         return _memory(obj, obj.stream)

@@ -44,7 +44,10 @@ class Jax(Adapter):
             raise TypeError(f"{name} cannot be a jax array: jax arrays are immutable")
         return host_memory(obj, writable, name)
 
-    def describe_cuda(self, obj: Any, device_index: int) -> Memory:
+    def describe_cuda(self, obj: Any, device_index: int, writable: bool = True) -> Memory:
+        if not writable:
+            raise TypeError("jax CUDA arrays are not read in place (jax exports no CUDA stream or address): "
+                            "pass a torch or cupy array (cupy.from_dlpack(x) shares the memory)")
         raise TypeError("out= cannot be a jax array: jax arrays are immutable")
 
     def device_of(self, obj: Any) -> str:

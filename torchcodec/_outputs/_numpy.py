@@ -36,7 +36,7 @@ class Numpy(Adapter):
             raise ValueError(f"{name} is read-only")
         return _memory(obj)
 
-    def describe_cuda(self, obj: Any, device_index: int) -> Memory:
+    def describe_cuda(self, obj: Any, device_index: int, writable: bool = True) -> Memory:
         raise TypeError("out= for a CUDA decoder must be in GPU memory; this is a numpy array (decode with "
                         "device='cpu' to write into it)")
 

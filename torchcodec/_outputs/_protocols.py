@@ -104,18 +104,18 @@ class Protocols(Adapter):
                                writable, name)
         return host_memory(obj, writable, name)
 
-    def describe_cuda(self, obj: Any, device_index: int) -> Memory:
+    def describe_cuda(self, obj: Any, device_index: int, writable: bool = True) -> Memory:
         """Any object with __cuda_array_interface__: on its v3 stream, or after one defensive
         synchronisation (the producer's stream is unknown), on the legacy default stream."""
         interface = getattr(obj, "__cuda_array_interface__", None)
         if interface is None:
-            return super().describe_cuda(obj, device_index)
+            return super().describe_cuda(obj, device_index, writable)
         if hasattr(obj, "__dlpack_device__"):
             device = tuple(obj.__dlpack_device__())
             if device != (2, device_index):
                 raise wrong_device(obj, f"DLPack device {device}", device_index)
         address, readonly = interface["data"]
-        if readonly:
+        if readonly and writable:
             raise ValueError("out= is read-only (its __cuda_array_interface__ says so)")
         dtype, itemsize = typestr_dtype(interface["typestr"])
         shape = tuple(interface["shape"])

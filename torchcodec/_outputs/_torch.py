@@ -83,10 +83,10 @@ class Torch(Adapter):
             raise ValueError(f"{name} must not require grad")
         return _memory(obj)
 
-    def describe_cuda(self, obj: Any, device_index: int) -> Memory:
+    def describe_cuda(self, obj: Any, device_index: int, writable: bool = True) -> Memory:
         if obj.device.type != "cuda" or obj.device.index != device_index:
             raise wrong_device(obj, str(obj.device), device_index)
-        if obj.requires_grad:
+        if writable and obj.requires_grad:
             raise ValueError("out= must not require grad")
         return _memory(obj, self.library().cuda.current_stream(device_index).cuda_stream)
 

@@ -3,7 +3,7 @@ memory (address, shape, byte strides, extent) the engine reads. Arrays of any li
 knows (numpy, torch, jax, the buffer protocol), contiguous or strided; nothing is copied here."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from torchcodec import _outputs
 from torchcodec._core._error import InvalidArgumentError
@@ -48,9 +48,17 @@ def read(data: Any, what: str) -> _outputs.Memory:
         raise InvalidArgumentError(str(error)) from None
 
 
-def frames_input(frames: Any) -> _outputs.Memory:
-    """Check (N, 3, H, W) uint8 CPU frames, as TorchCodec's encoder does, and locate them."""
-    memory = read(frames, "frames")
+def frames_input(frames: Any, device_index: Optional[int] = None) -> _outputs.Memory:
+    """Check (N, 3, H, W) uint8 frames, as TorchCodec's encoder does, and locate them: in CPU memory,
+    or (``device_index``) on that GPU, with the stream that wrote them (``Memory.stream``; call
+    ``finish()`` once the engine has queued its reads)."""
+    if device_index is None:
+        memory = read(frames, "frames")
+    else:
+        try:
+            memory = _outputs.describe_cuda(frames, device_index, writable=False)
+        except (TypeError, ValueError) as error:
+            raise InvalidArgumentError(str(error)) from None
     if memory.dtype != "uint8":
         raise InvalidArgumentError(f"frames must have uint8 dtype, got {_dtype(frames)}")
     if len(memory.shape) != 4:

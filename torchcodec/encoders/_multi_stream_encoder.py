@@ -20,7 +20,7 @@ from torchcodec._core._encoder import AudioStreamEncoder, VideoStreamEncoder
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec._cuda import _backend
 from torchcodec._core._muxer import Muxer
-from torchcodec.encoders import _inputs
+from torchcodec.encoders import _inputs, _nvenc
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -53,10 +53,15 @@ class VideoStream:
         on the device given there; any array library, any memory layout (read in place)."""
         with self._encoder._using("add frames", "addFrames"):
             expected, actual = self._spec["device"], _outputs.device_of(frames)
-            if (expected == "cpu") != (actual == "cpu"):
+            if expected != actual:
                 raise InvalidArgumentError(f"All frames must be on the same device. Expected {expected}, got {actual}")
-            frames_in = _inputs.frames_input(frames)
-            self._engine.add_frames(frames_in.address, frames_in.shape, frames_in.strides, *frames_in.extent())
+            if expected == "cpu":
+                frames_in = _inputs.frames_input(frames)
+                self._engine.add_frames(frames_in.address, frames_in.shape, frames_in.strides, *frames_in.extent())
+            else:
+                frames_in = _inputs.frames_input(frames, device_index=_nvenc.device_index(self._spec))
+                self._engine.add_frames(frames_in.address, frames_in.shape, frames_in.strides, frames_in.stream or 0)
+                frames_in.finish()
 
 
 class AudioStream:
@@ -132,7 +137,9 @@ class Encoder:
         first. ``crf``, ``preset``: the codec's options of those names (ignored, with a warning,
         by codecs without them). ``extra_options``: more codec or container options (``{"tune":
         "film", "g": 60, "movflags": "+faststart"}``); unknown names are an error at open time.
-        Must be called before the encoder is opened."""
+        ``device``: "cpu" (default), or "cuda"/"cuda:N": frames on that GPU (torch, cupy, any
+        ``__cuda_array_interface__``), encoded by NVENC (h264_nvenc for mp4/mov/mkv by default,
+        hevc_nvenc/av1_nvenc by ``codec``; NV12 only). Must be called before the encoder is opened."""
         self._check_new("add_video")
         if height <= 0:
             raise InvalidArgumentError(f"height must be > 0, got {height}")
@@ -145,8 +152,7 @@ class Encoder:
                     preset=str(preset) if isinstance(preset, int) else preset,
                     extra_options=_options(extra_options))
         if spec["device"] != "cpu":
-            from torchcodec.encoders._nvenc import check_cuda_video
-            check_cuda_video(spec)
+            _nvenc.check_cuda_video(spec)
         stream = VideoStream(self, spec)
         self._videos.append(stream)
         return stream
@@ -199,8 +205,7 @@ class Encoder:
             for stream in self._videos:
                 spec = stream._spec
                 if spec["device"] != "cpu":
-                    from torchcodec.encoders._nvenc import cuda_video_engine
-                    stream._engine = cuda_video_engine(muxer, spec)
+                    stream._engine = _nvenc.cuda_video_engine(muxer, spec)
                 else:
                     stream._engine = VideoStreamEncoder(
                         muxer, spec["width"], spec["height"], spec["frame_rate"], spec["codec"],
