@@ -200,6 +200,8 @@ class Measurement:
     variant: str | None = None
     times_s: list[float] = field(default_factory=list)
     check: dict[str, Any] | None = None
+    peak_rss_mb: float | None = None   # the process's peak resident memory during a repeat (largest)
+    added_rss_mb: float | None = None  # that peak less the resident memory before the repeat
 
     @property
     def median_s(self) -> float | None:
@@ -233,6 +235,7 @@ class Peer:
 
     key: str = ""  # selector for --peers
     name: str = ""  # label in the table
+    in_process = True  # runs in this Python process, so its memory shows in the RSS columns
     seek_mode: str | None = None
 
     def unavailable_reason(self) -> str | None:
@@ -327,6 +330,7 @@ class TorchCodecApiPeer(Peer):
         count = len(decoder)
         batch = None
         for start in range(0, count, BATCH_SIZE):
+            batch = None  # one batch alive at a time, so that the RSS columns show one batch's cost
             batch = decoder.get_frames_in_range(start, min(start + BATCH_SIZE, count))
         return batch
 
@@ -910,6 +914,7 @@ class FFmpegCliPeer(Peer):
     """The ffmpeg command line, net of process start (a 1-frame run is subtracted)."""
 
     key = "ffmpeg"
+    in_process = False  # a child process: its memory is not this process's
 
     def __init__(self, to_rgb: bool):
         self.to_rgb = to_rgb
@@ -992,6 +997,25 @@ def ffmpeg_cli_version() -> str:
 # --------------------------------------------------------------------------------------------
 
 
+def resident_kb() -> tuple[int, int] | None:
+    """(VmRSS, VmHWM) of this process in kB (Linux), or None where /proc cannot tell."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines()
+                      if line.startswith(("VmRSS", "VmHWM")))
+        return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def reset_peak_rss() -> bool:
+    """Set this process's peak RSS (VmHWM) back to its current RSS: Linux's clear_refs value 5."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
 def time_once(task: Task) -> tuple[float, Any]:
     """Run the task once with the garbage collector off; return (seconds, result)."""
     gc.collect()
@@ -1039,6 +1063,7 @@ class Prepared:
     done: int = 0
     start_cost_s: float = 0.0  # subtracted from every time (process start of the CLI)
     remote_id: int | None = None  # set when the task lives in the TorchCodec worker
+    measure_rss: bool = False  # the task's memory is this process's (see Peer.in_process)
 
     @property
     def pending(self) -> bool:
@@ -1048,13 +1073,22 @@ class Prepared:
         self.row.status, self.row.times_s = "error", []
         self.row.note = f"{type(exc).__name__}: {exc}"[:300]
 
+    def record_rss(self, peak_mb: float, added_mb: float) -> None:
+        row = self.row
+        row.peak_rss_mb = peak_mb if row.peak_rss_mb is None else max(row.peak_rss_mb, peak_mb)
+        row.added_rss_mb = added_mb if row.added_rss_mb is None else max(row.added_rss_mb, added_mb)
+
     def run_once(self) -> None:
         """One timed repeat of a local task."""
         self.done += 1
         try:
+            before = resident_kb() if self.measure_rss and reset_peak_rss() else None
             elapsed, result = time_once(self.task)
+            after = resident_kb() if before is not None else None
             del result
             self.row.times_s.append(elapsed - self.start_cost_s)
+            if before is not None and after is not None:
+                self.record_rss(after[1] / 1024, (after[1] - before[0]) / 1024)
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)
             self.fail(exc)
@@ -1063,7 +1097,8 @@ class Prepared:
 def prepare_measurement(peer: Peer, workload: Workload, job: VideoJob, threads: int,
                         settings: RunSettings, record_frames: FrameRecorder | None) -> Prepared:
     """Build, warm up and frame-check one peer's task for a workload at a thread count."""
-    prepared = Prepared(Measurement(workload.name, threads, peer.name, peer.seek_mode))
+    prepared = Prepared(Measurement(workload.name, threads, peer.name, peer.seek_mode),
+                        measure_rss=peer.in_process)
     row = prepared.row
     reason = peer.unavailable_reason()
     if reason:
@@ -1553,7 +1588,8 @@ def ratio_against(row: Measurement, rows: list[Measurement], baseline: str) -> s
 
 
 def format_table(rows: list[Measurement], baseline: str) -> str:
-    header = ("workload", "thr", "peer", "best ms", "median ms", "N", f"peer/{baseline}", "note")
+    header = ("workload", "thr", "peer", "best ms", "median ms", "N", f"peer/{baseline}", "peak RSS MB",
+              "+RSS MB", "note")
     lines: list[tuple[str, ...] | None] = []
     for workload in WORKLOADS.values():
         for threads in dict.fromkeys(r.threads for r in rows):
@@ -1566,7 +1602,7 @@ def format_table(rows: list[Measurement], baseline: str) -> str:
               for c in range(len(header) - 1)]
 
     def render(cells: tuple[str, ...]) -> str:
-        padded = [cells[c].rjust(widths[c]) if 3 <= c <= 6 else cells[c].ljust(widths[c])
+        padded = [cells[c].rjust(widths[c]) if 3 <= c <= 8 else cells[c].ljust(widths[c])
                   for c in range(len(widths))]
         return "  ".join(padded + [cells[-1]]).rstrip()
 
@@ -1581,7 +1617,8 @@ def format_line(row: Measurement, title: str, rows: list[Measurement], baseline:
         note = row.note
     else:
         times, note = (row.status, "", ""), f"({row.note})"
-    return (title, str(row.threads), row.peer, *times, ratio_against(row, rows, baseline), note)
+    memory = (f"{row.peak_rss_mb:.0f}", f"{row.added_rss_mb:.0f}") if row.peak_rss_mb is not None else ("", "")
+    return (title, str(row.threads), row.peer, *times, ratio_against(row, rows, baseline), *memory, note)
 
 
 def format_checks(rows: list[Measurement]) -> str:
@@ -1621,6 +1658,9 @@ def format_report(machine: dict[str, Any], job: VideoJob, peers: dict[str, str],
         " ours and TorchCodec in NCHW, the others HWC.",
         f"Ratio: peer best / {baseline} best (same workload, threads and seek mode);"
         f" > 1 means {baseline} is faster.",
+        "Memory: peak RSS MB is the process's largest resident memory during a repeat (its peak is"
+        " reset before each: /proc/self/clear_refs); +RSS MB is that peak less the resident memory"
+        " before the repeat (what the work itself held). Blank for the CLI (another process).",
     ]
     if baseline != "ours":
         lines.append("NOTE: our package produced no numbers, so ratios are against TorchCodec.")
