@@ -2,7 +2,7 @@
 """Image decoding speed against TorchCodec 0.17, torchvision.io, Pillow and OpenCV, in one run.
 
     .venv/bin/python -P tools/bench_images.py [--repeats 3] [--threads 2] [--corpus DIR]
-        [--tc-python /work/tcvenv/bin/python] [--only jpeg,png,webp]
+        [--tc-python /work/tcvenv/bin/python] [--only jpeg,png,webp] [--ceiling]
 
 Workloads (the corpus is made once with ffmpeg and Pillow and cached in --corpus): 500 1080p JPEGs
 at quality 90, 500 1080p PNGs (Pillow's default level), 100 1080p lossy WebPs (quality 80); each
@@ -155,6 +155,37 @@ def timed(function: Callable[[list[bytes]], Any], items: list[bytes]) -> tuple[f
     return time.perf_counter() - start, time.process_time() - cpu
 
 
+def ceiling(kind: str, files: list[Path], processes: int) -> float:
+    """How much faster `processes` separate processes decode the images than one, each decoding
+    the whole list one image at a time (ours): the most that threads in one process could gain on
+    this machine, whose cores may share caches, memory bandwidth or a physical core."""
+    script = ("import sys, time\n"
+              "from pathlib import Path\n"
+              "from torchcodec.decoders import decode_image\n"
+              "items = [Path(p).read_bytes() for p in sys.argv[1:]]\n"
+              "import numpy\n"
+              "decode_image(numpy.frombuffer(items[0], numpy.uint8))\n"
+              "sys.stdout.write('ready\\n'); sys.stdout.flush(); sys.stdin.readline()\n"
+              "start = time.perf_counter()\n"
+              "for data in items:\n"
+              "    decode_image(numpy.frombuffer(data, numpy.uint8))\n"
+              "print(time.perf_counter() - start)\n")
+
+    def run(count: int) -> float:
+        children = [subprocess.Popen([sys.executable, "-P", "-c", script, *map(str, files)], text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(count)]
+        for child in children:          # all loaded and warm before any starts: they run together
+            assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        start = time.perf_counter()
+        for child in children:
+            child.communicate("go\n")
+        return time.perf_counter() - start
+
+    one = min(run(1) for _ in range(2))
+    together = min(run(processes) for _ in range(2))
+    return processes * one / together
+
+
 def worker() -> int:
     """Inside TorchCodec's venv: {"kind", "workload", "threads", "files"} per line in, seconds out."""
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
@@ -204,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                         / "bench_images")
     parser.add_argument("--tc-python", default="/work/tcvenv/bin/python", help="a Python with TorchCodec 0.17")
     parser.add_argument("--only", default="jpeg,png,webp")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="also measure the machine's own limit: --threads processes decoding at once vs one")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -252,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((kind, len(files), workload, name, wall, cpu, wall / mine[0], cpu / mine[1]))
         single = next(r[4] for r in rows if r[0] == kind and r[2] == "single" and r[3] == "torchcodec (ours)")
         batch = next(r[4] for r in rows if r[0] == kind and r[2] == "batch" and r[3] == "torchcodec (ours)")
-        speedups.append((kind, single / batch))
+        speedups.append((kind, single / batch, ceiling(kind, files, args.threads) if args.ceiling else None))
     if tc is not None:
         tc.close()
     print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n")
@@ -263,8 +296,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {kind} | {count} | {workload_name[workload]} | {name} | {wall:.3f} | {count / wall:.1f} | "
               f"{cpu:.3f} | {wall_ratio:.2f} | {cpu_ratio:.2f} |")
     print()
-    for kind, speedup in speedups:
-        print(f"{kind}: torchcodec (ours) batch of {args.threads} threads vs one at a time: {speedup:.2f}x")
+    for kind, speedup, limit in speedups:
+        print(f"{kind}: torchcodec (ours) batch of {args.threads} threads vs one at a time: {speedup:.2f}x"
+              + (f"; {args.threads} processes at once vs one (the machine's limit): {limit:.2f}x"
+                 if limit is not None else ""))
     return 0
 
 
