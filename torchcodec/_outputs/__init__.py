@@ -26,6 +26,7 @@ from __future__ import annotations
 import array
 import contextlib
 import contextvars
+import functools
 import importlib
 import importlib.util
 import sys
@@ -43,11 +44,22 @@ _current: contextvars.ContextVar[str] = contextvars.ContextVar("torchcodec_bridg
 
 # ---- the bridge ---------------------------------------------------------------------------------
 
+@functools.cache
+def _findable(package: str) -> bool:
+    return importlib.util.find_spec(package) is not None
+
+
+def installed(package: str) -> bool:
+    """Whether ``package`` can be imported: imported already, or found by the import system (asked
+    once per process; each find_spec walks sys.path, ~40 us, which was paid for every frame)."""
+    return package in sys.modules or _findable(package)
+
+
 def resolve(name: str) -> str:
-    """A bridge name with "auto" resolved: torch when ``importlib.util.find_spec("torch")`` finds it,
-    else numpy. The one place that decides what "auto" means."""
+    """A bridge name with "auto" resolved: torch when it is installed (:func:`installed`), else
+    numpy. The one place that decides what "auto" means."""
     if name == "auto":
-        return "torch" if importlib.util.find_spec("torch") is not None else "numpy"
+        return "torch" if installed("torch") else "numpy"
     return name
 
 
@@ -55,7 +67,7 @@ def _check(name: str) -> str:
     if name not in BRIDGES:
         raise ValueError(f"unknown bridge {name!r}; choose one of {', '.join(BRIDGES)}")
     resolved = resolve(name)
-    if importlib.util.find_spec(_PACKAGES[resolved]) is None:
+    if not installed(_PACKAGES[resolved]):
         raise ImportError(f"the {resolved!r} bridge needs the {resolved} package: pip install {_PACKAGES[resolved]}")
     return name
 
@@ -319,7 +331,7 @@ def allocate(shape: tuple[int, ...], dtype: str, *, device_index: Optional[int] 
     if dtype not in CUDA_DTYPES:
         raise ValueError(f"CUDA outputs are {', '.join(CUDA_DTYPES)}, not {dtype!r}")
     if adapter is _numpy.NUMPY:           # numpy has no CUDA arrays: cupy's, else torchcodec's own
-        adapter = _cupy.CUPY if importlib.util.find_spec("cupy") is not None else _device_buffer.DEVICE_BUFFER
+        adapter = _cupy.CUPY if installed("cupy") else _device_buffer.DEVICE_BUFFER
     return adapter.empty_cuda(tuple(shape), dtype, device_index)
 
 
@@ -420,7 +432,7 @@ def dtype_name(dtype: Any) -> str:
     adapter = adapter_of(dtype, "dtype")
     if adapter is not None:
         return adapter.dtype_name(dtype)
-    if importlib.util.find_spec("numpy") is not None:
+    if installed("numpy"):
         try:
             return _numpy.NUMPY.dtype_name(dtype)
         except TypeError:
