@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import reference
+from examples_runner import EXAMPLES, import_example, run_example
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 VIDEOS = ["h264_bframes.mp4", "hevc_bframes.mp4", "h264_rotate90.mp4", "vp9.webm"]
 SOUNDS = ["mp3_stereo_44100.mp3", "wav_s16_stereo_44100.wav", "flac_s24_stereo_88200.flac", "aac_stereo_48000.m4a"]
 
@@ -28,23 +26,6 @@ def folder_of(media, tmp_path: pathlib.Path, name: str, files: list[str]) -> pat
         os.symlink(media[file], folder / file)
     (folder / "notes.txt").write_text("not media")
     return folder
-
-
-def run_example(name: str, *args: str, cwd: pathlib.Path) -> list[str]:
-    # Run away from the source tree: Ray's workers put their working directory on sys.path, where
-    # the source tree's torchcodec (no compiled modules) would shadow the installed one.
-    result = subprocess.run([sys.executable, "-P", str(EXAMPLES / name), *args], capture_output=True, text=True,
-                            timeout=600, cwd=cwd)
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()
-
-
-def import_example(name: str):
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.remove(str(EXAMPLES))
 
 
 def cli_indices(path, pts_seconds) -> list[int]:
@@ -63,8 +44,10 @@ def resized_cli_frames(path, size):
 def test_ray_data_pipeline_decodes_the_cli_frames_of_every_clip(media, tmp_path, monkeypatch):
     ray = pytest.importorskip("ray")
     folder = folder_of(media, tmp_path, "videos", VIDEOS)
+    # Run away from the source tree: Ray's workers put their working directory on sys.path, where
+    # the source tree's torchcodec (no compiled modules) would shadow the installed one.
     lines = run_example("ray_data_pipeline.py", str(folder), "--clips", "2", "--frames", "4", "--size", "48", "60",
-                        cwd=tmp_path)
+                        cwd=tmp_path, timeout=600)
     assert lines[-1] == "4 videos, 8 clips"
     assert [line.split(":")[0] for line in lines[:-1]] == sorted(VIDEOS)
     assert all("clips (2, 4, 48, 60, 3) uint8" in line for line in lines[:-1])
@@ -92,7 +75,7 @@ def test_ray_data_pipeline_decodes_the_cli_frames_of_every_clip(media, tmp_path,
 def test_dask_job_summarises_the_cli_frames(media, tmp_path):
     pytest.importorskip("dask")
     folder = folder_of(media, tmp_path, "videos", VIDEOS)
-    lines = run_example("dask_job.py", str(folder), "--clips", "2", "--frames", "4", "--chunk", "16", cwd=tmp_path)
+    lines = run_example("dask_job.py", str(folder), "--clips", "2", "--frames", "4", "--chunk", "16", cwd=tmp_path, timeout=600)
     assert len(lines) == len(VIDEOS) + 1
 
     example = import_example("dask_job")
@@ -126,7 +109,7 @@ def test_hf_datasets_columns_are_decoded_by_this_package(media, tmp_path):
     videos = folder_of(media, tmp_path, "videos", VIDEOS)
     sounds = folder_of(media, tmp_path, "sounds", SOUNDS)
     lines = run_example("hf_datasets_column.py", str(videos), str(sounds), "--sampling-rate", "16000",
-                        cwd=tmp_path)
+                        cwd=tmp_path, timeout=600)
     assert len(lines) == len(VIDEOS) + len(SOUNDS)
     assert all("torchcodec.decoders._video_decoder.VideoDecoder" in line for line in lines[:len(VIDEOS)])
 
