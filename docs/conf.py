@@ -26,10 +26,9 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
-# Pages link to files of the repository outside docs/ (examples/, tools/): those are not documents.
 # Pygments' meson lexer stumbles on `x[0]` in docs/cython_api.md's meson.build (it then highlights
-# in relaxed mode): not a documentation error.
-suppress_warnings = ["myst.xref_missing", "misc.highlighting_failure"]
+# in relaxed mode): not a documentation error. Every other warning fails the build.
+suppress_warnings = ["misc.highlighting_failure"]
 
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
 autodoc_member_order = "bysource"
