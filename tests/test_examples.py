@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import pathlib
 import subprocess
 import sys
 
@@ -10,8 +9,7 @@ import numpy as np
 import pytest
 
 import reference
-
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+from examples_runner import EXAMPLES, import_example, run_example
 
 
 def test_torch_dataloader_example_batches_resized_clips(media, tmp_path):
@@ -48,21 +46,6 @@ def test_torch_dataloader_example_batches_resized_clips(media, tmp_path):
         assert starts, "the clip's first frame is a frame of the video"
         np.testing.assert_array_equal(frames, expected[starts[0]:starts[0] + 4])
     assert isinstance(item, torch.Tensor)
-
-
-def run_example(name: str, *args: str) -> list[str]:
-    result = subprocess.run([sys.executable, "-P", str(EXAMPLES / name), *args], capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()
-
-
-def import_example(name: str):
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        return __import__(name)
-    finally:
-        sys.path.remove(str(EXAMPLES))
 
 
 def test_the_threaded_blocks_pipeline_gives_every_frame_of_the_cli(media, h264_frames):

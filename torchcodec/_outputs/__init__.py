@@ -73,18 +73,39 @@ def _check(name: str) -> str:
 
 
 def get_bridge() -> str:
-    """The array library outputs are allocated with: "numpy", "torch", "jax" or "cupy"."""
+    """Return the array library outputs are allocated with in this thread/task.
+
+    Returns:
+        str: "numpy", "torch", "jax" or "cupy" ("auto" is resolved: torch when it is installed,
+        else numpy).
+    """
     return resolve(_current.get())
 
 
 def set_bridge(name: str) -> None:
-    """Choose the output array library for this thread/task: "auto", "numpy", "torch", "jax", "cupy"."""
+    """Choose the output array library for this thread/task (a ``contextvars`` setting).
+
+    Args:
+        name: "auto" (torch when installed, else numpy), "numpy", "torch", "jax" or "cupy".
+
+    Raises:
+        ValueError: an unknown name.
+        ImportError: the library is not installed.
+    """
     _current.set(_check(name))
 
 
 @contextlib.contextmanager
 def bridge(name: str) -> Iterator[None]:
-    """``with torchcodec.bridge("numpy"):`` use that bridge inside the block only."""
+    """Use a bridge inside a ``with`` block only: ``with torchcodec.bridge("numpy"): ...``.
+
+    Args:
+        name: as in :func:`set_bridge`.
+
+    Raises:
+        ValueError: an unknown name.
+        ImportError: the library is not installed.
+    """
     token = _current.set(_check(name))
     try:
         yield

@@ -49,12 +49,22 @@ class SampleRanges(Reopenable):
         raise NotImplementedError
 
     def get_all_samples(self) -> AudioSamples:
-        """Every sample of the stream."""
+        """Return every sample of the stream.
+
+        Returns:
+            AudioSamples: ``data`` float32 of shape (num_channels, num_samples) in [-1, 1],
+            ``pts_seconds`` of the first sample, ``duration_seconds`` = num_samples / sample_rate,
+            ``sample_rate``.
+
+        Raises:
+            RuntimeError: the stream holds no sample, or its data cannot be decoded.
+            MemoryError: the samples need more than ``torchcodec.get_memory_limit()`` (also a RuntimeError).
+        """
         return self.get_samples_played_in_range()
 
     def get_samples_played_in_range(self, start_seconds: float = 0.0,
                                     stop_seconds: Optional[float] = None) -> AudioSamples:
-        """The samples in the half-open range [start_seconds, stop_seconds) (None: to the end).
+        """Return the samples played in the half-open range [start_seconds, stop_seconds).
 
         Sample k is included when ``start <= begin + k / sample_rate < stop``, with times rounded
         to the nearest sample (halves up). A start before the stream's first sample starts there;
@@ -63,6 +73,22 @@ class SampleRanges(Reopenable):
         NaN and infinite times (also RuntimeErrors, as TorchCodec raises for infinities). A range
         wholly before the stream's first sample or at or after its end is a RuntimeError, as in
         TorchCodec; a range inside the stream that is narrower than one sample gives zero samples.
+
+        Args:
+            start_seconds: start of the range in seconds, included (default 0: the stream's start).
+            stop_seconds: end of the range in seconds, excluded; None reads to the end.
+
+        Returns:
+            AudioSamples: ``data`` float32 of shape (num_channels, num_samples) in [-1, 1] (the
+            bridge's array type), ``pts_seconds``, ``duration_seconds`` = num_samples / sample_rate
+            and ``sample_rate``.
+
+        Raises:
+            TypeError: a time is not a number (also a RuntimeError).
+            ValueError: ``start_seconds > stop_seconds``, or a time is NaN or infinite (also a
+                RuntimeError for infinities, as in TorchCodec).
+            RuntimeError: the range lies wholly before the first sample or at or after the end.
+            MemoryError: the range needs more than ``torchcodec.get_memory_limit()`` (also a RuntimeError).
         """
         start = as_seconds("start_seconds", start_seconds)
         stop = None if stop_seconds is None else as_seconds("stop_seconds", stop_seconds)

@@ -206,6 +206,27 @@ def decode_jpeg(source: ImageSource | list[ImageSource] | tuple[ImageSource, ...
     orientation is applied. ``device="cuda"`` raises NotImplementedError (nvJPEG is not built yet).
     Raises RuntimeError with libjpeg's message for corrupt data ("Image is incomplete or truncated."
     for a truncated stream).
+
+    Args:
+        source: a path (str or os.PathLike), bytes, bytearray, memoryview, a 1-D uint8 array or CPU
+            tensor of encoded bytes (read in place), or a binary file object; or a list or tuple
+            of those.
+        mode: "RGB", "GRAY", "GRAY_ALPHA", "RGB_ALPHA" or "UNCHANGED" (any case), or an
+            :class:`ImageReadMode`.
+        output_dtype: None or uint8 (numpy or torch dtype), uint16, or "auto".
+        device: "cpu" (the default); CUDA raises NotImplementedError.
+        num_threads: threads for a list (>= 1); None: one per usable CPU core, at most one per image.
+
+    Returns:
+        A (C, H, W) array of the bridge's library, or a list of them for a list or tuple.
+
+    Raises:
+        RuntimeError: corrupt or truncated data, with libjpeg's message.
+        ValueError: an unknown mode or output_dtype, an empty source, or ``num_threads < 1``.
+        TypeError: a source of no supported kind, or a text-mode file.
+        ImageTooLargeError: the header declares more pixels than ``get_max_image_pixels()`` (a
+            MemoryError and a RuntimeError), raised before allocating.
+        ImageCodecUnavailableError: this build has no JPEG codec (an ImportError and a RuntimeError).
     """
     _check_device(device)
     if not isinstance(source, (list, tuple)):
@@ -298,7 +319,27 @@ def _detect_format(head: bytes) -> str:
 def decode_image(source: ImageSource, *, mode: Mode = "RGB", output_dtype: Any = None) -> Any:
     """Decode a JPEG, PNG, WebP, GIF, AVIF or HEIC image, recognised by its first bytes (not its file
     name), with the decoder of that format: (C, H, W), or (N, C, H, W) for animations and sequences.
-    Unrecognised data raises ValueError."""
+
+    Args:
+        source: a path (str or os.PathLike), bytes, bytearray, memoryview, a 1-D uint8 array or CPU
+            tensor of encoded bytes (read in place), or a binary file object.
+        mode: "RGB" (default), "GRAY", "GRAY_ALPHA", "RGB_ALPHA" or "UNCHANGED" (any case), or an
+            :class:`ImageReadMode`; see each format's decoder for what UNCHANGED keeps.
+        output_dtype: None or uint8 (numpy or torch dtype), uint16, or "auto" (uint16 for sources
+            with more than 8 bits per sample).
+
+    Returns:
+        A (C, H, W) array of the bridge's library, or (N, C, H, W) for animations and sequences.
+
+    Raises:
+        ValueError: unrecognised data, an unknown mode or output_dtype, or an empty source.
+        RuntimeError: corrupt or truncated data, with the library's message.
+        TypeError: a source of no supported kind, or a text-mode file.
+        ImageTooLargeError: the header declares more pixels than ``get_max_image_pixels()`` (a
+            MemoryError and a RuntimeError), raised before allocating.
+        ImageCodecUnavailableError: this build has no codec for the format (an ImportError and a
+            RuntimeError).
+    """
     encoded = _encoded(source)
     name = _detect_format(encoded.head(64))
     return _decode(name, encoded, mode, output_dtype)

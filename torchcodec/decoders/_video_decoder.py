@@ -204,35 +204,89 @@ class VideoDecoder(Reopenable):
     # ---- by index ---------------------------------------------------------------------------
 
     def get_frame_at(self, index: int, *, out: Any = None) -> Frame:
-        """The frame at ``index`` (an int; negative counts from the end); IndexError when out of range.
+        """Return the frame at ``index``.
 
-        ``out``: a writable CPU array of the frame's shape and dtype (numpy, torch, or any buffer)
-        that receives the frame in place and is returned as ``Frame.data``.
+        Args:
+            index: the frame's index in presentation order: an int or anything with ``__index__``
+                (numpy integers, 0-d integer tensors); negative counts from the end.
+            out: optional writable CPU array of the frame's shape ((3, H, W) or (H, W, 3) per
+                ``dimension_order``) and output dtype (numpy, torch, or any buffer); it receives
+                the frame in place and is returned as ``Frame.data``.
+
+        Returns:
+            Frame: ``data`` of shape (3, H, W) (NCHW) or (H, W, 3) (NHWC), ``pts_seconds`` and
+            ``duration_seconds`` as Python floats.
+
+        Raises:
+            IndexError: ``index`` is out of range, also after adding ``len(decoder)`` to a negative one.
+            TypeError: ``index`` is not an integer (also a RuntimeError, as TorchCodec raises).
+            TypeError, ValueError: ``out`` is not a writable array of the frame's shape and dtype.
         """
         batch = self._frames_at_indices([self._normalize_index(_as_index(index))], _one_frame_batch(out))
         return _single_frame(batch, out)
 
     def get_frames_at(self, indices: Sequence[int], *, out: Any = None) -> FrameBatch:
-        """Frames at ``indices`` (any order, duplicates and negatives allowed), in that order.
+        """Return the frames at ``indices``, in the order given.
 
-        ``indices``: ints (a list, tuple or a single int), or a tensor/array of any real dtype, whose
-        values are converted as TorchCodec does (``.to(torch.int64)``: floats truncated toward zero).
+        Indices may come in any order, repeat and be negative; each distinct frame is decoded once,
+        in file order, straight into its slots of the batch.
 
-        ``out``: a writable CPU array of shape (N, 3, H, W) or (N, H, W, 3) (per dimension_order)
-        and the output dtype, filled in place and returned as ``FrameBatch.data``. The other
-        batch methods accept it too.
+        Args:
+            indices: ints (a list or tuple, nested or not, or a single int), or a tensor/array of
+                any real dtype, whose values are converted as TorchCodec does
+                (``.to(torch.int64)``: floats truncated toward zero).
+            out: optional writable CPU array of shape (N, 3, H, W) or (N, H, W, 3) (per
+                ``dimension_order``) and the output dtype, filled in place and returned as
+                ``FrameBatch.data``. Every batch method accepts it.
+
+        Returns:
+            FrameBatch: ``data`` of shape (N, 3, H, W) or (N, H, W, 3); ``pts_seconds`` and
+            ``duration_seconds`` float64 arrays of shape (N,).
+
+        Raises:
+            IndexError: an index is out of range (or a NaN/infinite float in an array).
+            TypeError: an index is not an integer in a list (also a RuntimeError, as in TorchCodec).
+            MemoryError: the batch needs more than ``torchcodec.get_memory_limit()`` (also a RuntimeError).
         """
         given = _as_index_list(indices)
         return self._frames_at_indices([self._normalize_index(i) for i in given], out, given)
 
     def get_frames_in_range(self, start: int, stop: int, step: int = 1, *, out: Any = None) -> FrameBatch:
-        """Frames ``start, start + step, ...`` before ``stop``, clamped like Python slicing."""
+        """Return the frames ``start, start + step, ...`` before ``stop``.
+
+        Args:
+            start: first index; clamped like Python slicing (``slice(start, stop, step).indices(len)``),
+                negative counts from the end.
+            stop: end index, excluded; clamped the same way.
+            step: distance between indices (default 1).
+            out: as in :meth:`get_frames_at`.
+
+        Returns:
+            FrameBatch: the frames, possibly none (an empty batch of shape (0, 3, H, W)).
+
+        Raises:
+            RuntimeError: ``step`` is negative, as in TorchCodec.
+        """
         return self._frames_at_indices(self._slice_indices(start, stop, step), out)
 
     # ---- by time ------------------------------------------------------------------------------
 
     def get_frame_played_at(self, seconds: float) -> Frame:
-        """The frame on screen at ``seconds``; IndexError outside [begin_stream_seconds, end_stream_seconds)."""
+        """Return the frame on screen at ``seconds``.
+
+        The frame played at ``t`` is the one whose ``pts <= t < pts + duration`` (exact mode, or
+        custom frame mappings); in approximate mode it is read from the header's frame-rate grid.
+
+        Args:
+            seconds: a time in seconds (int or float).
+
+        Returns:
+            Frame: the frame, with its own ``pts_seconds`` and ``duration_seconds``.
+
+        Raises:
+            IndexError: ``seconds`` lies outside ``[begin_stream_seconds, end_stream_seconds)``.
+            TypeError: ``seconds`` is not a number (also a RuntimeError).
+        """
         seconds = as_seconds("seconds", seconds)
         if not self._in_stream(seconds):
             raise IndexError(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to "
@@ -246,8 +300,20 @@ class VideoDecoder(Reopenable):
         return _single_frame(self._frames_at_indices([shown]))
 
     def get_frames_played_at(self, seconds: Sequence[float], *, out: Any = None) -> FrameBatch:
-        """The frames on screen at each of ``seconds`` (a sequence, a single number, or a tensor/array of
-        numbers); RuntimeError if one lies outside the stream, ValueError if one is not a number."""
+        """Return the frames on screen at each of ``seconds``, in the order given.
+
+        Args:
+            seconds: times in seconds: a sequence (nested or not), a single number, or a
+                tensor/array of numbers. Repeated frames are decoded once.
+            out: as in :meth:`get_frames_at`.
+
+        Returns:
+            FrameBatch: one frame per time, with the frames' own pts and durations.
+
+        Raises:
+            RuntimeError: a time lies outside ``[begin_stream_seconds, end_stream_seconds)``, as in TorchCodec.
+            ValueError: a time is not a number.
+        """
         times = _as_seconds_list(seconds)
         begin, end = self._begin, self._end
         for t in times:
@@ -259,15 +325,29 @@ class VideoDecoder(Reopenable):
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
                                    fps: Optional[float] = None, *, out: Any = None) -> FrameBatch:
-        """Frames on screen during [start_seconds, stop_seconds).
+        """Return the frames on screen during the half-open interval [start_seconds, stop_seconds).
 
         Without ``fps``: every frame shown in the interval, where frame i is shown from its pts until
         the next frame's pts (so the frame on screen at ``start_seconds`` is included, and a frame
         whose pts is ``stop_seconds`` is not). With ``fps``: ``round((stop - start) * fps)`` frames
         (rounded half away from zero) sampled at ``start + k * (1 / fps)``, each the frame shown at
-        that time, with those times as pts and ``1 / fps`` as durations. ValueError when start > stop,
-        when either is NaN or when the interval leaves the stream; fps must be a positive finite
-        number (ValueError, also a RuntimeError as in TorchCodec).
+        that time, with those times as pts and ``1 / fps`` as durations.
+
+        Args:
+            start_seconds: start of the interval, included; within ``[begin_stream_seconds, end_stream_seconds)``.
+            stop_seconds: end of the interval, excluded; at most ``end_stream_seconds``.
+                ``start_seconds == stop_seconds`` gives an empty batch.
+            fps: optional output frame rate (a positive finite number) to resample the interval at.
+            out: as in :meth:`get_frames_at`.
+
+        Returns:
+            FrameBatch: the frames in presentation order.
+
+        Raises:
+            TypeError: a time is not a number (also a RuntimeError).
+            ValueError: ``start_seconds > stop_seconds``, either is NaN, or the interval leaves the
+                stream; ``fps`` is not a positive finite number (also a RuntimeError, as in TorchCodec).
+            MemoryError: the batch needs more than ``torchcodec.get_memory_limit()`` (also a RuntimeError).
         """
         start, stop = as_seconds("start_seconds", start_seconds), as_seconds("stop_seconds", stop_seconds)
         begin, end = self._begin, self._end
@@ -286,7 +366,20 @@ class VideoDecoder(Reopenable):
         return self._frames_at_indices(list(range(self._index_played_at(start), self._index_after(stop))), out)
 
     def get_all_frames(self, fps: Optional[float] = None, *, out: Any = None) -> FrameBatch:
-        """Every frame; with ``fps``, the stream resampled at that rate (see get_frames_played_in_range)."""
+        """Return every frame of the stream.
+
+        Args:
+            fps: optional frame rate to resample the whole stream at, as
+                :meth:`get_frames_played_in_range` does between the stream's bounds.
+            out: as in :meth:`get_frames_at`.
+
+        Returns:
+            FrameBatch: all ``len(decoder)`` frames (or the resampled ones).
+
+        Raises:
+            ValueError: ``fps`` is not a positive finite number (also a RuntimeError).
+            MemoryError: the batch needs more than ``torchcodec.get_memory_limit()`` (also a RuntimeError).
+        """
         if fps is None:
             return self._frames_at_indices(list(range(len(self))), out)
         return self.get_frames_played_in_range(self._begin, self._end, fps=fps, out=out)

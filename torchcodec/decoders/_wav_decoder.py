@@ -18,6 +18,17 @@ class WavDecoder(SampleRanges):
     resampling or remixing (use AudioDecoder for those, and for other WAV encodings such as
     ADPCM or mu-law, which raise ``UnsupportedWavError``, a ValueError and a RuntimeError, as does
     a file that is not WAV). ``stream_index`` is 0.
+
+    Args:
+        source: a path (str or pathlib.Path); bytes, bytearray, memoryview or a 1-D uint8 array of
+            the file's bytes (read in place); or a binary file object with ``read(n)`` and
+            ``seek(offset, whence)``.
+
+    Raises:
+        UnsupportedWavError: the data is not WAV, or is a WAV encoding other than PCM or float
+            (a ValueError and a RuntimeError).
+        TypeError: ``source`` is of no supported kind.
+        MediaNotFoundError: the path does not exist (a FileNotFoundError and a RuntimeError).
     """
 
     _nothing_decoded = "No samples to decode."      # TorchCodec's words for an empty range

@@ -15,7 +15,12 @@ class AudioEncoder:
     ``sample_rate``: of the input, in Hz. The codec is the container's default (from the
     extension or ``format``: mp3, aac in mp4/m4a/mov, flac, wav, opus, vorbis in ogg/mkv...).
 
-    Raises ValueError for samples that are not a 1-D or 2-D float32 array and for ``sample_rate <= 0``.
+    Args:
+        samples: float32 samples of shape (num_channels, num_samples), or (num_samples,) for one channel.
+        sample_rate: the input's sample rate in Hz (> 0).
+
+    Raises:
+        ValueError: ``samples`` is not a 1-D or 2-D float32 array, or ``sample_rate <= 0``.
     """
 
     def __init__(self, samples: Any, *, sample_rate: int):
@@ -40,7 +45,18 @@ class AudioEncoder:
                 sample_rate: Optional[int] = None) -> None:
         """Encode into the file ``dest`` (its extension chooses the container and codec).
         ``bit_rate``: bits per second (default: the codec's); ``num_channels``, ``sample_rate``:
-        of the output (defaults: the input's; remixed and resampled by libswresample)."""
+        of the output (defaults: the input's; remixed and resampled by libswresample).
+
+        Args:
+            dest: the output path (str or pathlib.Path); its extension chooses container and codec.
+            bit_rate: bits per second; None: the codec's default.
+            num_channels: output channel count; None: the input's.
+            sample_rate: output sample rate in Hz; None: the input's.
+
+        Raises:
+            ValueError: an unknown container, or a setting the codec refuses (checked before the
+                file is created).
+        """
         encoder, stream = self._encoder(bit_rate, num_channels, sample_rate)
         with encoder.open_file(dest):
             self._feed(stream)

@@ -137,9 +137,29 @@ class Encoder:
         first. ``crf``, ``preset``: the codec's options of those names (ignored, with a warning,
         by codecs without them). ``extra_options``: more codec or container options (``{"tune":
         "film", "g": 60, "movflags": "+faststart"}``); unknown names are an error at open time.
-        ``device``: "cpu" (default), or "cuda"/"cuda:N": frames on that GPU (torch, cupy, any
-        ``__cuda_array_interface__``), encoded by NVENC (h264_nvenc for mp4/mov/mkv by default,
-        hevc_nvenc/av1_nvenc by ``codec``; NV12 only). Must be called before the encoder is opened."""
+        Must be called before the encoder is opened.
+
+        Args:
+            height: frame height in pixels (> 0).
+            width: frame width in pixels (> 0).
+            frame_rate: frames per second of the input and the output (> 0).
+            device: None or "cpu" (default), or "cuda"/"cuda:N": frames on that GPU (torch, cupy,
+                any ``__cuda_array_interface__``), encoded by NVENC (h264_nvenc for mp4/mov/mkv by
+                default, hevc_nvenc/av1_nvenc by ``codec``; NV12 only; refused with a ValueError
+                where NVENC is not available).
+            codec: encoder or codec name; None: the container's default.
+            pixel_format: the encoded pixel format; None: the codec's first.
+            crf: constant rate factor, for codecs that have one.
+            preset: the encoder's speed preset (a name, or a number for SVT-AV1).
+            extra_options: more codec or container options, by FFmpeg's names.
+
+        Returns:
+            VideoStream: the stream to feed with :meth:`VideoStream.add_frames`.
+
+        Raises:
+            ValueError: a size or frame rate that is not > 0, or NVENC unavailable (also a RuntimeError).
+            RuntimeError: the encoder is already open or closed.
+        """
         self._check_new("add_video")
         if height <= 0:
             raise InvalidArgumentError(f"height must be > 0, got {height}")
@@ -162,7 +182,22 @@ class Encoder:
         """Add an audio stream fed float32 samples of ``num_channels`` channels at ``sample_rate``
         Hz, encoded with the container's default audio codec at ``out_sample_rate`` Hz with
         ``out_num_channels`` channels (defaults: the input's) and ``bit_rate`` bits per second
-        (default: the codec's). Must be called before the encoder is opened."""
+        (default: the codec's). Must be called before the encoder is opened.
+
+        Args:
+            sample_rate: the input's sample rate in Hz (> 0).
+            num_channels: the input's channel count (1 to 8).
+            bit_rate: bits per second; None: the codec's default.
+            out_num_channels: the output's channel count; None: ``num_channels``.
+            out_sample_rate: the output's sample rate in Hz; None: ``sample_rate``.
+
+        Returns:
+            AudioStream: the stream to feed with :meth:`AudioStream.add_samples`.
+
+        Raises:
+            ValueError: a rate or channel count out of range (also a RuntimeError).
+            RuntimeError: the encoder is already open or closed.
+        """
         self._check_new("add_audio")
         if sample_rate <= 0:
             raise InvalidArgumentError(f"sample_rate must be > 0, got {sample_rate}")

@@ -16,7 +16,12 @@ class VideoEncoder:
     CPU or (torch, cupy) on a CUDA device, which encodes with NVENC. ``frame_rate``: frames per
     second of the input, and of the output.
 
-    Raises ValueError for frames that are not a 4-D uint8 array and for ``frame_rate <= 0``.
+    Args:
+        frames: uint8 RGB frames of shape (N, 3, H, W).
+        frame_rate: frames per second (> 0).
+
+    Raises:
+        ValueError: ``frames`` is not a 4-D uint8 array with 3 channels, or ``frame_rate <= 0``.
     """
 
     def __init__(self, frames: Any, *, frame_rate: float):
@@ -41,7 +46,21 @@ class VideoEncoder:
         .mov, .avi, .gif...). ``codec`` (e.g. "libx264" or "h264"; default: the container's),
         ``pixel_format`` (e.g. "yuv420p", "yuv444p"; default: the codec's first), ``crf``,
         ``preset`` and ``extra_options`` (more codec or container options) as in
-        :meth:`Encoder.add_video`."""
+        :meth:`Encoder.add_video`.
+
+        Args:
+            dest: the output path (str or pathlib.Path); its extension chooses the container.
+            codec: encoder name or codec name; None: the container's default (libx264 for mp4,
+                mov and mkv, VP9 for webm).
+            pixel_format: the encoded pixel format; None: the codec's first supported one.
+            crf: constant rate factor for codecs that have one (libx264, libx265, VP9, AV1...).
+            preset: the encoder's speed preset (e.g. "ultrafast" ... "veryslow" for libx264).
+            extra_options: more options for the codec or the container, as FFmpeg names them.
+
+        Raises:
+            ValueError: an unknown container, codec, pixel format or option, or a setting the
+                codec refuses; checked before the file is created.
+        """
         encoder, stream = self._encoder(codec, pixel_format, crf, preset, extra_options)
         with encoder.open_file(dest):
             stream.add_frames(self._frames)

@@ -70,8 +70,28 @@ def clips_at_regular_indices(
 
     The starts go from ``sampling_range_start`` to ``sampling_range_end - 1`` (both included),
     spaced like ``torch.linspace(start, end - 1, num_clips, dtype=torch.int)``; more clips than
-    indices in the range gives repeated starts. The arguments, the output and the errors are those
-    of :func:`clips_at_random_indices` (without ``generator``).
+    indices in the range gives repeated starts.
+
+    Args:
+        decoder: the VideoDecoder to sample from.
+        num_clips: number of clips (> 0).
+        num_frames_per_clip: frames per clip (> 0).
+        num_indices_between_frames: index step between the frames of a clip (> 0).
+        sampling_range_start: first index a clip may start at; negative counts from the end.
+        sampling_range_end: end (excluded) of the indices a clip may start at; negative counts from
+            the end, values past the last frame are clamped. None: the last start whose clip still
+            fits in the video, plus one (at least 1).
+        policy: what fills a clip that runs past the last frame: "repeat_last", "wrap" or "error",
+            as in :func:`clips_at_random_indices`.
+
+    Returns:
+        A FrameBatch with ``data`` of shape (num_clips, num_frames_per_clip, C, H, W) (or
+        (..., H, W, C) per the decoder's dimension_order) and float64 ``pts_seconds`` and
+        ``duration_seconds`` of shape (num_clips, num_frames_per_clip).
+
+    Raises:
+        ValueError: a parameter out of range, an empty sampling range, or policy="error" with a clip
+            past the end.
     """
     start, end = _check_index_params(decoder, num_clips, num_frames_per_clip, num_indices_between_frames,
                                      sampling_range_start, sampling_range_end, policy)

@@ -81,9 +81,30 @@ def clips_at_regular_timestamps(
 
     The starts are ``torch.arange(start, end, seconds_between_clip_starts, dtype=torch.float64)``
     minus any value that floating-point rounding puts at or above ``end``; their count is the
-    number of clips. The other arguments, the output and the errors are those of
-    :func:`clips_at_random_timestamps` (without ``num_clips`` and ``generator``);
-    ``seconds_between_clip_starts`` must be > 0.
+    number of clips.
+
+    Args:
+        decoder: the VideoDecoder to sample from.
+        seconds_between_clip_starts: time between the starts of consecutive clips (> 0).
+        num_frames_per_clip: frames per clip (> 0).
+        seconds_between_frames: time between the sampling points of a clip's frames (> 0). None:
+            the average frame duration, 1 / average_fps.
+        sampling_range_start: first clip start, in [begin_stream_seconds, end_stream_seconds).
+            None: begin_stream_seconds.
+        sampling_range_end: end (excluded) of the clip starts; clamped to end_stream_seconds.
+            None: the latest start whose clip still ends inside the video.
+        policy: what replaces sampling points at or past end_stream_seconds: "repeat_last", "wrap"
+            or "error", as in :func:`clips_at_random_timestamps`.
+
+    Returns:
+        A FrameBatch with ``data`` of shape (num_clips, num_frames_per_clip, C, H, W) (or
+        (..., H, W, C) per the decoder's dimension_order) and float64 ``pts_seconds`` and
+        ``duration_seconds`` of shape (num_clips, num_frames_per_clip).
+
+    Raises:
+        ValueError: ``seconds_between_clip_starts`` is not > 0, a parameter out of range, a sampling
+            range outside the stream or empty, a stream without average fps or end time, or
+            policy="error" with a clip past the end.
     """
     check_common(decoder, num_frames_per_clip, policy)
     if not seconds_between_clip_starts > 0:            # NaN too
