@@ -177,13 +177,38 @@ def ceiling(kind: str, files: list[Path], processes: int) -> float:
         for child in children:          # all loaded and warm before any starts: they run together
             assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         start = time.perf_counter()
+        for child in children:          # all started before any is waited for
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
         for child in children:
-            child.communicate("go\n")
+            child.communicate()
         return time.perf_counter() - start
 
     one = min(run(1) for _ in range(2))
     together = min(run(processes) for _ in range(2))
     return processes * one / together
+
+
+def kept_in_chunks(one: Callable[[bytes], Any]) -> Callable[[list[bytes]], None]:
+    """One image at a time on one thread, each chunk's outputs kept until the chunk is done, as a
+    batch call must keep them (fresh memory for every chunk instead of one reused buffer)."""
+    def run(items: list[bytes]) -> None:
+        for start in range(0, len(items), CHUNK):
+            outputs = [one(item) for item in items[start:start + CHUNK]]
+            del outputs
+    return run
+
+
+def thread_scaling(kind: str, items: list[bytes], threads: int, repeats: int) -> dict[str, float]:
+    """Best wall seconds of ours: one at a time (outputs dropped), one at a time with each chunk's
+    outputs kept, batches on 1 thread, batches on `threads` threads."""
+    one = ours(kind, 1)["single"]
+    decode_one = {"jpeg": "decode_jpeg", "png": "decode_png", "webp": "decode_webp"}[kind]
+    import torchcodec.decoders
+    tasks = {"single": one, "single, chunk kept": kept_in_chunks(getattr(torchcodec.decoders, decode_one)),
+             "batch, 1 thread": ours(kind, 1)["batch"], f"batch, {threads} threads": ours(kind, threads)["batch"]}
+    return {name: min(timed(task, items)[0] for _ in range(repeats)) for name, task in tasks.items()}
 
 
 def worker() -> int:
@@ -236,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tc-python", default="/work/tcvenv/bin/python", help="a Python with TorchCodec 0.17")
     parser.add_argument("--only", default="jpeg,png,webp")
     parser.add_argument("--ceiling", action="store_true",
-                        help="also measure the machine's own limit: --threads processes decoding at once vs one")
+                        help="also measure the machine's own limit (--threads processes decoding at once vs "
+                             "one) and where the batch time goes (threads vs memory)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -285,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((kind, len(files), workload, name, wall, cpu, wall / mine[0], cpu / mine[1]))
         single = next(r[4] for r in rows if r[0] == kind and r[2] == "single" and r[3] == "torchcodec (ours)")
         batch = next(r[4] for r in rows if r[0] == kind and r[2] == "batch" and r[3] == "torchcodec (ours)")
-        speedups.append((kind, single / batch, ceiling(kind, files, args.threads) if args.ceiling else None))
+        speedups.append((kind, single / batch, ceiling(kind, files, args.threads) if args.ceiling else None,
+                         thread_scaling(kind, items, args.threads, args.repeats) if args.ceiling else None))
     if tc is not None:
         tc.close()
     print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n")
@@ -296,10 +323,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {kind} | {count} | {workload_name[workload]} | {name} | {wall:.3f} | {count / wall:.1f} | "
               f"{cpu:.3f} | {wall_ratio:.2f} | {cpu_ratio:.2f} |")
     print()
-    for kind, speedup, limit in speedups:
+    for kind, speedup, limit, scaling in speedups:
         print(f"{kind}: torchcodec (ours) batch of {args.threads} threads vs one at a time: {speedup:.2f}x"
               + (f"; {args.threads} processes at once vs one (the machine's limit): {limit:.2f}x"
                  if limit is not None else ""))
+        if scaling:
+            names = list(scaling)
+            print(f"  ours, wall s: " + ", ".join(f"{name} {scaling[name]:.3f}" for name in names)
+                  + f"; threads vs the same batches on 1 thread: {scaling[names[2]] / scaling[names[3]]:.2f}x;"
+                  f" keeping each chunk's outputs costs one-at-a-time {scaling[names[1]] / scaling[names[0]]:.2f}x")
     return 0
 
 
