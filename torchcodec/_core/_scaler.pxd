@@ -54,6 +54,7 @@ cdef extern from "torchcodec/hbd_rgb.h" nogil:
         int taps
     tc_hbd_plan *tc_hbd_plan_new(int width, int height, int bits, const int *inv_table, int full_range)
     void tc_hbd_plan_free(tc_hbd_plan *plan)
+    int tc_hbd_vector_code
     void tc_hbd_convert_rows(const tc_hbd_plan *plan, const uint8_t *const *src, const int *src_stride,
                              uint8_t *dst, Py_ssize_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
 

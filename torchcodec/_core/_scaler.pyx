@@ -164,10 +164,12 @@ cdef bint agrees_with_swscale(const tc_hbd_plan *plan, SwsContext *ctx, int pixe
     return same
 
 
-def fast_path_agrees(int width, int height, str pixel_format, int colorspace, int color_range):
+def fast_path_agrees(int width, int height, str pixel_format, int colorspace, int color_range,
+                     bint vector_code=True):
     """Whether the one-pass high-bit-depth conversion gives swscale's bytes for frames of this size,
     pixel format (a name: "yuv420p10le"), AVColorSpace and AVColorRange, tried on random samples;
-    None where it does not apply (other formats, odd widths, very short frames). For tests."""
+    None where it does not apply (other formats, odd widths, very short frames). ``vector_code``
+    False tries the plain C rows that CPUs without AVX2 run. For tests."""
     cdef int pixel = lavu.av_get_pix_fmt(pixel_format.encode())
     cdef int bits = fast_path_bits(pixel)
     cdef tc_hbd_plan *plan
@@ -182,12 +184,16 @@ def fast_path_agrees(int width, int height, str pixel_format, int colorspace, in
     want.src_w, want.src_h, want.src_format = width, height, pixel
     want.dst_w, want.dst_h, want.dst_format = width, height, lavu.AV_PIX_FMT_RGB24
     want.flags, want.colorspace, want.color_range = cli_sws_flags(), colorspace, color_range
+    global tc_hbd_vector_code
+    cdef int vectors = tc_hbd_vector_code
     try:
         context_for(&ctx, &have, &want)
+        tc_hbd_vector_code = vector_code
         with nogil:
             agrees = agrees_with_swscale(plan, ctx, pixel)
         return bool(agrees)
     finally:
+        tc_hbd_vector_code = vectors
         tc_hbd_plan_free(plan)
         sws.sws_freeContext(ctx)
 
