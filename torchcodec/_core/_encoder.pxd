@@ -83,6 +83,7 @@ cdef class AudioStreamEncoder(StreamEncoder):
 
 
 # What the CUDA (NVENC) stream encoder (torchcodec._cuda._nvenc) shares with the CPU one.
+cdef int check_frames(bint finished, tuple shape, int height, int width) except -1
 cdef str c_str(const char *text)
 cdef str pixel_format_name(int pixel_format)
 cdef dict codec_options(Muxer muxer, AVCodecContext *ctx, const AVCodec *codec, object crf, object preset,

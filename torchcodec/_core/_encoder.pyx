@@ -59,6 +59,20 @@ cdef int[12] PREFERRED_SAMPLE_FORMATS = [
     lavu.AV_SAMPLE_FMT_S16P, lavu.AV_SAMPLE_FMT_S16, lavu.AV_SAMPLE_FMT_U8P, lavu.AV_SAMPLE_FMT_U8]
 
 
+cdef int check_frames(bint finished, tuple shape, int height, int width) except -1:
+    """The checks of a video stream's add_frames, shared by the CPU and NVENC encoders: the stream
+    is open, and ``shape`` (N, C, H, W) has 3 channels and the stream's size."""
+    if finished:
+        raise RuntimeError("Cannot add frames after close() was called.")
+    if shape[1] != 3:
+        raise InvalidArgumentError(f"frame must have 3 channels (R, G, B), got {shape[1]}")
+    if shape[2] != height or shape[3] != width:
+        raise InvalidArgumentError(
+            f"All frames must have the same dimensions. Expected height={height} width={width}, "
+            f"got height={shape[2]} width={shape[3]}")
+    return 0
+
+
 cdef str c_str(const char *text):
     return text.decode("utf-8", "replace") if text != NULL else "?"
 
@@ -534,14 +548,7 @@ cdef class VideoStreamEncoder(StreamEncoder):
         cdef pthread_t helper
         cdef bint threaded, overlap = <Py_ssize_t>self.width * self.height >= OVERLAP_PIXELS
         cdef int current = 0, layout
-        if self.finished:
-            raise RuntimeError("Cannot add frames after close() was called.")
-        if shape[1] != 3:
-            raise InvalidArgumentError(f"frame must have 3 channels (R, G, B), got {shape[1]}")
-        if shape[2] != self.height or shape[3] != self.width:
-            raise InvalidArgumentError(
-                f"All frames must have the same dimensions. Expected height={self.height} width={self.width}, "
-                f"got height={shape[2]} width={shape[3]}")
+        check_frames(self.finished, shape, self.height, self.width)
         if n == 0:
             return
         for i in range(2):

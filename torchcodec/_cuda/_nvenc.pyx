@@ -25,8 +25,8 @@ from libc.errno cimport ENOSYS
 from libc.limits cimport INT_MAX
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-from torchcodec._core._encoder cimport (StreamEncoder, c_str, choose_yuv_matrix, codec_options, pixel_format_name,
-                                        set_codec_options)
+from torchcodec._core._encoder cimport (StreamEncoder, c_str, check_frames, choose_yuv_matrix, codec_options,
+                                        pixel_format_name, set_codec_options)
 from torchcodec._core._error cimport av_error_string, check_av
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec._core._muxer cimport Muxer
@@ -334,14 +334,7 @@ cdef class NvencStreamEncoder(StreamEncoder):
         cdef Py_ssize_t n = shape[0], step = strides[0], i
         cdef Py_ssize_t sc = strides[1], sh = strides[2], sw = strides[3]
         cdef cu.CUstream producer = <cu.CUstream>producer_stream
-        if self.finished:
-            raise RuntimeError("Cannot add frames after close() was called.")
-        if shape[1] != 3:
-            raise InvalidArgumentError(f"frame must have 3 channels (R, G, B), got {shape[1]}")
-        if shape[2] != self.height or shape[3] != self.width:
-            raise InvalidArgumentError(
-                f"All frames must have the same dimensions. Expected height={self.height} width={self.width}, "
-                f"got height={shape[2]} width={shape[3]}")
+        check_frames(self.finished, shape, self.height, self.width)
         if n == 0:
             return
         with nogil:
