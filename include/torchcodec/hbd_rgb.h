@@ -28,7 +28,6 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define TC_HBD_TABLE_SIZE 2048      /* swscale's luma table: 1024 + 2 * YUVRGB_TABLE_LUMA_HEADROOM */
 

@@ -107,6 +107,22 @@ cdef int fast_path_bits(int pixel_format) noexcept nogil:
     return desc.comp[0].depth
 
 
+cdef tc_hbd_plan *plan_for(const ContextKey *want) noexcept nogil:
+    """hbd_rgb.h's plan for the conversion ``want`` describes, when it is one the file reproduces
+    (9-12 bit 4:2:0 to RGB24 at the same size, and a geometry tc_hbd_plan_new takes), else NULL."""
+    cdef int bits = fast_path_bits(want.src_format)
+    if (bits == 0 or want.dst_format != lavu.AV_PIX_FMT_RGB24 or want.dst_w != want.src_w
+            or want.dst_h != want.src_h):
+        return NULL
+    return tc_hbd_plan_new(want.src_w, want.src_h, bits, sws.sws_getCoefficients(want.colorspace),
+                           want.color_range == lavu.AVCOL_RANGE_JPEG)
+
+
+cdef object verdict_key(const ContextKey *want):
+    """The key of _fast_verdicts for a conversion: what the comparison with swscale depends on."""
+    return (want.src_w, want.src_h, want.src_format, want.colorspace, want.color_range)
+
+
 cdef void fill_random_samples(AVFrame *frame, int bits) noexcept nogil:
     """Every sample of ``frame``'s three 4:2:0 planes from a fixed xorshift sequence over the depth's
     values, a quarter of them at the extremes (where swscale's clipping acts)."""
@@ -170,27 +186,22 @@ def fast_path_agrees(int width, int height, str pixel_format, int colorspace, in
     pixel format (a name: "yuv420p10le"), AVColorSpace and AVColorRange, tried on random samples;
     None where it does not apply (other formats, odd widths, very short frames). ``vector_code``
     False tries the plain C rows that CPUs without AVX2 run. For tests."""
-    cdef int pixel = lavu.av_get_pix_fmt(pixel_format.encode())
-    cdef int bits = fast_path_bits(pixel)
     cdef tc_hbd_plan *plan
     cdef SwsContext *ctx = NULL
     cdef ContextKey have, want
-    if bits == 0:
-        return None
-    plan = tc_hbd_plan_new(width, height, bits, sws.sws_getCoefficients(colorspace),
-                           color_range == lavu.AVCOL_RANGE_JPEG)
-    if plan == NULL:
-        return None
-    want.src_w, want.src_h, want.src_format = width, height, pixel
+    want.src_w, want.src_h, want.src_format = width, height, lavu.av_get_pix_fmt(pixel_format.encode())
     want.dst_w, want.dst_h, want.dst_format = width, height, lavu.AV_PIX_FMT_RGB24
     want.flags, want.colorspace, want.color_range = cli_sws_flags(), colorspace, color_range
+    plan = plan_for(&want)
+    if plan == NULL:
+        return None
     global tc_hbd_vector_code
     cdef int vectors = tc_hbd_vector_code
     try:
         context_for(&ctx, &have, &want)
         tc_hbd_vector_code = vector_code
         with nogil:
-            agrees = agrees_with_swscale(plan, ctx, pixel)
+            agrees = agrees_with_swscale(plan, ctx, want.src_format)
         return bool(agrees)
     finally:
         tc_hbd_vector_code = vectors
@@ -369,29 +380,21 @@ cdef class Scaler(FrameConverter):
     cdef tc_hbd_plan *fast_plan(self, const ContextKey *want, SwsContext *ctx) noexcept nogil:
         """The one-pass conversion (hbd_rgb.h) for frames that ``want`` describes, when it applies
         and gives swscale's bytes for them (decided once per process and key), else NULL."""
-        cdef int bits, verdict     # verdict 1: agrees, 0: differs, -1: not tried yet
+        cdef int verdict     # 1: agrees, 0: differs, -1: not tried yet
         if self.fast_decided and same_key(&self.fast_key, want):
             return self.fast
         tc_hbd_plan_free(self.fast)
-        self.fast = NULL
         self.fast_key = want[0]
         self.fast_decided = True
-        bits = fast_path_bits(want.src_format)
-        if (bits == 0 or want.dst_format != lavu.AV_PIX_FMT_RGB24 or want.dst_w != want.src_w
-                or want.dst_h != want.src_h):
-            return NULL
-        self.fast = tc_hbd_plan_new(want.src_w, want.src_h, bits, sws.sws_getCoefficients(want.colorspace),
-                                    want.color_range == lavu.AVCOL_RANGE_JPEG)
+        self.fast = plan_for(want)
         if self.fast == NULL:
             return NULL
         with gil:
-            verdict = _fast_verdicts.get((want.src_w, want.src_h, want.src_format, want.colorspace,
-                                          want.color_range), -1)
+            verdict = _fast_verdicts.get(verdict_key(want), -1)
         if verdict < 0:
             verdict = agrees_with_swscale(self.fast, ctx, want.src_format)
             with gil:
-                _fast_verdicts[(want.src_w, want.src_h, want.src_format, want.colorspace,
-                                want.color_range)] = verdict
+                _fast_verdicts[verdict_key(want)] = verdict
         if not verdict:
             tc_hbd_plan_free(self.fast)
             self.fast = NULL
@@ -401,7 +404,7 @@ cdef class Scaler(FrameConverter):
     def fast_path_active(self):
         """Whether the last frame converted to RGB24 went through the one-pass high-bit-depth
         conversion rather than swscale (for tests)."""
-        return self.fast != NULL and self.fast_decided and self.fast_key.dst_format == lavu.AV_PIX_FMT_RGB24
+        return self.fast != NULL
 
     cdef const AVFrame *rotate_frame(self, const AVFrame *frame, int rotation) except NULL nogil:
         """The frame turned by ``rotation`` (into self.rotated, whose buffer is reused)."""
