@@ -1,8 +1,11 @@
 """Shared fixtures: the generated media corpus (tools/make_media.py) and ffmpeg CLI references."""
 from __future__ import annotations
 
+import os
 import pathlib
+import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -10,6 +13,19 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 from corpus import make_media  # noqa: E402
+
+# The index cache is on (as for users) but in a directory of this run's own, never ~/.cache: the first
+# open of each file runs the probe and scan and later opens read them back, so the suite checks
+# both paths against the same references. TORCHCODEC_INDEX_CACHE set outside (e.g. "0") wins.
+_INDEX_CACHE_DIR = None
+if "TORCHCODEC_INDEX_CACHE" not in os.environ:
+    _INDEX_CACHE_DIR = tempfile.mkdtemp(prefix="torchcodec-test-index-")
+    os.environ["TORCHCODEC_INDEX_CACHE"] = _INDEX_CACHE_DIR
+
+
+def pytest_unconfigure(config):
+    if _INDEX_CACHE_DIR is not None:
+        shutil.rmtree(_INDEX_CACHE_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from torchcodec._core._info import ffmpeg_major_version as _ffmpeg_major_version
 from torchcodec._core._info import ffmpeg_versions
 from torchcodec._cuda import cuda_available
 from torchcodec._frame import AudioSamples, Frame, FrameBatch
+from torchcodec._index_cache import IndexCacheSettings, clear_index_cache, get_index_cache, set_index_cache
 from torchcodec._memory import get_memory_limit, set_memory_limit
 
 from torchcodec._version import version as __version__
@@ -42,7 +43,8 @@ def get_include() -> str:
 
 
 __all__ = [
-    "AudioSamples", "Frame", "FrameBatch", "bridge", "cuda_available", "decoders", "encoders", "ffmpeg_major_version",
-    "ffmpeg_version", "ffmpeg_versions", "get_bridge", "get_include", "get_log_level", "get_memory_limit", "samplers",
-    "set_bridge", "set_log_level", "set_memory_limit", "transforms",
+    "AudioSamples", "Frame", "FrameBatch", "IndexCacheSettings", "bridge", "clear_index_cache", "cuda_available",
+    "decoders", "encoders", "ffmpeg_major_version", "ffmpeg_version", "ffmpeg_versions", "get_bridge",
+    "get_include", "get_index_cache", "get_log_level", "get_memory_limit", "samplers", "set_bridge",
+    "set_index_cache", "set_log_level", "set_memory_limit", "transforms",
 ]

@@ -78,6 +78,13 @@ def check_request(what: str, *, frames: int = 0, frame_size: tuple[int, int] = (
     return nbytes
 
 
+def parse_size(text: str) -> Optional[int]:
+    """Bytes written as a number with an optional K, M, G or T suffix (powers of 1024, an optional
+    "B" or "iB" after it, any case): ``"8G"`` -> 8589934592; None when ``text`` is not such a size."""
+    match = _SIZE.fullmatch(text.strip())
+    return int(match.group(1)) << _SUFFIXES[match.group(2).upper()] if match else None
+
+
 def describe_bytes(nbytes: int) -> str:
     """``1234567890`` -> ``"1.1 GiB (1234567890 bytes)"``."""
     size, unit = float(nbytes), "bytes"
@@ -107,9 +114,9 @@ def _environment_limit() -> Optional[int]:
     text = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
     if not text:
         return None
-    match = _SIZE.fullmatch(text)
-    if match and int(match.group(1)) > 0:
-        return int(match.group(1)) << _SUFFIXES[match.group(2).upper()]
+    nbytes = parse_size(text)
+    if nbytes is not None and nbytes > 0:
+        return nbytes
     if _warned_about != text:
         _warned_about = text
         warnings.warn(f"ignoring {ENVIRONMENT_VARIABLE}={text!r}: it must be a positive number of bytes, "

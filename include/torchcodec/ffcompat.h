@@ -89,6 +89,52 @@ static inline int tc_codecpar_channels(const AVCodecParameters *par)
     return par->ch_layout.nb_channels;
 }
 
+/* The channel order of codec parameters as the index cache stores it: AV_CHANNEL_ORDER_UNSPEC or
+ * AV_CHANNEL_ORDER_NATIVE, or -1 for the orders it does not store (custom, ambisonic). */
+static inline int tc_codecpar_layout_order(const AVCodecParameters *par)
+{
+    if (par->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC || par->ch_layout.order == AV_CHANNEL_ORDER_NATIVE)
+        return par->ch_layout.order;
+    return -1;
+}
+
+/* The channel mask of a native-order layout (0 for the others). */
+static inline uint64_t tc_codecpar_layout_mask(const AVCodecParameters *par)
+{
+    return par->ch_layout.order == AV_CHANNEL_ORDER_NATIVE ? par->ch_layout.u.mask : 0;
+}
+
+/* Set the channel layout of codec parameters to `channels` channels of `order` (UNSPEC or NATIVE,
+ * with `mask`), as the probe left it; the deprecated fields of FFmpeg 5.x and 6.x follow, as
+ * avcodec_parameters_from_context sets them. AVERROR(EINVAL) for a layout that does not fit. */
+static inline int tc_codecpar_set_layout(AVCodecParameters *par, int order, uint64_t mask, int channels)
+{
+    AVChannelLayout layout = {0};
+    if (order == AV_CHANNEL_ORDER_NATIVE) {
+        if (av_channel_layout_from_mask(&layout, mask) < 0 || layout.nb_channels != channels)
+            return AVERROR(EINVAL);
+    } else if (order == AV_CHANNEL_ORDER_UNSPEC && channels >= 0) {
+        layout.order = AV_CHANNEL_ORDER_UNSPEC;
+        layout.nb_channels = channels;
+    } else {
+        return AVERROR(EINVAL);
+    }
+    av_channel_layout_uninit(&par->ch_layout);
+    par->ch_layout = layout;                /* native and unspecified layouts own no memory */
+#if defined(FF_API_OLD_CHANNEL_LAYOUT) && FF_API_OLD_CHANNEL_LAYOUT
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+    par->channel_layout = order == AV_CHANNEL_ORDER_NATIVE ? mask : 0;
+    par->channels = channels;
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+    return 0;
+}
+
 /* A usable channel layout for an audio frame, written to *dst (to be released with
  * av_channel_layout_uninit). FFmpeg 5.1 introduced AVChannelLayout beside the deprecated
  * channel_layout/channels fields, which 7.0 removed; a 5.x frame may carry only the old fields.

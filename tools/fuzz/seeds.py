@@ -154,6 +154,7 @@ MAPPED_VIDEOS = ("h264_bframes.mp4", "vp9.webm")
 # Which seeds each target starts from.
 TARGET_SEEDS: dict[str, tuple[str, ...]] = {
     "video_bytes": tuple(VIDEO),
+    "video_reopen": tuple(VIDEO),
     "video_file": tuple(VIDEO),
     "audio": (*AUDIO, *WAV, "h264_aac.mp4", "mpeg2_mp2.mpg"),
     "wav": (*WAV, "pcm_s16_stereo.wav"),

@@ -18,10 +18,13 @@ beyond the limit with a MemoryError before allocating it, or size its output fro
 """
 from __future__ import annotations
 
+import atexit
 import io
 import math
 import pathlib
 import random
+import shutil
+import tempfile
 from typing import Any, Callable
 
 import numpy as np
@@ -36,6 +39,10 @@ from torchcodec.transforms import CenterCrop, RandomCrop, Resize
 torchcodec.set_bridge("numpy")
 MEMORY_LIMIT = 256 << 20
 torchcodec.set_memory_limit(MEMORY_LIMIT)
+# The index cache is off but in video_reopen, whose cache lives in this process's own directory.
+REOPEN_CACHE = tempfile.mkdtemp(prefix="torchcodec-fuzz-index-")
+atexit.register(shutil.rmtree, REOPEN_CACHE, True)
+torchcodec.set_index_cache(False)
 
 # What the public API raises for input it cannot use (UnsupportedWavError is a ValueError;
 # NotImplementedError a RuntimeError; MemoryError: the memory limit's refusal, or check_av's
@@ -129,6 +136,35 @@ def video_bytes(data: bytes) -> None:
     except EXPECTED:
         return
     _exercise_video(decoder, rng)
+
+
+def video_reopen(data: bytes) -> None:
+    """VideoDecoder over the bytes twice, the second time from the index cache (FFmpeg's probe
+    skipped for mp4 and Matroska, the scan for all): the same metadata and the same frames, or
+    the same refusal."""
+    rng = _rng(data)
+    seek_mode = rng.choice(("exact", "approximate"))
+    stream_index = _stream_index(rng)
+    indices = [rng.randrange(1 << 16) for _ in range(2)]
+
+    def decode() -> tuple:
+        try:
+            decoder = VideoDecoder(data, seek_mode=seek_mode, stream_index=stream_index)
+        except EXPECTED as error:
+            return (type(error),)
+        n = len(decoder)
+        try:
+            frames = decoder.get_frames_at([i % n for i in indices]) if n else None
+        except EXPECTED as error:
+            return (repr(decoder.metadata), type(error))
+        return (repr(decoder.metadata), frames and (frames.data.tobytes(), frames.pts_seconds.tobytes()))
+
+    torchcodec.set_index_cache(True, directory=REOPEN_CACHE, max_bytes=16 << 20)
+    try:
+        first, again = decode(), decode()
+    finally:
+        torchcodec.set_index_cache(False)
+    assert first == again, "a file opened again from the index cache decoded differently"
 
 
 class InjectedReadError(OSError):
@@ -445,6 +481,7 @@ def blocks(data: bytes) -> None:
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "video_bytes": video_bytes,
     "video_file": video_file,
+    "video_reopen": video_reopen,
     "audio": audio,
     "wav": wav,
     "frame_mappings": frame_mappings,

@@ -29,6 +29,8 @@ cdef class Demuxer:
     cdef dict indices               # stream index -> FrameIndex (from a scan); ("stream", index) -> its metadata
     cdef object _metadata           # DemuxerMetadata, when asked for
     cdef bint has_read              # packets were read since the demuxer opened (or seeked to the start)
+    cdef readonly bint probe_skipped    # a stored probe state replaced avformat_find_stream_info
+    cdef object probe_state         # what the probe learnt (see _probe_state), or None
 
     cdef AVStream *stream(self, int index) except NULL
     cdef int read(self, AVPacket *packet) except? -1 nogil
@@ -44,6 +46,8 @@ cdef class Demuxer:
     cdef object stream_object(self, int index)
     cdef bint follows(self, int index) noexcept
     cdef int scan_followed(self, bint rewind) except -1
+    cdef bint restore_probe(self, state) except -1
+    cdef object capture_probe(self)
     cdef Packet next_packet(self)
 
 
@@ -61,4 +65,4 @@ cdef class AudioStream(DemuxedStream):
 
 
 cdef object display_rotation(const int32_t *matrix)
-cdef Demuxer open_demuxer(object source, object name=*)
+cdef Demuxer open_demuxer(object source, object name=*, object probe=*)

@@ -8,6 +8,7 @@ and describes the container (``metadata``) and each followed stream (``streams[i
 ``AudioDecoder`` use the same Demuxer, through its C-level methods.
 """
 import math
+import zlib
 from fractions import Fraction
 
 from libc.errno cimport EINVAL
@@ -54,6 +55,74 @@ cdef object display_rotation(const int32_t *matrix):
         return None
     cdef double degrees = lavu.av_display_rotation_get(matrix)
     return None if isnan(degrees) else float(f"{degrees:f}")
+
+
+# What avformat_find_stream_info learns, kept so that a file opened before can skip it (its
+# decoding of the first frames is most of an open: ~10 ms of a 1080p H.264 mp4's ~11). Only for the
+# formats whose header alone gives every stream and every packet's timestamps, where the packets
+# read afterwards were tested to be the same with and without the probe (tests/test_index_cache.py).
+PROBE_SKIPPING_FORMATS = frozenset({"mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm"})
+# A format of the probe state below: bump it when its fields change (older states are then refused).
+PROBE_STATE_VERSION = 1
+
+
+cdef list stream_checks(AVStream *st):
+    """What the header gives before the probe and the probe must not have changed: a stored
+    probe applies to a file only where these are the same (else the probe runs)."""
+    cdef lavc.AVCodecParameters *par = st.codecpar
+    extradata = (<char *>par.extradata)[:par.extradata_size] if par.extradata != NULL and par.extradata_size > 0 else b""
+    return [par.codec_type, par.codec_id, par.extradata_size, zlib.crc32(extradata), st.time_base.num,
+            st.time_base.den, st.disposition, ffcompat.tc_codecpar_channels(par)]
+
+
+cdef list stream_probe(AVStream *st):
+    """The fields of a stream that the probe sets (restored by ``restore_stream_probe``, same order)."""
+    cdef lavc.AVCodecParameters *par = st.codecpar
+    return [par.codec_tag, par.format, par.bit_rate, par.bits_per_coded_sample, par.bits_per_raw_sample,
+            par.profile, par.level, par.width, par.height, par.sample_aspect_ratio.num, par.sample_aspect_ratio.den,
+            par.field_order, par.color_range, par.color_primaries, par.color_trc, par.color_space,
+            par.chroma_location, par.video_delay, par.sample_rate, par.block_align, par.frame_size,
+            par.initial_padding, par.trailing_padding, par.seek_preroll,
+            st.start_time, st.duration, st.nb_frames, st.r_frame_rate.num, st.r_frame_rate.den,
+            st.avg_frame_rate.num, st.avg_frame_rate.den, st.sample_aspect_ratio.num, st.sample_aspect_ratio.den,
+            ffcompat.tc_codecpar_layout_order(par), ffcompat.tc_codecpar_layout_mask(par)]
+
+
+cdef int restore_stream_probe(AVStream *st, list values) except -1:
+    """Set the fields of ``stream_probe`` from ``values`` (checked by the caller to fit)."""
+    cdef lavc.AVCodecParameters *par = st.codecpar
+    order, mask = values[LAYOUT_ORDER], values[LAYOUT_ORDER + 1]
+    values = values[:LAYOUT_ORDER]
+    check_av(ffcompat.tc_codecpar_set_layout(par, order, mask, ffcompat.tc_codecpar_channels(par)),
+             "setting the probed channel layout", "the index cache")
+    (par.codec_tag, par.format, par.bit_rate, par.bits_per_coded_sample, par.bits_per_raw_sample,
+     par.profile, par.level, par.width, par.height, par.sample_aspect_ratio.num, par.sample_aspect_ratio.den,
+     par.field_order, par.color_range, par.color_primaries, par.color_trc, par.color_space,
+     par.chroma_location, par.video_delay, par.sample_rate, par.block_align, par.frame_size,
+     par.initial_padding, par.trailing_padding, par.seek_preroll,
+     st.start_time, st.duration, st.nb_frames, st.r_frame_rate.num, st.r_frame_rate.den,
+     st.avg_frame_rate.num, st.avg_frame_rate.den, st.sample_aspect_ratio.num, st.sample_aspect_ratio.den) = values
+    return 0
+
+
+cdef bint plausible_probe(list values, list checks):
+    """Whether stored probe values have the shape and ranges ``restore_stream_probe`` needs (a
+    stored state is data from disk: never assigned before this says yes)."""
+    if len(values) != len(checks):
+        return False
+    for value, check in zip(values, checks):
+        if type(value) is not int:
+            return False
+        low, high = _C_RANGES[check]
+        if not low <= value < high:
+            return False
+    return True
+
+
+LAYOUT_ORDER = 33                 # where the channel order and mask are in stream_probe's list (they end it)
+_C_RANGES = {"int": (-2 ** 31, 2 ** 31), "int64": (-2 ** 63, 2 ** 63), "uint32": (0, 2 ** 32), "uint64": (0, 2 ** 64)}
+# The C type of each field of stream_probe, for plausible_probe.
+_STREAM_PROBE_TYPES = (["uint32", "int", "int64"] + ["int"] * 21 + ["int64"] * 3 + ["int"] * 6 + ["int", "uint64"])
 
 
 def _process_local(name, hint):
@@ -143,8 +212,10 @@ cdef class Demuxer:
     (one thread at a time; reading a packet releases the GIL). Process-local: not picklable.
     """
 
-    def __cinit__(self, source, *args, name=None, **kwargs):
+    def __cinit__(self, source, *args, name=None, probe=None, **kwargs):
         self.ptr = NULL
+        self.probe_skipped = False
+        self.probe_state = None
         self.source = None
         self.generation = 0
         self.followed = []
@@ -175,10 +246,63 @@ cdef class Demuxer:
             self.raise_source_error()
             check_av(ret, "avformat_open_input", self.name)
         self.ptr = ctx
+        if probe is not None and self.restore_probe(probe):
+            self.probe_skipped = True
+            return
         with nogil:
             ret = lavf.avformat_find_stream_info(self.ptr, NULL)
         self.raise_source_error()
         check_av(ret, "avformat_find_stream_info", self.name)
+        self.probe_state = self.capture_probe()
+
+    def _probe_state(self):
+        """What avformat_find_stream_info learnt about this file, as JSON-able lists, for a later
+        open of the same file to skip it (``Demuxer(source, probe=state)``); None for a format where
+        that is not safe (see PROBE_SKIPPING_FORMATS) and when this demuxer skipped the probe itself
+        (its state is the one it was given). Taken when the probe ends, before any packet is read."""
+        return None if self.probe_skipped else self.probe_state
+
+    cdef object capture_probe(self):
+        format_name = optional_str(self.ptr.iformat.name)
+        if format_name not in PROBE_SKIPPING_FORMATS:
+            return None
+        streams = [[stream_checks(self.ptr.streams[i]), stream_probe(self.ptr.streams[i])]
+                   for i in range(self.ptr.nb_streams)]
+        for checks, values in streams:
+            if values[LAYOUT_ORDER] == -1:
+                return None             # a channel order that is not stored (custom, ambisonic)
+        return [PROBE_STATE_VERSION, format_name, [self.ptr.start_time, self.ptr.duration, self.ptr.bit_rate], streams,
+                {kind: self._best_stream(kind) for kind in ("video", "audio")}]
+
+    cdef bint restore_probe(self, state) except -1:
+        """Apply a ``_probe_state`` of this file, right after avformat_open_input, instead of the
+        probe; False (and nothing changed) when it does not fit the file's header: another format,
+        stream layout, codec, codec configuration or time base, or a malformed state."""
+        cdef unsigned int i
+        try:
+            version, format_name, container, streams, best = state
+            if (version != PROBE_STATE_VERSION or format_name != optional_str(self.ptr.iformat.name)
+                    or format_name not in PROBE_SKIPPING_FORMATS or len(streams) != self.ptr.nb_streams
+                    or not plausible_probe(list(container), ["int64"] * 3) or set(best) != {"video", "audio"}):
+                return False
+            for chosen in best.values():
+                if chosen is not None and (type(chosen) is not int or not 0 <= chosen < self.ptr.nb_streams):
+                    return False
+            for i in range(self.ptr.nb_streams):
+                checks, values = streams[i]
+                if list(checks) != stream_checks(self.ptr.streams[i]) or not plausible_probe(list(values), _STREAM_PROBE_TYPES):
+                    return False
+                order, mask = values[LAYOUT_ORDER], values[LAYOUT_ORDER + 1]
+                if not (order == lavu.AV_CHANNEL_ORDER_UNSPEC and mask == 0 or order == lavu.AV_CHANNEL_ORDER_NATIVE
+                        and bin(mask).count("1") == checks[7]):
+                    return False            # not a layout of the stream's channel count
+        except (TypeError, ValueError):
+            return False
+        for i in range(self.ptr.nb_streams):
+            restore_stream_probe(self.ptr.streams[i], list(streams[i][1]))
+        self.ptr.start_time, self.ptr.duration, self.ptr.bit_rate = container
+        self.probe_state = [version, format_name, list(container), [list(stream) for stream in streams], dict(best)]
+        return True
 
     def __init__(self, source, *, streams="video"):
         for selector in self._selectors(streams):
@@ -375,7 +499,11 @@ cdef class Demuxer:
         return MEDIA_TYPE_NAMES.get(self.stream(index).codecpar.codec_type, "unknown")
 
     def _best_stream(self, str media_type):
-        """FFmpeg's choice (av_find_best_stream) of the stream of ``media_type``, or None."""
+        """FFmpeg's choice (av_find_best_stream) of the stream of ``media_type``, or None. It ranks
+        streams by what the probe decoded: a demuxer that skipped the probe answers as the probed
+        open of the file did."""
+        if self.probe_skipped:
+            return self.probe_state[4][media_type]
         cdef lavu.AVMediaType kind = (lavu.AVMEDIA_TYPE_VIDEO if media_type == "video"
                                       else lavu.AVMEDIA_TYPE_AUDIO)
         cdef int ret = lavf.av_find_best_stream(self.ptr, kind, -1, -1, NULL, 0)
@@ -653,15 +781,16 @@ cdef class AudioStream(DemuxedStream):
         return make_audio_decoder(self.demuxer, self.index)
 
 
-cdef Demuxer open_demuxer(object source, object name=None):
-    """A Demuxer of ``source`` that follows no stream yet (``follow`` chooses them)."""
-    return Demuxer.__new__(Demuxer, source, name=name)
+cdef Demuxer open_demuxer(object source, object name=None, object probe=None):
+    """A Demuxer of ``source`` that follows no stream yet (``follow`` chooses them); ``probe``: a
+    ``_probe_state`` of the same file, to skip avformat_find_stream_info where it fits."""
+    return Demuxer.__new__(Demuxer, source, name=name, probe=probe)
 
 
-def unselected_demuxer(source, name=None):
+def unselected_demuxer(source, name=None, probe=None):
     """A Demuxer of ``source`` with no stream selected yet (``open_demuxer`` for Python callers: the
     decoders choose their stream with their own checks and messages, then ``_follow`` it)."""
-    return open_demuxer(source, name)
+    return open_demuxer(source, name, probe)
 
 
 def get_container_metadata(source):

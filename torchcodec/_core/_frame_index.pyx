@@ -13,13 +13,36 @@ computed as TorchCodec computes them (``pts * num / den`` in float64), so they c
 the timestamps decoded frames carry.
 """
 import math
+import struct
 from fractions import Fraction
 
 from libc.math cimport isnan
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 
 from torchcodec import _outputs
+
+
+# _to_bytes: the header (time base num and den, pts_from_dts, frame count), then 25 bytes a frame.
+SERIAL_HEADER = struct.Struct("<qq?q")
+
+cdef enum:
+    SERIAL_ENTRY_BYTES = 25
+
+
+cdef inline void store_le64(unsigned char *at, int64_t value) noexcept nogil:
+    cdef uint64_t bits = <uint64_t>value
+    cdef int k
+    for k in range(8):
+        at[k] = (bits >> (8 * k)) & 0xFF
+
+
+cdef inline int64_t load_le64(const unsigned char *at) noexcept nogil:
+    cdef uint64_t bits = 0
+    cdef int k
+    for k in range(8):
+        bits |= (<uint64_t>at[k]) << (8 * k)
+    return <int64_t>bits
 
 
 def time_base_fraction(time_base):
@@ -68,10 +91,51 @@ cdef class FrameIndex:
         free(self.ends_so_far)
 
     def __reduce__(self):
-        return (_rebuild_index, ((self.time_base_num, self.time_base_den), [self.entries[i].pts for i in range(self.size)],
-                                 [self.entries[i].duration for i in range(self.size)],
-                                 [bool(self.entries[i].is_key) for i in range(self.size)],
-                                 [self.entries[i].pos for i in range(self.size)], self.pts_from_dts))
+        return (FrameIndex._from_bytes, (self._to_bytes(),))
+
+    def _to_bytes(self):
+        """The index as bytes, for pickling and the index cache (``_from_bytes`` reads them back):
+        a header (``SERIAL_HEADER``: time base, pts_from_dts, frame count), then each frame's pts,
+        duration and byte position (little-endian int64) and key flag (one byte), in presentation
+        order."""
+        cdef Py_ssize_t i
+        header = SERIAL_HEADER.pack(self.time_base_num, self.time_base_den, self.pts_from_dts, self.size)
+        cdef bytearray out = bytearray(len(header) + self.size * SERIAL_ENTRY_BYTES)
+        out[:len(header)] = header
+        cdef Py_ssize_t header_bytes = len(header)
+        cdef unsigned char *at = <unsigned char *>out + header_bytes
+        for i in range(self.size):
+            store_le64(at, self.entries[i].pts)
+            store_le64(at + 8, self.entries[i].duration)
+            store_le64(at + 16, self.entries[i].pos)
+            at[24] = self.entries[i].is_key
+            at += SERIAL_ENTRY_BYTES
+        return bytes(out)
+
+    @staticmethod
+    def _from_bytes(data):
+        """The index that ``_to_bytes`` wrote. ValueError for bytes that are not such an index
+        (a wrong size, flags other than 0/1, or frames out of presentation order)."""
+        cdef const unsigned char[::1] view = memoryview(data).cast("B")
+        cdef Py_ssize_t i, count
+        if view.shape[0] < SERIAL_HEADER.size:
+            raise ValueError("not a serialized FrameIndex: too short")
+        num, den, pts_from_dts, count = SERIAL_HEADER.unpack_from(data)
+        if count < 0 or view.shape[0] != SERIAL_HEADER.size + count * SERIAL_ENTRY_BYTES or den <= 0:
+            raise ValueError("not a serialized FrameIndex: its size does not match its frame count")
+        cdef FrameIndex index = FrameIndex((num, den))
+        index.pts_from_dts = pts_from_dts
+        cdef const unsigned char *at = NULL
+        cdef Py_ssize_t header_bytes = SERIAL_HEADER.size
+        if count:
+            at = &view[0] + header_bytes
+        for i in range(count):
+            if at[24] > 1 or (i > 0 and load_le64(at) < index.entries[i - 1].pts):
+                raise ValueError("not a serialized FrameIndex: a key flag is not 0/1 or the frames are out of order")
+            index.append(load_le64(at), load_le64(at + 8), at[24], load_le64(at + 16))
+            at += SERIAL_ENTRY_BYTES
+        index.finish()
+        return index
 
     @staticmethod
     def from_lists(time_base, pts, durations, key_frames):
@@ -350,10 +414,4 @@ cdef class FrameIndex:
         return self.key_frame_seconds(float(seconds))
 
 
-def _rebuild_index(time_base, pts, durations, keys, positions, pts_from_dts):
-    cdef FrameIndex index = FrameIndex(time_base)
-    for p, d, k, pos in zip(pts, durations, keys, positions):
-        index.append(p, d, k, pos)
-    index.finish()
-    index.pts_from_dts = pts_from_dts
-    return index
+

@@ -1,5 +1,5 @@
 # Declarations of libavcodec, one block per header; C names unchanged; only what torchcodec uses.
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t
 from torchcodec._ffmpeg.avutil cimport (
     AVChannelLayout, AVClass, AVColorPrimaries, AVColorRange, AVColorSpace, AVColorTransferCharacteristic,
     AVBufferRef, AVDictionary, AVFrame, AVHWDeviceType, AVMediaType, AVPixelFormat, AVRational, AVSampleFormat,
@@ -64,23 +64,31 @@ cdef extern from "libavcodec/codec_par.h" nogil:
     ctypedef struct AVCodecParameters:
         AVMediaType codec_type
         AVCodecID codec_id
+        uint32_t codec_tag
         uint8_t *extradata
         int extradata_size
         int format
         int64_t bit_rate
+        int bits_per_coded_sample
         int bits_per_raw_sample
         int profile
+        int level
         int width
         int height
         AVRational sample_aspect_ratio
+        int field_order                 # enum AVFieldOrder
         AVColorRange color_range
         AVColorPrimaries color_primaries
         AVColorTransferCharacteristic color_trc
         AVColorSpace color_space
+        int chroma_location             # enum AVChromaLocation
+        int video_delay
         AVChannelLayout ch_layout
         int sample_rate
+        int block_align
         int frame_size
         int initial_padding
+        int trailing_padding
         int seek_preroll
     int avcodec_parameters_copy(AVCodecParameters *dst, const AVCodecParameters *src)
 

@@ -1,5 +1,5 @@
 # Declarations of include/torchcodec/ffcompat.h: every FFmpeg version difference, in one place.
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecParameters, AVPacket
 from torchcodec._ffmpeg.avformat cimport AVIOContext, AVStream
 from torchcodec._ffmpeg.avutil cimport AVChannelLayout, AVFrame, AVPixelFormat, AVSampleFormat
@@ -13,6 +13,9 @@ cdef extern from "torchcodec/ffcompat.h" nogil:
     int64_t tc_packet_pts(const AVPacket *packet)
     const int32_t *tc_stream_display_matrix(const AVStream *stream)
     int tc_codecpar_channels(const AVCodecParameters *par)
+    int tc_codecpar_layout_order(const AVCodecParameters *par)
+    uint64_t tc_codecpar_layout_mask(const AVCodecParameters *par)
+    int tc_codecpar_set_layout(AVCodecParameters *par, int order, uint64_t mask, int channels)
     int tc_packet_is_discarded(const AVPacket *packet)
     int tc_frame_channel_layout(AVChannelLayout *dst, const AVFrame *frame)
     ctypedef int (*tc_avio_read_fn)(void *opaque, uint8_t *buf, int buf_size) noexcept nogil

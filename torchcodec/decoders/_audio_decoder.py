@@ -7,6 +7,7 @@ import os
 import threading
 from typing import Any, Optional
 
+from torchcodec import _index_cache as index_cache
 from torchcodec import _outputs
 from torchcodec._core._audio_reader import AudioReader, compact_rows
 from torchcodec._core._demuxer import unselected_demuxer
@@ -210,9 +211,12 @@ class AudioDecoder(SampleRanges):
                             num_channels=num_channels, seek_mode=seek_mode)
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._demuxer = demuxer = unselected_demuxer(source)
+        cached = index_cache.lookup(source)
+        self._demuxer = demuxer = unselected_demuxer(source, probe=cached.probe if cached else None)
         self.stream_index: int = choose_stream(demuxer, stream_index, "audio")
         demuxer._follow(self.stream_index)
+        if cached:
+            cached.remember(demuxer, {})
         header = demuxer._stream_header(self.stream_index)
         self._engine = AudioReader(demuxer, self.stream_index, int(sample_rate or 0), int(num_channels or 0),
                                    seek_mode == "approximate")

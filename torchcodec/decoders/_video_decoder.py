@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
 from torchcodec import _outputs
+from torchcodec import _index_cache as index_cache
 from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
 from torchcodec._core._demuxer import unselected_demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
@@ -108,7 +109,8 @@ class VideoDecoder(Reopenable):
                             output_dtype=output_dtype, custom_frame_mappings=custom_frame_mappings,
                             transforms=None)
         self._pid = os.getpid()
-        self._demuxer = demuxer = unselected_demuxer(source)
+        cached = index_cache.lookup(source)
+        self._demuxer = demuxer = unselected_demuxer(source, probe=cached.probe if cached else None)
         self.stream_index = choose_stream(demuxer, stream_index, "video")
         demuxer._follow(self.stream_index)
         header = demuxer._stream_header(self.stream_index)
@@ -116,12 +118,18 @@ class VideoDecoder(Reopenable):
         check_request(f"num_ffmpeg_threads={num_ffmpeg_threads}", threads=int(num_ffmpeg_threads) or _FFMPEG_AUTO_THREADS,
                       frame_size=(header["height"] or 0, header["width"] or 0))
 
+        at_start = True                 # no packet read yet: the reader need not seek first
         if custom_frame_mappings is not None:
             index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
         elif seek_mode == "exact":
-            index = demuxer._scan(self.stream_index)     # the reader seeks where it needs to
+            index = cached.index(self.stream_index) if cached else None
+            if index is None:
+                index, at_start = demuxer._scan(self.stream_index), False    # the reader seeks where it needs to
         else:
             index = None
+        if cached:
+            cached.remember(demuxer, {self.stream_index: index} if seek_mode == "exact" and custom_frame_mappings is None
+                            else {})
         clockwise = (-round(header["rotation"])) % 360 if header["rotation"] is not None else 0
         # The blocks: one demuxer, the stream's packet decoder and a colour converter, which the reader drives.
         self._cuda = None
@@ -132,7 +140,7 @@ class VideoDecoder(Reopenable):
         else:
             decoder = make_video_decoder(demuxer, self.stream_index, int(num_ffmpeg_threads))
         self._engine = VideoReader(demuxer, self.stream_index, index, clockwise if clockwise in (90, 180, 270) else 0,
-                                   index is None or custom_frame_mappings is not None, decoder, converter)
+                                   at_start, decoder, converter)
         self._index: Optional[FrameIndex] = index
         content = None
         if index is not None and len(index) > 0:
