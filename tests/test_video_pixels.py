@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import reference
+from torchcodec._core import _video_reader
 from torchcodec.decoders import VideoDecoder
 
 # (corpus file, stream index) for every video stream in the corpus.
@@ -106,6 +107,60 @@ def test_frames_reached_by_leaving_out_unreferenced_ones_are_exact(media, name, 
     for i in indices[::-1][:5] + [len(decoder) - 1]:
         np.testing.assert_array_equal(decoder[i], expected[i], err_msg=f"frame {i}")
     assert decoder._engine.decoder.packets_skippable > 0
+
+
+EARLY_DRAIN_FILES = ["h264_bframes.mp4", "h264_bframes.ts", "h264_editlist.mp4", "h264_vfr.mkv", "hevc_bframes.mp4",
+                     "vp9.webm", "av1.mp4", "mpeg4_bframes.avi", "mpeg2_mp2.mpg", "h264_interlaced.mp4"]
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("name", EARLY_DRAIN_FILES)
+def test_draining_after_the_last_target_of_a_run_changes_no_frame(media, name, threads):
+    """decode_at drains the decoder once the packets of a run's targets were sent, instead of
+    feeding it the packets after them: the frames equal the CLI's and those decoded without it."""
+    expected = reference.ffmpeg_rgb_frames(media[name])
+    n = len(expected)
+    rng = np.random.default_rng(len(name) * 7 + threads)
+    requests = [rng.choice(n, size=min(10, n), replace=False).tolist(),
+                [0, 1, 2, n // 2, n // 2 + 1, n - 2, n - 1], list(range(n))[::7], [n - 1, 0, n - 1]]
+    for indices in requests:
+        on = VideoDecoder(media[name], dimension_order="NHWC", num_ffmpeg_threads=threads)
+        batch = on.get_frames_at(indices)
+        np.testing.assert_array_equal(batch.data, expected[indices])
+        previous = _video_reader._set_early_drain(False)
+        try:
+            off = VideoDecoder(media[name], dimension_order="NHWC", num_ffmpeg_threads=threads).get_frames_at(indices)
+        finally:
+            _video_reader._set_early_drain(previous)
+        np.testing.assert_array_equal(batch.pts_seconds, off.pts_seconds)
+        np.testing.assert_array_equal(batch.duration_seconds, off.duration_seconds)
+        # The decoder stays usable after a request that drained it: the next ones need a seek.
+        for i in (indices[0], n // 3, n - 1):
+            np.testing.assert_array_equal(on[i], expected[i], err_msg=f"frame {i} after {indices}")
+
+
+def test_an_early_drain_sends_fewer_packets(media):
+    path = media["h264_bframes.mp4"]
+    counts = {}
+    for drain in (True, False):
+        previous = _video_reader._set_early_drain(drain)
+        try:
+            decoder = VideoDecoder(path)
+            decoder.get_frames_at([3, 40, 71])      # three GOPs of 30 frames: three runs
+        finally:
+            _video_reader._set_early_drain(previous)
+        counts[drain] = (decoder._engine.decoder.packets_sent, decoder._engine.decoder.early_drains)
+    # The last run is not drained: the next request may go on from it.
+    assert counts[True][1] == 2 and counts[False][1] == 0
+    assert counts[True][0] < counts[False][0]
+
+
+def test_frame_after_frame_requests_do_not_seek(media):
+    """decoder[i] then decoder[i + 1]: the second goes on decoding from the first (no drain, no seek)."""
+    decoder = VideoDecoder(media["h264_bframes.mp4"])
+    for i in range(5, 25):
+        decoder[i]
+    assert decoder._engine.seeks <= 1 and decoder._engine.decoder.early_drains == 0
 
 
 def test_nothing_is_left_out_where_unreferenced_frames_may_be_referenced(media):

@@ -2,7 +2,7 @@
 # loop of the package (over libavcodec, whose calls a subclass may replace: NVDEC's NvdecDecoder);
 # VideoPacketDecoder and AudioPacketDecoder turn its frames into RawFrame / RawAudioSamples for
 # Python callers. The video and audio readers drive the same objects through next_frame.
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t
 from torchcodec._core._demuxer cimport Demuxer, Packet
 from torchcodec._core._error cimport ErrorStash
 from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecContext, AVPacket
@@ -23,6 +23,16 @@ cdef class PacketDecoder:
     cdef object generation              # Python API: the demuxer's seek count its packets came with (None: any)
     cdef AVFrame *scratch               # Python API: what receive_frame fills before it is wrapped
     cdef ErrorStash errors              # a codec call's failure, when it returned ERROR_STASHED (NVDEC)
+    # next_frame drains the codec as soon as packets with each of these pts were sent (a reader's
+    # targets before its next seek: no packet after them is needed). Borrowed; NULL: never.
+    cdef const int64_t *drain_pts
+    cdef uint8_t *drain_sent            # which of them were sent (borrowed, as drain_pts)
+    cdef Py_ssize_t drain_count
+    cdef Py_ssize_t drain_pending       # how many are still to be sent
+    cdef readonly bint drained_early    # next_frame drained the codec before the end of the stream (until flush())
+    cdef readonly bint can_drain_early  # libavcodec on the CPU: draining mid-stream gives the frames decoded so far
+    cdef readonly unsigned long packets_sent    # counters, for tests and benchmarks
+    cdef readonly unsigned long early_drains
 
     # The codec's own calls, AVERROR codes as libavcodec returns them (subclasses may replace them):
     # send: a packet, or NULL for the end of the stream; receive: 0 with a frame, EAGAIN, AVERROR_EOF.
@@ -40,6 +50,10 @@ cdef class PacketDecoder:
     cdef void skip_unneeded_before(self, int64_t pts) noexcept nogil
     # Called before a packet of the stream is sent (the codec may adjust how it decodes it).
     cdef void before_send(self, const AVPacket *packet) noexcept nogil
+    # drain_once_sent: drain the codec once packets with each of ``count`` sorted distinct pts were
+    #   sent (``sent``: their flags, zeroed here); count 0: never (what flush() restores).
+    cdef void drain_once_sent(self, const int64_t *pts, uint8_t *sent, Py_ssize_t count) noexcept nogil
+    cdef bint note_sent(self, int64_t pts) noexcept nogil
 
     # The loop, built on the calls above. send_packet: send, refusing corrupt data (counted, up to a
     # limit); a NULL packet ends the input. receive_frame: 1 with a frame, 0 when none is ready or

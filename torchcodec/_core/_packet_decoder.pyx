@@ -17,7 +17,8 @@ NVDEC support) or its initialisation fails, libavcodec decodes on the CPU as usu
 ``hwaccel_used`` says which happened.
 """
 from libc.errno cimport EAGAIN, ENOMEM
-from libc.stdint cimport INT64_MIN, int64_t
+from libc.stdint cimport INT64_MIN, int64_t, uint8_t
+from libc.string cimport memset
 
 from torchcodec._core._demuxer cimport Demuxer, Packet, display_rotation
 from torchcodec._core._error cimport ERROR_STASHED, av_error_string, check_av, clear_stash, raise_stashed_nogil
@@ -96,6 +97,14 @@ cdef class PacketDecoder:
         self.may_have_left_out = False
         self.drained = False
         self.generation = None
+        self.drain_pts = NULL
+        self.drain_sent = NULL
+        self.drain_count = 0
+        self.drain_pending = 0
+        self.drained_early = False
+        self.can_drain_early = False
+        self.packets_sent = 0
+        self.early_drains = 0
 
     def __init__(self, *args, **kwargs):
         raise RuntimeError(f"{type(self).__name__} cannot be instantiated directly. Build one from the stream "
@@ -154,6 +163,31 @@ cdef class PacketDecoder:
         self.output_done = False
         self.may_have_left_out = False
         self.skip_unneeded_before(INT64_MIN)
+        self.drain_once_sent(NULL, NULL, 0)
+        self.drained_early = False
+
+    cdef void drain_once_sent(self, const int64_t *pts, uint8_t *sent, Py_ssize_t count) noexcept nogil:
+        self.drain_pts = pts if count > 0 else NULL
+        self.drain_sent = sent if count > 0 else NULL
+        self.drain_count = count if count > 0 else 0
+        self.drain_pending = self.drain_count
+        if count > 0:
+            memset(sent, 0, count)
+
+    cdef bint note_sent(self, int64_t pts) noexcept nogil:
+        """Count a sent packet of timestamp ``pts``: True when it was the last one awaited."""
+        cdef Py_ssize_t lo = 0, hi = self.drain_count, mid
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.drain_pts[mid] < pts:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo == self.drain_count or self.drain_pts[lo] != pts or self.drain_sent[lo]:
+            return False
+        self.drain_sent[lo] = 1
+        self.drain_pending -= 1
+        return self.drain_pending == 0
 
     cdef int frames_in_flight(self) noexcept nogil:
         return 0
@@ -180,6 +214,7 @@ cdef class PacketDecoder:
                     raise_stashed_nogil(&self.errors)
             return 0
         self.before_send(packet)
+        self.packets_sent += 1
         ret = self.send(packet)
         if ret < 0 and ret != lavu.AVERROR(EAGAIN):
             self.refuse_or_raise(ret, "avcodec_send_packet")
@@ -225,6 +260,14 @@ cdef class PacketDecoder:
             if packet.stream_index == self.stream_index:
                 try:
                     self.send_packet(packet)
+                    if self.drain_pending > 0 and self.note_sent(ffcompat.tc_packet_pts(packet)):
+                        # Every packet a wanted frame needs was sent: drain rather than decode the
+                        # packets after them, which the codec would want before it outputs them.
+                        self.drain_once_sent(NULL, NULL, 0)
+                        self.send_packet(NULL)
+                        self.drained_early = True
+                        self.may_have_left_out = True     # the frames of packets never sent
+                        self.early_drains += 1
                 finally:
                     lavc.av_packet_unref(packet)
             else:
@@ -327,6 +370,14 @@ cdef class PacketDecoder:
             self.flush()
         self.drained = False
         self.generation = None
+        self.drain_pts = NULL
+        self.drain_sent = NULL
+        self.drain_count = 0
+        self.drain_pending = 0
+        self.drained_early = False
+        self.can_drain_early = False
+        self.packets_sent = 0
+        self.early_drains = 0
 
 
 cdef AVBufferRef *cuda_device_ref(int device, size_t context, size_t stream, str purpose) except NULL:
@@ -484,6 +535,7 @@ cdef VideoPacketDecoder open_video_decoder(Demuxer demuxer, int stream_index, in
     decoder.rotation = rotation if rotation is not None else 0.0
     if cuda_device >= 0:
         decoder.use_cuda_device(cuda_device, cuda_context)
+    decoder.can_drain_early = cuda_device < 0
     decoder.finish_open(decoder.ptr.codec)
     return decoder
 

@@ -67,6 +67,16 @@ cdef class VideoReader:
     cdef int64_t last_index             # frame index of the last index request (INT64_MIN: none)
     cdef int64_t returned_pts           # pts and duration of the frame the last request returned
     cdef int64_t returned_duration      #   (returned_pts INT64_MIN: none yet)
+    # decode_at's plan (exact mode): its distinct targets in order and, for each, the end of its
+    # run (the targets reached from one seek), so that the decoder is drained once the packets of
+    # a run's last targets were sent, instead of decoding the packets after them (see arm_drain).
+    cdef int64_t *plan_pts
+    cdef Py_ssize_t *plan_run_end
+    cdef uint8_t *plan_sent
+    cdef Py_ssize_t plan_size
+    cdef Py_ssize_t plan_at             # the distinct target being found (-1: no plan)
+    cdef bint early_drain               # the plan may drain early (off after a drain came too early)
+    cdef Py_ssize_t drained_run_end     # the end of the run the decoder was last armed for
 
     cdef int seek_to(self, int64_t target) except -1 nogil
     cdef int seek_to_key(self, int64_t key, int64_t position) except -1 nogil
@@ -76,6 +86,9 @@ cdef class VideoReader:
     cdef int64_t answer_lower_bound(self, int64_t target, Match match) noexcept nogil
     cdef bint held_answers(self, int64_t target, Match match) noexcept nogil
     cdef bint should_seek(self, int64_t target) noexcept nogil
+    cdef int make_plan(self, const int64_t *sorted_targets, Py_ssize_t n) except -1 nogil
+    cdef void drop_plan(self) noexcept nogil
+    cdef void arm_drain(self) noexcept nogil
     cdef int64_t key_frame_timestamp(self, int64_t target) noexcept nogil
     cdef int64_t key_frame_position(self, int64_t target) noexcept nogil
     cdef int find_frame(self, int64_t target, Match match) except -1 nogil

@@ -29,6 +29,17 @@ from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
+cdef bint early_drain_enabled = True      # tests and benchmarks compare with it off
+
+
+def _set_early_drain(bint enabled):
+    """(Tests, benchmarks.) Turn decode_at's early drain on or off; returns the previous setting."""
+    global early_drain_enabled
+    previous = early_drain_enabled
+    early_drain_enabled = enabled
+    return previous
+
+
 cdef struct Target:
     int64_t timestamp
     Py_ssize_t position         # where the frame goes in the output
@@ -119,8 +130,16 @@ cdef class VideoReader:
         self.last_index = INT64_MIN
         self.returned_pts = INT64_MIN
         self.returned_duration = 0
+        self.plan_pts = NULL
+        self.plan_run_end = NULL
+        self.plan_sent = NULL
+        self.plan_size = 0
+        self.plan_at = -1
+        self.early_drain = False
+        self.drained_run_end = -1
 
     def __dealloc__(self):
+        self.drop_plan()
         lavc.av_packet_free(&self.packet)
         lavu.av_frame_free(&self.held)
         lavu.av_frame_free(&self.incoming)
@@ -309,6 +328,8 @@ cdef class VideoReader:
         cdef Py_ssize_t i
         if self.needs_seek or self.decoder.output_done:     # the decoder was drained: start again
             return True
+        if self.decoder.drained_early and not (0 <= self.plan_at < self.drained_run_end):
+            return True                       # drained after another run's packets: this frame's may not have been sent
         if self.positional:
             return self.has_held and target <= self.held_pts
         if not self.has_held:                 # nothing decoded since the start or the last seek
@@ -334,11 +355,18 @@ cdef class VideoReader:
             return 0
         if self.should_seek(target):
             self.seek_to(target)
+            self.arm_drain()
         cdef int64_t answer_from = self.answer_lower_bound(target, match)
         if self.frames_since_seek > 0:
             self.decoder.skip_unneeded_before(answer_from)
         while True:
             if not self.decode_next():
+                if self.decoder.drained_early:
+                    # The early drain came before this frame (packets with repeated timestamps?):
+                    # decode the rest of the request the plain way, from the key frame.
+                    self.early_drain = False
+                    self.seek_to(target)
+                    continue
                 if self.frames_since_seek == 0 and not self.run_from_start:
                     self.step_back(target)    # the seek landed at the end (e.g. a truncated file)
                     continue
@@ -367,6 +395,72 @@ cdef class VideoReader:
                 self.decoder.skip_unneeded_before(answer_from)
             if self.held_answers(target, match):
                 return 0
+
+    # ---- decode_at's plan: drain at the end of each run ----------------------------------------------
+
+    cdef int make_plan(self, const int64_t *sorted_targets, Py_ssize_t n) except -1 nogil:
+        """Plan the distinct targets among ``n`` sorted ones: group them into runs, a run being
+        the targets that should_seek lets the reader reach from one seek (each next target's key
+        frame is at or before the frame after the previous target). Only for exact mode with a
+        libavcodec CPU decoder, and only runs whose every target is an exact frame pts (the
+        packets of those frames are what the decoder counts); else no plan."""
+        cdef Py_ssize_t k, d, m = 0, i
+        cdef int64_t following
+        self.drop_plan()
+        if (not early_drain_enabled or self.index is None or self.positional or not self.decoder.can_drain_early
+                or n == 0):
+            return 0
+        self.plan_pts = <int64_t *>malloc(n * sizeof(int64_t))
+        self.plan_run_end = <Py_ssize_t *>malloc(n * sizeof(Py_ssize_t))
+        self.plan_sent = <uint8_t *>malloc(n)
+        if self.plan_pts == NULL or self.plan_run_end == NULL or self.plan_sent == NULL:
+            self.drop_plan()
+            with gil:
+                raise MemoryError(f"cannot plan {n} targets")
+        for k in range(n):
+            if k == 0 or sorted_targets[k] != sorted_targets[k - 1]:
+                self.plan_pts[m] = sorted_targets[k]
+                m += 1
+        self.plan_size = m
+        d = m - 1
+        while d >= 0:
+            self.plan_run_end[d] = d + 1
+            if d + 1 < m:
+                i = self.index.find_pts(self.plan_pts[d])
+                following = self.index.entries[i + 1].pts if 0 <= i < self.index.size - 1 else self.plan_pts[d] + 1
+                if self.key_frame_timestamp(self.plan_pts[d + 1]) <= following:
+                    self.plan_run_end[d] = self.plan_run_end[d + 1]
+            d -= 1
+        self.plan_at = 0
+        self.early_drain = True
+        return 0
+
+    cdef void drop_plan(self) noexcept nogil:
+        if self.decoder is not None:
+            self.decoder.drain_once_sent(NULL, NULL, 0)
+        free(self.plan_pts)
+        free(self.plan_run_end)
+        free(self.plan_sent)
+        self.plan_pts = NULL
+        self.plan_run_end = NULL
+        self.plan_sent = NULL
+        self.plan_size = 0
+        self.plan_at = -1
+
+    cdef void arm_drain(self) noexcept nogil:
+        """After a seek for plan target ``plan_at``: have the decoder drain once the packets of
+        the rest of its run were sent (none of the packets after them is needed before the next seek)."""
+        cdef Py_ssize_t d = self.plan_at, k, end
+        if d < 0 or d >= self.plan_size or not self.early_drain:
+            return
+        end = self.plan_run_end[d]
+        if end == self.plan_size:
+            return        # the last run: the next request may go on from it (decoder[i], then decoder[i + 1])
+        for k in range(d, end):
+            if self.index.find_pts(self.plan_pts[k]) < 0:
+                return                        # a time between frames: its frame is not known for sure
+        self.decoder.drain_once_sent(self.plan_pts + d, self.plan_sent + d, end - d)
+        self.drained_run_end = end
 
     # ---- approximate mode: TorchCodec's cursor ----------------------------------------------------
 
@@ -462,6 +556,7 @@ cdef class VideoReader:
         cdef Py_ssize_t n = wanted.shape[0]
         cdef OutputSlots slots
         cdef Target *order = NULL
+        cdef int64_t *sorted_targets = NULL
         cdef Py_ssize_t k
         cdef char *slot
         cdef char *previous_slot = NULL
@@ -477,7 +572,10 @@ cdef class VideoReader:
         slots.width = width
         slots.as_float = as_float
         order = <Target *>malloc(n * sizeof(Target))
-        if order == NULL:
+        sorted_targets = <int64_t *>malloc(n * sizeof(int64_t))
+        if order == NULL or sorted_targets == NULL:
+            free(order)
+            free(sorted_targets)
             raise MemoryError(f"cannot plan {n} targets")
         try:
             for k in range(n):
@@ -486,8 +584,15 @@ cdef class VideoReader:
             with nogil:
                 qsort(order, n, sizeof(Target), compare_targets)
                 for k in range(n):
+                    sorted_targets[k] = order[k].timestamp
+                self.make_plan(sorted_targets, n)
+                for k in range(n):
                     slot = slots.data + order[k].position * slots.frame_stride
                     if k == 0 or order[k].timestamp != order[k - 1].timestamp:
+                        if k > 0:
+                            self.plan_at += 1
+                        elif self.plan_at == 0:
+                            self.arm_drain()      # no seek may come first: the run starts here
                         self.find_frame(order[k].timestamp, how)
                     if previous_slot != NULL and previous_serial == self.held_serial:
                         self.converter.copy_output(<uint8_t *>slot, <const uint8_t *>previous_slot, slots.row_stride,
@@ -500,7 +605,9 @@ cdef class VideoReader:
                     pts_view[order[k].position] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
                     duration_view[order[k].position] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)
         finally:
+            self.drop_plan()
             free(order)
+            free(sorted_targets)
 
     def decode_requests(self, requests, times, positions, size_t address, Py_ssize_t frame_stride,
                         Py_ssize_t row_stride, int height, int width, bint as_float, pts_out, duration_out):
