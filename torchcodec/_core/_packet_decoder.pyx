@@ -370,14 +370,6 @@ cdef class PacketDecoder:
             self.flush()
         self.drained = False
         self.generation = None
-        self.drain_pts = NULL
-        self.drain_sent = NULL
-        self.drain_count = 0
-        self.drain_pending = 0
-        self.drained_early = False
-        self.can_drain_early = False
-        self.packets_sent = 0
-        self.early_drains = 0
 
 
 cdef AVBufferRef *cuda_device_ref(int device, size_t context, size_t stream, str purpose) except NULL:
