@@ -122,9 +122,12 @@ class VideoDecoder(Reopenable):
         if custom_frame_mappings is not None:
             index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
         elif seek_mode == "exact":
-            index = cached.index(self.stream_index) if cached else None
+            # A cached index: the reader still starts with a seek, as after a scan, so that a reopened
+            # file decodes exactly as the first time (the fuzzer found a hostile file where starting
+            # without one gave other frames).
+            index, at_start = cached.index(self.stream_index) if cached else None, False
             if index is None:
-                index, at_start = demuxer._scan(self.stream_index), False    # the reader seeks where it needs to
+                index = demuxer._scan(self.stream_index)     # the reader seeks where it needs to
         else:
             index = None
         if cached:
