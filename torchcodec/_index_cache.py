@@ -7,7 +7,8 @@ the timings: about 10 ms of a 1080p H.264 mp4) and the scan that builds the exac
 read of every packet: milliseconds per minute of video). Both depend on the file's bytes only, so
 the decoders keep them here, one entry per file, and a later open of an unchanged file reads them
 back instead: the scan is skipped for every format, the probe for the formats whose header alone
-describes every stream and packet (mp4/mov and Matroska/WebM; see ``PROBE_SKIPPING_FORMATS``).
+describes every stream and packet (mp4/mov and Matroska/WebM; see
+``torchcodec._core._demuxer.PROBE_SKIPPING_FORMATS``).
 What is read back is exactly what the first open computed: metadata and frames are the same.
 
 An entry is trusted only for the same file: a path's entry is keyed by its real path, size,
@@ -40,7 +41,6 @@ import threading
 import time
 from typing import Any, Optional
 
-from torchcodec._core._demuxer import PROBE_SKIPPING_FORMATS  # noqa: F401  (named in the documentation)
 from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._info import ffmpeg_versions
 from torchcodec._logging import _LOGGER

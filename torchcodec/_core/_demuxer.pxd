@@ -31,6 +31,7 @@ cdef class Demuxer:
     cdef bint has_read              # packets were read since the demuxer opened (or seeked to the start)
     cdef readonly bint probe_skipped    # a stored probe state replaced avformat_find_stream_info
     cdef object probe_state         # what the probe learnt (see _probe_state), or None
+    cdef dict probed_best           # a skipped probe's best streams ("video"/"audio" -> index or None)
 
     cdef AVStream *stream(self, int index) except NULL
     cdef int read(self, AVPacket *packet) except? -1 nogil

@@ -216,6 +216,7 @@ cdef class Demuxer:
         self.ptr = NULL
         self.probe_skipped = False
         self.probe_state = None
+        self.probed_best = None
         self.source = None
         self.generation = 0
         self.followed = []
@@ -260,7 +261,7 @@ cdef class Demuxer:
         open of the same file to skip it (``Demuxer(source, probe=state)``); None for a format where
         that is not safe (see PROBE_SKIPPING_FORMATS) and when this demuxer skipped the probe itself
         (its state is the one it was given). Taken when the probe ends, before any packet is read."""
-        return None if self.probe_skipped else self.probe_state
+        return self.probe_state
 
     cdef object capture_probe(self):
         format_name = optional_str(self.ptr.iformat.name)
@@ -301,7 +302,7 @@ cdef class Demuxer:
         for i in range(self.ptr.nb_streams):
             restore_stream_probe(self.ptr.streams[i], list(streams[i][1]))
         self.ptr.start_time, self.ptr.duration, self.ptr.bit_rate = container
-        self.probe_state = [version, format_name, list(container), [list(stream) for stream in streams], dict(best)]
+        self.probed_best = dict(best)
         return True
 
     def __init__(self, source, *, streams="video"):
@@ -503,7 +504,7 @@ cdef class Demuxer:
         streams by what the probe decoded: a demuxer that skipped the probe answers as the probed
         open of the file did."""
         if self.probe_skipped:
-            return self.probe_state[4][media_type]
+            return self.probed_best[media_type]
         cdef lavu.AVMediaType kind = (lavu.AVMEDIA_TYPE_VIDEO if media_type == "video"
                                       else lavu.AVMEDIA_TYPE_AUDIO)
         cdef int ret = lavf.av_find_best_stream(self.ptr, kind, -1, -1, NULL, 0)

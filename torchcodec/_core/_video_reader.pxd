@@ -17,6 +17,11 @@ cpdef enum Request:     # decode_requests: what a request that is not a frame in
     BY_TIME = -2        # the frame played at a time
 
 
+cdef struct Target:             # decode_at: a requested timestamp and its output slot
+    int64_t timestamp
+    Py_ssize_t position         # where the frame goes in the output
+
+
 cdef struct OutputSlots:
     char *data                  # frame 0, row 0, pixel 0
     Py_ssize_t frame_stride     # bytes between frames
@@ -86,7 +91,8 @@ cdef class VideoReader:
     cdef int64_t answer_lower_bound(self, int64_t target, Match match) noexcept nogil
     cdef bint held_answers(self, int64_t target, Match match) noexcept nogil
     cdef bint should_seek(self, int64_t target) noexcept nogil
-    cdef int make_plan(self, const int64_t *sorted_targets, Py_ssize_t n) except -1 nogil
+    cdef int64_t pts_after(self, int64_t pts, int64_t duration) noexcept nogil
+    cdef int make_plan(self, const Target *order, Py_ssize_t n) except -1 nogil
     cdef void drop_plan(self) noexcept nogil
     cdef void arm_drain(self) noexcept nogil
     cdef int64_t key_frame_timestamp(self, int64_t target) noexcept nogil

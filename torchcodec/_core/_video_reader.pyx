@@ -40,11 +40,6 @@ def _set_early_drain(bint enabled):
     return previous
 
 
-cdef struct Target:
-    int64_t timestamp
-    Py_ssize_t position         # where the frame goes in the output
-
-
 cdef int check_output(Py_ssize_t n, size_t address, Py_ssize_t frame_stride, Py_ssize_t row_stride,
                       int height, int width, bint as_float, pts_out, duration_out) except -1:
     """Check that the output memory and timestamp buffers described hold ``n`` frames."""
@@ -324,8 +319,6 @@ cdef class VideoReader:
     cdef bint should_seek(self, int64_t target) noexcept nogil:
         """Whether reaching ``target`` needs a seek rather than decoding on from here."""
         cdef int64_t key = self.key_frame_timestamp(target)
-        cdef int64_t next_pts
-        cdef Py_ssize_t i
         if self.needs_seek or self.decoder.output_done:     # the decoder was drained: start again
             return True
         if self.decoder.drained_early and not (0 <= self.plan_at < self.drained_run_end):
@@ -336,12 +329,17 @@ cdef class VideoReader:
             return not self.run_from_start or key > self.first_key_timestamp
         if target <= self.held_pts:           # behind us
             return True
-        next_pts = self.held_pts + (self.held_duration if self.held_duration > 0 else 1)
+        return key > self.pts_after(self.held_pts, self.held_duration)
+
+    cdef int64_t pts_after(self, int64_t pts, int64_t duration) noexcept nogil:
+        """The pts of the frame after the one at ``pts``: the index's next entry, else where the
+        frame ends (``duration``; 1 tick when it has none)."""
+        cdef Py_ssize_t i
         if self.index is not None:
-            i = self.index.find_pts(self.held_pts)
+            i = self.index.find_pts(pts)
             if i >= 0 and i + 1 < self.index.size:
-                next_pts = self.index.entries[i + 1].pts
-        return key > next_pts
+                return self.index.entries[i + 1].pts
+        return pts + (duration if duration > 0 else 1)
 
     cdef int find_frame(self, int64_t target, Match match) except -1 nogil:
         """Decode until ``held`` is the frame that ``match`` asks for at ``target``.
@@ -398,14 +396,13 @@ cdef class VideoReader:
 
     # ---- decode_at's plan: drain at the end of each run ----------------------------------------------
 
-    cdef int make_plan(self, const int64_t *sorted_targets, Py_ssize_t n) except -1 nogil:
-        """Plan the distinct targets among ``n`` sorted ones: group them into runs, a run being
+    cdef int make_plan(self, const Target *order, Py_ssize_t n) except -1 nogil:
+        """Plan the distinct targets among ``n`` sorted ones (``order``): group them into runs, a run being
         the targets that should_seek lets the reader reach from one seek (each next target's key
         frame is at or before the frame after the previous target). Only for exact mode with a
         libavcodec CPU decoder, and only runs whose every target is an exact frame pts (the
         packets of those frames are what the decoder counts); else no plan."""
-        cdef Py_ssize_t k, d, m = 0, i
-        cdef int64_t following
+        cdef Py_ssize_t k, d, m = 0
         self.drop_plan()
         if (not early_drain_enabled or self.index is None or self.positional or not self.decoder.can_drain_early
                 or n == 0):
@@ -418,18 +415,15 @@ cdef class VideoReader:
             with gil:
                 raise MemoryError(f"cannot plan {n} targets")
         for k in range(n):
-            if k == 0 or sorted_targets[k] != sorted_targets[k - 1]:
-                self.plan_pts[m] = sorted_targets[k]
+            if k == 0 or order[k].timestamp != order[k - 1].timestamp:
+                self.plan_pts[m] = order[k].timestamp
                 m += 1
         self.plan_size = m
         d = m - 1
         while d >= 0:
             self.plan_run_end[d] = d + 1
-            if d + 1 < m:
-                i = self.index.find_pts(self.plan_pts[d])
-                following = self.index.entries[i + 1].pts if 0 <= i < self.index.size - 1 else self.plan_pts[d] + 1
-                if self.key_frame_timestamp(self.plan_pts[d + 1]) <= following:
-                    self.plan_run_end[d] = self.plan_run_end[d + 1]
+            if d + 1 < m and self.key_frame_timestamp(self.plan_pts[d + 1]) <= self.pts_after(self.plan_pts[d], 0):
+                self.plan_run_end[d] = self.plan_run_end[d + 1]
             d -= 1
         self.plan_at = 0
         self.early_drain = True
@@ -556,7 +550,6 @@ cdef class VideoReader:
         cdef Py_ssize_t n = wanted.shape[0]
         cdef OutputSlots slots
         cdef Target *order = NULL
-        cdef int64_t *sorted_targets = NULL
         cdef Py_ssize_t k
         cdef char *slot
         cdef char *previous_slot = NULL
@@ -572,10 +565,7 @@ cdef class VideoReader:
         slots.width = width
         slots.as_float = as_float
         order = <Target *>malloc(n * sizeof(Target))
-        sorted_targets = <int64_t *>malloc(n * sizeof(int64_t))
-        if order == NULL or sorted_targets == NULL:
-            free(order)
-            free(sorted_targets)
+        if order == NULL:
             raise MemoryError(f"cannot plan {n} targets")
         try:
             for k in range(n):
@@ -583,9 +573,7 @@ cdef class VideoReader:
                 order[k].position = k
             with nogil:
                 qsort(order, n, sizeof(Target), compare_targets)
-                for k in range(n):
-                    sorted_targets[k] = order[k].timestamp
-                self.make_plan(sorted_targets, n)
+                self.make_plan(order, n)
                 for k in range(n):
                     slot = slots.data + order[k].position * slots.frame_stride
                     if k == 0 or order[k].timestamp != order[k - 1].timestamp:
@@ -607,7 +595,6 @@ cdef class VideoReader:
         finally:
             self.drop_plan()
             free(order)
-            free(sorted_targets)
 
     def decode_requests(self, requests, times, positions, size_t address, Py_ssize_t frame_stride,
                         Py_ssize_t row_stride, int height, int width, bint as_float, pts_out, duration_out):
