@@ -76,9 +76,13 @@ def test_a_reopened_video_is_the_same_decoder(cache, media, name):
     reference = uncached(lambda: VideoDecoder(path))
     first = VideoDecoder(path)
     again = VideoDecoder(path)
-    assert not first._demuxer.probe_skipped
-    assert again._demuxer.probe_skipped == (path.suffix in SKIPS_PROBE)
-    assert len(entries(cache)) == 1
+    # Both read from a demuxer opened from the probe state that has read nothing: the first one
+    # after its scan, the second one with the index from the cache. Formats without a probe state
+    # are not cached: they scan each time.
+    skips = path.suffix in SKIPS_PROBE
+    assert first._demuxer.probe_skipped == again._demuxer.probe_skipped == skips
+    assert not first._from_cache and again._from_cache == skips
+    assert len(entries(cache)) == (1 if skips else 0)
     assert again.stream_index == reference.stream_index
     assert again.metadata == reference.metadata
     for name_, array in index_arrays(reference).items():
@@ -107,7 +111,10 @@ def test_approximate_mode_reopens_the_same(cache, media, name):
     assert len(entries(cache)) == (1 if path.suffix in SKIPS_PROBE else 0)
     assert index_cache.lookup(path).indices == {}
     exact = VideoDecoder(path)
-    assert len(entries(cache)) == 1 and list(index_cache.lookup(path).indices) == [exact.stream_index]
+    if path.suffix in SKIPS_PROBE:
+        assert len(entries(cache)) == 1 and list(index_cache.lookup(path).indices) == [exact.stream_index]
+    else:
+        assert entries(cache) == []
     assert VideoDecoder(path).metadata == uncached(lambda: VideoDecoder(path)).metadata == exact.metadata
 
 
@@ -161,7 +168,7 @@ def test_a_changed_file_is_probed_again(cache, media, tmp_path):
     path = tmp_path / "clip.mp4"
     shutil.copyfile(media["h264_bframes.mp4"], path)
     VideoDecoder(path)
-    assert VideoDecoder(path)._demuxer.probe_skipped
+    assert VideoDecoder(path)._from_cache
     info = os.stat(path)
 
     # Rewritten in place, same size and modification time, one byte changed near the end.
@@ -176,11 +183,11 @@ def test_a_changed_file_is_probed_again(cache, media, tmp_path):
     shutil.copyfile(media["h264_25fps_2s.mp4"], path)
     assert index_cache.lookup(path).probe is None
     fresh = VideoDecoder(path)
-    assert not fresh._demuxer.probe_skipped
+    assert not fresh._from_cache
     reference = uncached(lambda: VideoDecoder(media["h264_25fps_2s.mp4"]))
     assert fresh.metadata == reference.metadata
     again = VideoDecoder(path)
-    assert again._demuxer.probe_skipped and again.metadata == reference.metadata
+    assert again._from_cache and again.metadata == reference.metadata
 
 
 def test_the_same_bytes_elsewhere_share_an_entry_but_not_another_path(cache, media, tmp_path):
@@ -208,9 +215,9 @@ def test_a_damaged_entry_is_ignored_and_removed(cache, media, damage):
         data = bytearray(os.urandom(len(data)))
     entry_path.write_bytes(bytes(data))
     decoder = VideoDecoder(path)
-    assert not decoder._demuxer.probe_skipped
+    assert not decoder._from_cache
     assert decoder.metadata == uncached(lambda: VideoDecoder(path)).metadata
-    assert VideoDecoder(path)._demuxer.probe_skipped          # rewritten whole by the reopen above
+    assert VideoDecoder(path)._from_cache          # rewritten whole by the reopen above
 
 
 def test_another_files_entry_under_this_key_is_not_trusted(cache, media):
@@ -221,7 +228,7 @@ def test_another_files_entry_under_this_key_is_not_trusted(cache, media):
     entry_b = next(name for name in entries(cache) if name != entry_a)
     shutil.copyfile(cache / entry_a, cache / entry_b)       # b's key now holds a's (valid) entry
     decoder = VideoDecoder(b)
-    assert not decoder._demuxer.probe_skipped
+    assert not decoder._from_cache
     assert decoder.metadata == uncached(lambda: VideoDecoder(b)).metadata
     assert len(decoder) == 50
 
@@ -266,15 +273,39 @@ def test_a_state_that_does_not_fit_runs_the_probe(media):
         assert [demuxer._stream_header(i) for i in range(demuxer._num_streams)] == headers
 
 
-def test_formats_outside_the_list_keep_their_probe_but_cache_the_index(cache, media):
-    path = media["mpeg4_bframes.avi"]
+@pytest.mark.parametrize("name", ["mpeg4_bframes.avi", "h264_bframes.ts", "mpeg2_mp2.mpg"])
+def test_formats_outside_the_list_are_not_cached(cache, media, name):
+    """Without a probe state there is no demuxer that has read nothing to decode from after a scan,
+    and these demuxers index what they read: a cached index could decode otherwise than a scan."""
+    path = media[name]
     assert unselected_demuxer(path)._probe_state() is None
     reference = uncached(lambda: VideoDecoder(path))
-    VideoDecoder(path)
-    cached = index_cache.lookup(path)
-    assert cached.probe is None and list(cached.indices) == [reference.stream_index]
+    first = VideoDecoder(path)
+    assert entries(cache) == [] and index_cache.lookup(path).indices == {}
     again = VideoDecoder(path)
-    assert not again._demuxer.probe_skipped and again.metadata == reference.metadata
+    assert not first._demuxer.probe_skipped and not again._demuxer.probe_skipped
+    assert again.metadata == reference.metadata
+    indices = frame_sample(reference)
+    np.testing.assert_array_equal(again.get_frames_at(indices).data, reference.get_frames_at(indices).data)
+
+
+@pytest.mark.parametrize("kind", ["path", "bytes", "file"])
+def test_after_a_scan_the_reader_starts_on_an_unread_demuxer(media, kind, tmp_path):
+    """Demuxer._unread: the same source again (a shared in-memory or file-object source rewound),
+    the same followed streams, the probe skipped, nothing read; its packets are those of a fresh open."""
+    path = media["h264_aac.mp4"]
+    source = {"path": lambda: path, "bytes": path.read_bytes, "file": lambda: open(path, "rb")}[kind]()
+    demuxer = unselected_demuxer(source)
+    demuxer._follow(0)
+    demuxer._scan(0)
+    unread = demuxer._unread()
+    assert unread.probe_skipped and [s.index for s in unread.streams] == [0]
+    fresh = unselected_demuxer(path)
+    fresh._follow(0)
+    packets = [(p.pts_seconds, p.size, p.is_key_frame) for _, p in zip(range(40), unread)]
+    assert packets == [(p.pts_seconds, p.size, p.is_key_frame) for _, p in zip(range(40), fresh)]
+    if kind == "file":
+        source.close()
 
 
 # ---- sources ---------------------------------------------------------------------------------------
@@ -282,12 +313,12 @@ def test_formats_outside_the_list_keep_their_probe_but_cache_the_index(cache, me
 def test_in_memory_sources_are_keyed_by_their_content(cache, media):
     data = media["h264_bframes.mp4"].read_bytes()
     VideoDecoder(data)
-    assert VideoDecoder(bytes(data))._demuxer.probe_skipped
-    assert VideoDecoder(memoryview(data))._demuxer.probe_skipped
-    assert VideoDecoder(np.frombuffer(data, np.uint8))._demuxer.probe_skipped
+    assert VideoDecoder(bytes(data))._from_cache
+    assert VideoDecoder(memoryview(data))._from_cache
+    assert VideoDecoder(np.frombuffer(data, np.uint8))._from_cache
     changed = bytearray(data)
     changed[-50] ^= 0xFF
-    assert not VideoDecoder(changed)._demuxer.probe_skipped
+    assert not VideoDecoder(changed)._from_cache
     assert len(entries(cache)) == 2
 
 
@@ -318,7 +349,7 @@ def test_an_unwritable_directory_costs_only_time(media, tmp_path, monkeypatch):
     torchcodec.set_index_cache(True, directory=blocker / "cache")     # its parent is a file: cannot be made
     decoder = VideoDecoder(media["h264_bframes.mp4"])
     assert decoder.metadata == uncached(lambda: VideoDecoder(media["h264_bframes.mp4"])).metadata
-    assert not VideoDecoder(media["h264_bframes.mp4"])._demuxer.probe_skipped
+    assert not VideoDecoder(media["h264_bframes.mp4"])._from_cache
 
 
 def test_prune_removes_the_least_recently_used_down_to_the_bound(cache, media, tmp_path):
@@ -338,7 +369,7 @@ def test_prune_removes_the_least_recently_used_down_to_the_bound(cache, media, t
     assert kept == names[len(names) - len(kept):]              # oldest removed first
     assert sum(sizes[name] for name in kept) <= bound * 3 // 4
     assert not stale.exists()
-    assert VideoDecoder(media[names[-1]])._demuxer.probe_skipped
+    assert VideoDecoder(media[names[-1]])._from_cache
 
 
 def test_writes_keep_the_directory_within_its_bound(cache, media, monkeypatch):
@@ -414,9 +445,10 @@ def test_several_processes_share_one_directory(cache, media):
         assert len(result) == 4 * len(paths)
         for path, *values in result:
             assert tuple(values) == expected[path]
-    assert len(entries(cache)) == len(paths)
+    cached = paths[:-1]                     # not the AVI (test_formats_outside_the_list_are_not_cached)
+    assert len(entries(cache)) == len(cached)
     assert not [name for name in os.listdir(cache) if name.endswith(".part")]
-    assert all(index_cache.lookup(path).indices for path in paths)
+    assert all(index_cache.lookup(path).indices for path in cached)
 
 
 # ---- the serialized index ----------------------------------------------------------------------------

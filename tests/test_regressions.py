@@ -81,6 +81,31 @@ def test_video_bytes_approximate_mode_without_frame_rate():
         decoder[0]
 
 
+def test_video_reopen_avi_indexes_what_it_reads(tmp_path):
+    # Found by the video_reopen target (in CI, 22 runs in): a damaged AVI whose frame 2, read after
+    # the exact-mode scan, came back as a frame at 0.5 s, and read again with the index from the
+    # cache (no scan) ended the stream instead. The AVI demuxer indexes the packets it reads and
+    # seeks by that index, so a seek depends on what was read before it. Now a decoder reads from
+    # a demuxer that has read nothing, whether its index came from a scan or the cache, and formats
+    # without a probe state to open one from (AVI among them) are not cached.
+    data = (REGRESSIONS / "video_reopen-avi_indexes_what_it_reads.avi").read_bytes()
+
+    def frames():
+        decoder = VideoDecoder(data)
+        got = decoder.get_frames_at([0, 2])
+        return len(decoder), got.data.tobytes(), got.pts_seconds.tolist()
+
+    saved = torchcodec.get_index_cache()
+    try:
+        torchcodec.set_index_cache(False)
+        reference = frames()
+        torchcodec.set_index_cache(True, directory=tmp_path)
+        assert frames() == reference and frames() == reference
+    finally:
+        torchcodec.set_index_cache(saved.enabled, directory=saved.directory, max_bytes=saved.max_bytes)
+    assert reference[0] == 3 and not any(tmp_path.iterdir())
+
+
 @pytest.fixture
 def memory_limit():
     """Set a memory limit for one test; the default comes back afterwards."""
@@ -174,5 +199,5 @@ def test_regression_inputs_are_listed_here(path):
     # Every file of tests/regressions/ is named after the target that found it and has its own
     # test here, test_<target>_<what>.
     assert path.name.split("-")[0] in {"video_bytes", "video_file", "audio", "wav", "frame_mappings", "image",
-                                       "image_encode", "blocks"}
+                                       "image_encode", "blocks", "video_reopen"}
     assert f"test_{path.stem.replace('-', '_')}" in globals()

@@ -30,9 +30,6 @@ def ffmpeg_version() -> str:
     return ffmpeg_versions()["ffmpeg"]
 
 
-# TorchCodec's name for the FFmpeg major release, from libavutil's major version (57 is FFmpeg 5, ... 60 is FFmpeg 8).
-ffmpeg_major_version = int(ffmpeg_versions()["libavutil"].split(".")[0]) - 52
-
 
 def get_include() -> str:
     """The directory of torchcodec's C headers (``torchcodec/ffcompat.h``), for building extensions."""

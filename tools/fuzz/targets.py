@@ -139,9 +139,9 @@ def video_bytes(data: bytes) -> None:
 
 
 def video_reopen(data: bytes) -> None:
-    """VideoDecoder over the bytes twice, the second time from the index cache (FFmpeg's probe
-    skipped for mp4 and Matroska, the scan for all): the same metadata and the same frames, or
-    the same refusal."""
+    """VideoDecoder over the bytes twice, the second time from the index cache (for mp4 and
+    Matroska: FFmpeg's probe and the scan skipped; other formats are not cached): the same metadata
+    and the same frames, or the same refusal."""
     rng = _rng(data)
     seek_mode = rng.choice(("exact", "approximate"))
     stream_index = _stream_index(rng)

@@ -23,6 +23,7 @@ cdef class Packet:
 cdef class Demuxer:
     cdef AVFormatContext *ptr
     cdef IOSource source            # the custom AVIO that ptr reads through, or None for a path/URL
+    cdef object location            # the path/URL that ptr opened, or None for an IOSource
     cdef object name                # what to call the source in error messages
     cdef readonly unsigned long generation   # seeks so far: the packets read carry it
     cdef list followed              # the indices of the streams followed, in the caller's order

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from libc.errno cimport EINVAL
 from libc.math cimport isnan
+from libc.stdio cimport SEEK_SET
 from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
@@ -218,6 +219,7 @@ cdef class Demuxer:
         self.probe_state = None
         self.probed_best = None
         self.source = None
+        self.location = None
         self.generation = 0
         self.followed = []
         self.indices = {}
@@ -239,6 +241,7 @@ cdef class Demuxer:
             url = b""
         else:
             self.name = name or repr(source)
+            self.location = source
             url = source.encode("utf-8", "surrogateescape")
         c_url = url
         with nogil:
@@ -249,6 +252,7 @@ cdef class Demuxer:
         self.ptr = ctx
         if probe is not None and self.restore_probe(probe):
             self.probe_skipped = True
+            self.probe_state = probe
             return
         with nogil:
             ret = lavf.avformat_find_stream_info(self.ptr, NULL)
@@ -258,10 +262,37 @@ cdef class Demuxer:
 
     def _probe_state(self):
         """What avformat_find_stream_info learnt about this file, as JSON-able lists, for a later
-        open of the same file to skip it (``Demuxer(source, probe=state)``); None for a format where
-        that is not safe (see PROBE_SKIPPING_FORMATS) and when this demuxer skipped the probe itself
-        (its state is the one it was given). Taken when the probe ends, before any packet is read."""
+        open of the same file to skip it (``Demuxer(source, probe=state)``): taken when the probe
+        ends, before any packet is read, or the state this demuxer was given (``probe_skipped``).
+        None for a format where skipping the probe is not safe (see PROBE_SKIPPING_FORMATS)."""
         return self.probe_state
+
+    def _unread(self):
+        """A new Demuxer of the same source, following the same streams, that has read no packet:
+        opened from this one's probe state, so without the probe (a tenth of a millisecond for an
+        mp4). None where there is no such state (``_probe_state``).
+
+        Some demuxers index the packets they read and seek by that index afterwards (AVI, Matroska
+        without cues, fragmented mp4), so where a read lands after a seek can depend on what was read
+        before it. A decoder that scans the file and then reads from this demuxer reads exactly as
+        one opened with a cached index (the fuzzer found an AVI where the two gave other frames).
+        This demuxer must not be read afterwards: an in-memory or file-object source is shared,
+        rewound to its start."""
+        cdef int64_t ret
+        cdef Demuxer unread
+        if self.probe_state is None:
+            return None
+        source = self.location
+        if self.source is not None:
+            with nogil:
+                ret = lavf.avio_seek(self.source.ptr, 0, SEEK_SET)
+            self.raise_source_error()
+            check_av(<int>ret if ret < 0 else 0, "avio_seek (to the start)", self.name)
+            source = self.source
+        unread = open_demuxer(source, self.name, self.probe_state)
+        for index in self.followed:
+            unread.follow(index)
+        return unread
 
     cdef object capture_probe(self):
         format_name = optional_str(self.ptr.iformat.name)

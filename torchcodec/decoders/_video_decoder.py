@@ -110,7 +110,7 @@ class VideoDecoder(Reopenable):
                             transforms=None)
         self._pid = os.getpid()
         cached = index_cache.lookup(source)
-        self._demuxer = demuxer = unselected_demuxer(source, probe=cached.probe if cached else None)
+        opened = demuxer = unselected_demuxer(source, probe=cached.probe if cached else None)
         self.stream_index = choose_stream(demuxer, stream_index, "video")
         demuxer._follow(self.stream_index)
         header = demuxer._stream_header(self.stream_index)
@@ -119,20 +119,27 @@ class VideoDecoder(Reopenable):
                       frame_size=(header["height"] or 0, header["width"] or 0))
 
         at_start = True                 # no packet read yet: the reader need not seek first
+        learnt = {}                     # the index to store in the cache
         if custom_frame_mappings is not None:
             index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
         elif seek_mode == "exact":
-            # A cached index: the reader still starts with a seek, as after a scan, so that a reopened
-            # file decodes exactly as the first time (the fuzzer found a hostile file where starting
-            # without one gave other frames).
-            index, at_start = cached.index(self.stream_index) if cached else None, False
+            # The reader reads from a demuxer opened from a probe state that has read nothing, whether
+            # the index comes from the cache or from a scan (Demuxer._unread): a reopened file then
+            # decodes exactly as the first time. Where the format has no such state, it scans each time.
+            index = cached.index(self.stream_index) if cached and demuxer.probe_skipped else None
             if index is None:
-                index = demuxer._scan(self.stream_index)     # the reader seeks where it needs to
+                index = demuxer._scan(self.stream_index)
+                unread = demuxer._unread()
+                if unread is not None and unread.probe_skipped:
+                    demuxer, learnt = unread, {self.stream_index: index}
+                else:
+                    at_start = False    # the reader seeks where it needs to
         else:
             index = None
+        self._demuxer = demuxer
+        self._from_cache = opened.probe_skipped     # the cache held this file's probe state
         if cached:
-            cached.remember(demuxer, {self.stream_index: index} if seek_mode == "exact" and custom_frame_mappings is None
-                            else {})
+            cached.remember(opened, learnt)
         clockwise = (-round(header["rotation"])) % 360 if header["rotation"] is not None else 0
         # The blocks: one demuxer, the stream's packet decoder and a colour converter, which the reader drives.
         self._cuda = None
