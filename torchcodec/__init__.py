@@ -17,7 +17,7 @@ from torchcodec._core._info import ffmpeg_versions
 from torchcodec._cuda import cuda_available
 from torchcodec._frame import AudioSamples, Frame, FrameBatch
 from torchcodec._index_cache import IndexCacheSettings, clear_index_cache, get_index_cache, set_index_cache
-from torchcodec._memory import get_memory_limit, set_memory_limit
+from torchcodec._memory import get_memory_limit, get_output_pool, set_memory_limit, set_output_pool
 
 from torchcodec._version import version as __version__
 
@@ -42,6 +42,6 @@ def get_include() -> str:
 __all__ = [
     "AudioSamples", "Frame", "FrameBatch", "IndexCacheSettings", "bridge", "clear_index_cache", "cuda_available",
     "decoders", "encoders", "ffmpeg_major_version", "ffmpeg_version", "ffmpeg_versions", "get_bridge",
-    "get_include", "get_index_cache", "get_log_level", "get_memory_limit", "samplers", "set_bridge",
-    "set_index_cache", "set_log_level", "set_memory_limit", "transforms",
+    "get_include", "get_index_cache", "get_log_level", "get_memory_limit", "get_output_pool", "samplers",
+    "set_bridge", "set_index_cache", "set_log_level", "set_memory_limit", "set_output_pool", "transforms",
 ]

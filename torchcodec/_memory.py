@@ -167,3 +167,57 @@ def _cgroup_room() -> Optional[int]:
         return max(0, int(maximum) - current)
     except (OSError, ValueError):
         return None
+
+
+# ---- the output pool -----------------------------------------------------------------------------
+
+POOL_VARIABLE = "TORCHCODEC_OUTPUT_POOL"
+DEFAULT_POOL_BYTES = 512 << 20
+_pool_bytes: Optional[int] = None       # what applies; None: not read from the environment yet
+
+
+def set_output_pool(nbytes: int) -> None:
+    """Keep up to ``nbytes`` bytes of freed large CPU outputs for reuse (process-wide; 0 turns the
+    pool off and frees what it holds).
+
+    An output of 32 MiB or more (a batch of frames: 32 frames of 1080p RGB are 199 MB; long audio)
+    is allocated by torchcodec instead of the bridge's ``empty``, and when its last array is freed
+    its memory waits for the next output of about the same size (at most a quarter larger), which
+    then skips the kernel's page faults and zeroing of fresh memory. At most four blocks wait, the
+    oldest freed first. The default, 512 MiB, also comes from ``TORCHCODEC_OUTPUT_POOL`` (bytes, or
+    ``"1G"``-style; ``0`` turns it off). Smaller outputs are the bridge's (``numpy.empty``,
+    ``torch.empty``), whose allocator already recycles them.
+    """
+    global _pool_bytes
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 0:
+        raise ValueError(f"the output pool's size must be an int >= 0 (bytes), got {nbytes!r}")
+    from torchcodec._core import _host_array
+    _host_array.set_output_pool(int(nbytes))
+    _pool_bytes = int(nbytes)
+
+
+def get_output_pool() -> int:
+    """The bytes of freed outputs the pool may keep (see ``set_output_pool``; 0: off)."""
+    if _pool_bytes is None:
+        set_output_pool(_environment_pool())
+    return _pool_bytes
+
+
+def pooled_array(shape: tuple[int, ...], dtype: str):
+    """A HostArray for a CPU output of ``shape`` and ``dtype`` from the pool, or None (too small, or off)."""
+    from torchcodec._core import _host_array
+    if _pool_bytes is None:
+        get_output_pool()
+    return _host_array.pooled_array(shape, dtype)
+
+
+def _environment_pool() -> int:
+    text = os.environ.get(POOL_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_POOL_BYTES
+    nbytes = parse_size(text)
+    if nbytes is not None:
+        return nbytes
+    warnings.warn(f"ignoring {POOL_VARIABLE}={text!r}: it must be a number of bytes, optionally with a K, M, G or "
+                  f"T suffix (powers of 1024), e.g. '1G', or 0 to turn the pool off", RuntimeWarning, stacklevel=4)
+    return DEFAULT_POOL_BYTES

@@ -157,6 +157,7 @@ TARGET_SEEDS: dict[str, tuple[str, ...]] = {
     "video_reopen": tuple(VIDEO),
     "video_file": tuple(VIDEO),
     "audio": (*AUDIO, *WAV, "h264_aac.mp4", "mpeg2_mp2.mpg"),
+    "audio_reopen": (*AUDIO, "h264_aac.mp4"),
     "wav": (*WAV, "pcm_s16_stereo.wav"),
     "image": tuple(name for name in IMAGE if name not in (*HEIC_FROM.values(), GRAY_JPEG_FROM)),
     "blocks": (*VIDEO, *AUDIO),

@@ -39,7 +39,7 @@ from torchcodec.transforms import CenterCrop, RandomCrop, Resize
 torchcodec.set_bridge("numpy")
 MEMORY_LIMIT = 256 << 20
 torchcodec.set_memory_limit(MEMORY_LIMIT)
-# The index cache is off but in video_reopen, whose cache lives in this process's own directory.
+# The index cache is off but in video_reopen and audio_reopen, whose cache lives in this process's own directory.
 REOPEN_CACHE = tempfile.mkdtemp(prefix="torchcodec-fuzz-index-")
 atexit.register(shutil.rmtree, REOPEN_CACHE, True)
 torchcodec.set_index_cache(False)
@@ -159,6 +159,36 @@ def video_reopen(data: bytes) -> None:
             return (repr(decoder.metadata), type(error))
         return (repr(decoder.metadata), frames and (frames.data.tobytes(), frames.pts_seconds.tobytes()))
 
+    _reopens_alike(decode)
+
+
+def audio_reopen(data: bytes) -> None:
+    """AudioDecoder over the bytes twice, the second time with FFmpeg's probe skipped from the index
+    cache (mp4 and Matroska): the same metadata and the same samples, or the same refusal."""
+    rng = _rng(data)
+    stream_index = _stream_index(rng)
+    ranges = [sorted((rng.random() * 4, rng.random() * 4)) for _ in range(2)]
+
+    def decode() -> tuple:
+        try:
+            decoder = AudioDecoder(data, stream_index=stream_index)
+        except EXPECTED as error:
+            return (type(error),)
+        begin = decoder.metadata.begin_stream_seconds_from_header or 0.0
+        got = []
+        for start, stop in ranges:
+            try:
+                samples = decoder.get_samples_played_in_range(begin + start, begin + stop)
+                got.append((samples.data.tobytes(), samples.pts_seconds, samples.sample_rate))
+            except EXPECTED as error:
+                got.append(type(error))
+        return (repr(decoder.metadata), got)
+
+    _reopens_alike(decode)
+
+
+def _reopens_alike(decode: Callable[[], tuple]) -> None:
+    """``decode()`` twice with the index cache on, in this process's own directory: equal results."""
     torchcodec.set_index_cache(True, directory=REOPEN_CACHE, max_bytes=16 << 20)
     try:
         first, again = decode(), decode()
@@ -482,6 +512,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "video_bytes": video_bytes,
     "video_file": video_file,
     "video_reopen": video_reopen,
+    "audio_reopen": audio_reopen,
     "audio": audio,
     "wav": wav,
     "frame_mappings": frame_mappings,

@@ -332,7 +332,8 @@ def allocate(shape: tuple[int, ...], dtype: str, *, device_index: Optional[int] 
     current bridge; "auto" allowed), for the engine to write.
 
     ``device_index`` None: CPU memory; ``dtype`` one of bool, uint8, uint16, int16, int32, int64,
-    float32, float64 (CPU_DTYPES). numpy: ``numpy.empty``; torch: ``torch.empty``; jax: numpy memory
+    float32, float64 (CPU_DTYPES). numpy: ``numpy.empty``; torch: ``torch.empty``; for both, memory
+    from the output pool when the output is large (``torchcodec.set_output_pool``); jax: numpy memory
     that ``finish()`` hands to jax through DLPack, no copy; cupy: ValueError (its frames are CUDA
     frames; pass ``bridge=host_bridge()`` for numpy CPU arrays under it).
 
@@ -348,6 +349,10 @@ def allocate(shape: tuple[int, ...], dtype: str, *, device_index: Optional[int] 
     if device_index is None:
         if dtype not in CPU_DTYPES:
             raise ValueError(f"CPU outputs are {', '.join(CPU_DTYPES)}, not {dtype!r}")
+        if adapter is _numpy.NUMPY or adapter is _torch.TORCH:
+            pooled = _memory.pooled_array(tuple(shape), dtype) if dtype != "bool" else None
+            if pooled is not None:              # a large output: memory reused (torchcodec.set_output_pool)
+                return adapter.describe(adapter.from_host(pooled), True, "an output")
         return adapter.empty(tuple(shape), dtype)
     if dtype not in CUDA_DTYPES:
         raise ValueError(f"CUDA outputs are {', '.join(CUDA_DTYPES)}, not {dtype!r}")
@@ -487,6 +492,7 @@ def copy_into(out: Any, source: Any) -> None:
 
 
 # The adapters subclass Adapter and build Memory: imported once both are defined.
+from torchcodec import _memory  # noqa: E402
 from torchcodec._outputs import _cupy, _device_buffer, _jax, _numpy, _protocols, _torch  # noqa: E402
 
 _BRIDGE_ADAPTERS: dict[str, Adapter] = {"numpy": _numpy.NUMPY, "torch": _torch.TORCH, "jax": _jax.JAX,

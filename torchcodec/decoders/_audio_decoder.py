@@ -16,7 +16,7 @@ from torchcodec._frame import AudioSamples
 from torchcodec._memory import check_request
 from torchcodec._logging import forwards_ffmpeg_log
 from torchcodec._source import SourceLike
-from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream
+from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream, reading_demuxer
 from torchcodec._core._metadata import AudioStreamMetadata, audio_metadata
 
 _SEEK_MODES = ("exact", "approximate")
@@ -212,11 +212,13 @@ class AudioDecoder(SampleRanges):
         self._pid = os.getpid()
         self._lock = threading.Lock()
         cached = index_cache.lookup(source)
-        self._demuxer = demuxer = unselected_demuxer(source, probe=cached.probe if cached else None)
-        self.stream_index: int = choose_stream(demuxer, stream_index, "audio")
-        demuxer._follow(self.stream_index)
+        opened = unselected_demuxer(source, probe=cached.probe if cached else None)
+        self.stream_index: int = choose_stream(opened, stream_index, "audio")
+        opened._follow(self.stream_index)
         if cached:
-            cached.remember(demuxer, {})
+            cached.remember(opened, {})
+        self._demuxer = demuxer = reading_demuxer(opened, scanned=False)
+        self._from_cache = opened.probe_skipped     # the cache held this file's probe state
         header = demuxer._stream_header(self.stream_index)
         self._engine = AudioReader(demuxer, self.stream_index, int(sample_rate or 0), int(num_channels or 0),
                                    seek_mode == "approximate")

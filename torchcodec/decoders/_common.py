@@ -32,6 +32,22 @@ def choose_stream(demuxer: Demuxer, stream_index: Optional[int], kind: str) -> i
     return int(stream_index)
 
 
+def reading_demuxer(opened: Demuxer, scanned: bool) -> Demuxer:
+    """The demuxer a decoder reads from, given the one it opened (and ``scanned``, when the exact-mode
+    scan read it): ``opened`` while it has read no packet (its probe skipped, from the index cache,
+    and no scan), else the same file opened again from its probe state (``Demuxer._unread``).
+
+    Some demuxers index the packets they read, the probe's included, and seek by that index
+    afterwards (Matroska without cues, AVI, fragmented mp4), so where a seek lands can depend on
+    what was read before it. Reading from a demuxer that has read nothing makes a first open and a
+    reopen from the cache decode alike (the fuzzer found damaged AVI and Matroska files where they
+    did not). Formats without a probe state (``_probe_state`` None) are read from ``opened``.
+    """
+    if opened.probe_skipped and not scanned:
+        return opened
+    return opened._unread() or opened
+
+
 def as_seconds(name: str, value: Any) -> float:
     """A time argument as a float: a real number, or an object that converts to one (a 0-d tensor).
     Strings and other types: TypeError (also a RuntimeError, as TorchCodec raises for some)."""

@@ -23,7 +23,7 @@ from torchcodec._frame import Frame, FrameBatch
 from torchcodec._memory import check_request
 from torchcodec._source import SourceLike
 from torchcodec._cuda import _backend
-from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream
+from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream, reading_demuxer
 from torchcodec._core._metadata import VideoStreamMetadata, video_metadata
 from torchcodec.transforms._decoder_transforms import Resize, convert_transforms, make_plan
 
@@ -118,25 +118,21 @@ class VideoDecoder(Reopenable):
         check_request(f"num_ffmpeg_threads={num_ffmpeg_threads}", threads=int(num_ffmpeg_threads) or _FFMPEG_AUTO_THREADS,
                       frame_size=(header["height"] or 0, header["width"] or 0))
 
-        at_start = True                 # no packet read yet: the reader need not seek first
         learnt = {}                     # the index to store in the cache
         if custom_frame_mappings is not None:
             index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
         elif seek_mode == "exact":
-            # The reader reads from a demuxer opened from a probe state that has read nothing, whether
-            # the index comes from the cache or from a scan (Demuxer._unread): a reopened file then
-            # decodes exactly as the first time. Where the format has no such state, it scans each time.
             index = cached.index(self.stream_index) if cached and demuxer.probe_skipped else None
             if index is None:
-                index = demuxer._scan(self.stream_index)
-                unread = demuxer._unread()
-                if unread is not None and unread.probe_skipped:
-                    demuxer, learnt = unread, {self.stream_index: index}
-                else:
-                    at_start = False    # the reader seeks where it needs to
+                index = learnt[self.stream_index] = demuxer._scan(self.stream_index)
         else:
             index = None
-        self._demuxer = demuxer
+        self._demuxer = demuxer = reading_demuxer(opened, scanned=bool(learnt))
+        # A demuxer that has read nothing: the reader need not seek first. Only an index whose
+        # decoder reads from a demuxer opened from the probe state is cached (reading_demuxer).
+        at_start = demuxer is not opened or not learnt
+        if not demuxer.probe_skipped:
+            learnt = {}
         self._from_cache = opened.probe_skipped     # the cache held this file's probe state
         if cached:
             cached.remember(opened, learnt)

@@ -1,0 +1,152 @@
+"""The output pool (torchcodec.set_output_pool): large CPU outputs reuse the memory of freed ones.
+
+The references are the same requests with the pool off: every byte must be equal. The rest is the
+pool's own rules: only freed memory is handed out again, only to an output of about its size,
+within its bound in bytes and blocks, and small outputs are the bridge's own.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import torchcodec
+from torchcodec import _memory, _outputs
+from torchcodec._core._host_array import POOL_MIN_BYTES, HostArray, output_pool_stats
+from torchcodec.decoders import VideoDecoder
+
+MIB = 1 << 20
+
+
+@pytest.fixture(autouse=True)
+def pool():
+    """Each test starts with an empty pool of the default size, and leaves one behind."""
+    torchcodec.set_output_pool(0)
+    torchcodec.set_output_pool(_memory.DEFAULT_POOL_BYTES)
+    yield
+    torchcodec.set_output_pool(0)
+    torchcodec.set_output_pool(_memory.DEFAULT_POOL_BYTES)
+
+
+def address(array) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def owner(array):
+    """What owns an array's memory: the end of its chain of bases (a memoryview's: its object)."""
+    while not isinstance(array, HostArray):
+        base = array.obj if isinstance(array, memoryview) else array.base
+        if base is None:
+            break
+        array = base
+    return array
+
+
+def allocate(nbytes: int):
+    return _outputs.allocate((nbytes,), "uint8", bridge="numpy").data
+
+
+def test_a_freed_batch_is_reused_and_frames_are_unchanged(media):
+    path = media["h264_1080p.mp4"]
+    decoder = VideoDecoder(path)
+    assert 12 * 1080 * 1920 * 3 >= POOL_MIN_BYTES and len(decoder) >= 24
+    first = decoder.get_frames_in_range(0, 12).data
+    assert isinstance(owner(first), HostArray)
+    where = address(first)
+    del first
+    assert output_pool_stats()[0] == 1
+    reused_before = output_pool_stats()[2]
+    second = decoder.get_frames_in_range(12, 24).data
+    assert address(second) == where and output_pool_stats()[2] == reused_before + 1
+    torchcodec.set_output_pool(0)
+    reference = VideoDecoder(path).get_frames_in_range(12, 24).data
+    assert not isinstance(owner(reference), HostArray)
+    np.testing.assert_array_equal(second, reference)
+
+
+def test_memory_in_use_is_never_handed_out(media):
+    decoder = VideoDecoder(media["h264_1080p.mp4"])
+    kept = decoder.get_frames_in_range(0, 12).data
+    copy = kept.copy()
+    other = decoder.get_frames_in_range(12, 24).data
+    assert address(other) != address(kept)
+    frame = kept[3]                              # a view keeps the whole block alive
+    del kept
+    third = decoder.get_frames_in_range(0, 12).data
+    np.testing.assert_array_equal(frame, copy[3])
+    np.testing.assert_array_equal(third, copy)
+    assert not np.shares_memory(third, frame)
+
+
+def test_small_outputs_are_the_bridges_own(media):
+    frame = VideoDecoder(media["h264_1080p.mp4"]).get_frame_at(0).data
+    assert frame.nbytes < POOL_MIN_BYTES and not isinstance(owner(frame), HostArray)
+    assert not isinstance(owner(allocate(POOL_MIN_BYTES - 1)), HostArray)
+    assert isinstance(owner(allocate(POOL_MIN_BYTES)), HostArray)
+
+
+def test_a_block_goes_only_to_an_output_of_about_its_size():
+    block = allocate(64 * MIB)
+    where = address(block)
+    del block
+    assert output_pool_stats()[:2] == (1, 64 * MIB)
+    smaller = allocate(40 * MIB)                 # a block may be at most a quarter larger than asked
+    assert address(smaller) != where and output_pool_stats()[0] == 1
+    larger = allocate(65 * MIB)
+    assert address(larger) != where
+    fits = allocate(56 * MIB)
+    assert address(fits) == where and output_pool_stats()[0] == 0
+    fits[:] = 7                                  # all of it is writable
+    assert fits.sum() == 7 * 56 * MIB
+
+
+def test_the_pool_keeps_its_bounds():
+    blocks = [allocate((33 + i) * MIB) for i in range(6)]
+    del blocks
+    count, idle = output_pool_stats()[:2]
+    assert count == 4 and idle <= _memory.DEFAULT_POOL_BYTES    # at most four blocks wait
+    torchcodec.set_output_pool(80 * MIB)                        # a smaller bound frees the oldest now
+    count, idle = output_pool_stats()[:2]
+    assert count == 2 and idle <= 80 * MIB
+    big = allocate(100 * MIB)                   # larger than the pool: never pooled, freed at once
+    assert not isinstance(owner(big), HostArray)
+    torchcodec.set_output_pool(0)
+    assert output_pool_stats()[:2] == (0, 0)
+    assert not isinstance(owner(allocate(64 * MIB)), HostArray)
+    assert torchcodec.get_output_pool() == 0
+
+
+def test_torch_outputs_use_the_pool_too(media):
+    torch = pytest.importorskip("torch")
+    decoder = VideoDecoder(media["h264_1080p.mp4"])
+    with torchcodec.bridge("torch"):
+        first = decoder.get_frames_in_range(0, 12).data
+        assert isinstance(first, torch.Tensor)
+        where = first.data_ptr()
+        del first
+        second = decoder.get_frames_in_range(12, 24).data
+        assert second.data_ptr() == where
+    torchcodec.set_output_pool(0)
+    reference = VideoDecoder(media["h264_1080p.mp4"]).get_frames_in_range(12, 24).data
+    np.testing.assert_array_equal(second.numpy(), reference)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "1G", True, None])
+def test_setting_errors(bad):
+    with pytest.raises(ValueError, match="output pool"):
+        torchcodec.set_output_pool(bad)
+
+
+@pytest.mark.parametrize("value, expected", [("0", 0), ("1G", 1 << 30), ("64M", 64 << 20), ("", 512 << 20),
+                                             ("lots", 512 << 20)])
+def test_the_environment_sets_the_default(value, expected):
+    code = ("import warnings, torchcodec\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    print(torchcodec.get_output_pool(), len(caught))\n")
+    result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True,
+                            env={"TORCHCODEC_OUTPUT_POOL": value, "PATH": "/usr/bin:/bin"})
+    size, warned = map(int, result.stdout.split())
+    assert size == expected and warned == (value == "lots")
