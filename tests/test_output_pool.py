@@ -92,14 +92,18 @@ def test_a_block_goes_only_to_an_output_of_about_its_size():
     where = address(block)
     del block
     assert output_pool_stats()[:2] == (1, 64 * MIB)
-    smaller = allocate(40 * MIB)                 # a block may be at most a quarter larger than asked
-    assert address(smaller) != where and output_pool_stats()[0] == 1
-    larger = allocate(65 * MIB)
-    assert address(larger) != where
-    fits = allocate(56 * MIB)
+    fits = allocate(56 * MIB)                    # a block may be at most a quarter larger than asked
     assert address(fits) == where and output_pool_stats()[0] == 0
     fits[:] = 7                                  # all of it is writable
     assert fits.sum() == 7 * 56 * MIB
+    del fits
+    assert output_pool_stats()[:2] == (1, 64 * MIB)
+    # An output that no idle block fits frees them first: idle memory never adds to a peak.
+    smaller = allocate(40 * MIB)
+    assert output_pool_stats()[:2] == (0, 0)
+    del smaller
+    larger = allocate(65 * MIB)
+    assert output_pool_stats()[:2] == (0, 0) and isinstance(owner(larger), HostArray)
 
 
 def test_the_pool_keeps_its_bounds():
@@ -150,3 +154,20 @@ def test_the_environment_sets_the_default(value, expected):
                             env={"TORCHCODEC_OUTPUT_POOL": value, "PATH": "/usr/bin:/bin"})
     size, warned = map(int, result.stdout.split())
     assert size == expected and warned == (value == "lots")
+
+
+def test_idle_blocks_are_freed_before_a_request_is_refused(monkeypatch):
+    """Under the default limit (the memory available now), what the pool holds idle is this
+    process's to give back: a request it would otherwise refuse frees the idle blocks first."""
+    monkeypatch.delenv(_memory.ENVIRONMENT_VARIABLE, raising=False)
+    torchcodec.set_memory_limit(None)
+    block = allocate(64 * MIB)
+    del block
+    assert output_pool_stats()[0] == 1
+    monkeypatch.setattr(_memory, "_available_memory",
+                        lambda: (200 if output_pool_stats()[0] == 0 else 100) * MIB)
+    assert _memory.check_request("a test", other_bytes=150 * MIB) == 150 * MIB
+    assert output_pool_stats()[:2] == (0, 0)
+    with pytest.raises(MemoryError, match="the memory available now"):
+        _memory.check_request("a test", other_bytes=250 * MIB)
+

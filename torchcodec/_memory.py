@@ -70,6 +70,11 @@ def check_request(what: str, *, frames: int = 0, frame_size: tuple[int, int] = (
     if _limit is None and nbytes < _SMALL_REQUEST and not os.environ.get(ENVIRONMENT_VARIABLE):
         return nbytes
     limit, source = _current_limit()
+    if limit is not None and nbytes > limit and _limit is None and _environment_limit() is None:
+        # The memory available now: the output pool's idle blocks are this process's to give back.
+        from torchcodec._core import _host_array
+        if _host_array.release_idle():
+            limit, source = _current_limit()
     if limit is not None and nbytes > limit:
         raise MemoryLimitError(
             f"{what} needs {describe_bytes(nbytes)}, more than {source}: {describe_bytes(limit)}. Nothing was "
@@ -184,9 +189,11 @@ def set_output_pool(nbytes: int) -> None:
     is allocated by torchcodec instead of the bridge's ``empty``, and when its last array is freed
     its memory waits for the next output of about the same size (at most a quarter larger), which
     then skips the kernel's page faults and zeroing of fresh memory. At most four blocks wait, the
-    oldest freed first. The default, 512 MiB, also comes from ``TORCHCODEC_OUTPUT_POOL`` (bytes, or
+    oldest freed first; an output that none of them fits frees them all before it is allocated,
+    so that idle memory never adds to a peak. The default, 512 MiB, also comes from ``TORCHCODEC_OUTPUT_POOL`` (bytes, or
     ``"1G"``-style; ``0`` turns it off). Smaller outputs are the bridge's (``numpy.empty``,
-    ``torch.empty``), whose allocator already recycles them.
+    ``torch.empty``), whose allocator already recycles them. Under the default memory limit (the
+    memory available now), a request that would be refused first frees the idle blocks.
     """
     global _pool_bytes
     if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 0:

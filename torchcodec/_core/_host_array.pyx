@@ -130,7 +130,8 @@ cdef class HostArray:
 # freed, so each new batch of frames (32 frames of 1080p RGB: 199 MB) faults in and zeroes fresh
 # pages: 35 ms per batch, against 10 ms to write memory used before (measured: a 199 MB batch
 # takes 22% longer than 32 single frames, which glibc recycles). The pool keeps the memory of large
-# outputs after their last array is freed and hands it to the next output of about the same size.
+# outputs after their last array is freed and hands it to the next output of about the same size
+# (an output that none fits frees the idle blocks first).
 # Outputs below POOL_MIN_BYTES are left to the bridge's library (glibc recycles them itself).
 
 cdef enum:
@@ -172,7 +173,8 @@ cdef void pool_release(char *data, size_t size) noexcept nogil:
 
 cdef char *pool_take(size_t nbytes, size_t *size) noexcept nogil:
     """An idle block of at least ``nbytes`` and at most a quarter more (the smallest that fits; its
-    size in ``size``), or a new one; NULL when memory runs out."""
+    size in ``size``), or a new one, allocated after the idle blocks are freed (so that they never
+    add to a peak of memory); NULL when memory runs out."""
     global idle_count, idle_bytes, pool_reused, pool_allocated
     cdef int i, best = -1
     cdef char *data = NULL
@@ -187,6 +189,7 @@ cdef char *pool_take(size_t nbytes, size_t *size) noexcept nogil:
         idle_count -= 1
         pool_reused += 1
         return data
+    pool_trim(0, 0)
     size[0] = (nbytes + POOL_ALIGN - 1) // POOL_ALIGN * POOL_ALIGN
     if posix_memalign(<void **>&data, POOL_ALIGN, size[0]) != 0:
         return NULL
@@ -237,6 +240,13 @@ def set_output_pool(size_t max_bytes):
     global pool_limit
     pool_limit = max_bytes
     pool_trim(pool_limit, POOL_SLOTS)
+
+
+def release_idle():
+    """Free every idle block now (the pool stays on); the bytes freed."""
+    cdef size_t freed = idle_bytes
+    pool_trim(0, 0)
+    return freed
 
 
 def output_pool_stats():
