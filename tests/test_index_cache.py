@@ -289,12 +289,12 @@ def test_formats_outside_the_list_are_not_cached(cache, media, name):
     np.testing.assert_array_equal(again.get_frames_at(indices).data, reference.get_frames_at(indices).data)
 
 
-@pytest.mark.parametrize("kind", ["path", "bytes", "file"])
-def test_after_a_scan_the_reader_starts_on_an_unread_demuxer(media, kind, tmp_path):
-    """Demuxer._unread: the same source again (a shared in-memory or file-object source rewound),
-    the same followed streams, the probe skipped, nothing read; its packets are those of a fresh open."""
+@pytest.mark.parametrize("kind", ["path", "bytes"])
+def test_after_a_scan_the_reader_starts_on_an_unread_demuxer(media, kind):
+    """Demuxer._unread: the same source again (a shared in-memory source rewound), the same
+    followed streams, the probe skipped, nothing read; its packets are those of a fresh open."""
     path = media["h264_aac.mp4"]
-    source = {"path": lambda: path, "bytes": path.read_bytes, "file": lambda: open(path, "rb")}[kind]()
+    source = path if kind == "path" else path.read_bytes()
     demuxer = unselected_demuxer(source)
     demuxer._follow(0)
     demuxer._scan(0)
@@ -304,8 +304,19 @@ def test_after_a_scan_the_reader_starts_on_an_unread_demuxer(media, kind, tmp_pa
     fresh._follow(0)
     packets = [(p.pts_seconds, p.size, p.is_key_frame) for _, p in zip(range(40), unread)]
     assert packets == [(p.pts_seconds, p.size, p.is_key_frame) for _, p in zip(range(40), fresh)]
-    if kind == "file":
-        source.close()
+
+
+def test_file_objects_are_read_from_the_demuxer_that_opened_them(media):
+    """A second open of a file object (or a URL) would fetch its header again, through Python or
+    the network: it is read as TorchCodec reads it, and never cached."""
+    with open(media["h264_aac.mp4"], "rb") as file:
+        demuxer = unselected_demuxer(file)
+        assert demuxer._probe_state() is not None and demuxer._unread() is None
+        file.seek(0)
+        decoder = VideoDecoder(file)
+        assert not decoder._demuxer.probe_skipped
+        reference = VideoDecoder(media["h264_aac.mp4"])
+        np.testing.assert_array_equal(decoder.get_frames_at([0, 7, 20]).data, reference.get_frames_at([0, 7, 20]).data)
 
 
 # ---- sources ---------------------------------------------------------------------------------------

@@ -16,6 +16,11 @@ SourceLike = Union[str, os.PathLike, bytes, bytearray, memoryview, Any]
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
+def is_url(location: str) -> bool:
+    """Whether a str source names a URL that FFmpeg's protocols open (not a local path or file:)."""
+    return bool(_URL.match(location)) and not location.startswith("file:")
+
+
 def open_source(source: SourceLike) -> tuple[Any, str]:
     """Return (demuxer input, description): a str path/URL, or an IOSource for bytes/file objects.
 
@@ -28,7 +33,7 @@ def open_source(source: SourceLike) -> tuple[Any, str]:
     if isinstance(source, pathlib.PurePath):
         source = os.fspath(source)
     if isinstance(source, str):
-        if not _URL.match(source) or source.startswith("file:"):
+        if not is_url(source):
             path = source[5:] if source.startswith("file:") else source
             if not os.path.exists(path):
                 raise MediaNotFoundError(f"could not open {source!r}: no such file")

@@ -17,12 +17,12 @@ from libc.stdio cimport SEEK_SET
 from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
-from torchcodec._core._avio cimport IOSource
+from torchcodec._core._avio cimport FileObjectSource, IOSource
 from torchcodec._core._error cimport check_av
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec._core._frame_index cimport FrameIndex, closest_ticks, ticks_to_seconds
 from torchcodec._core import _metadata
-from torchcodec._source import open_source
+from torchcodec._source import is_url, open_source
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -270,17 +270,19 @@ cdef class Demuxer:
     def _unread(self):
         """A new Demuxer of the same source, following the same streams, that has read no packet:
         opened from this one's probe state, so without the probe (a tenth of a millisecond for an
-        mp4). None where there is no such state (``_probe_state``).
+        mp4). None where there is no such state (``_probe_state``), and for a URL or a file object,
+        which a second open would make fetch the header again (they are never cached either).
 
         Some demuxers index the packets they read and seek by that index afterwards (AVI, Matroska
         without cues, fragmented mp4), so where a read lands after a seek can depend on what was read
         before it. A decoder that scans the file and then reads from this demuxer reads exactly as
         one opened with a cached index (the fuzzer found an AVI where the two gave other frames).
-        This demuxer must not be read afterwards: an in-memory or file-object source is shared,
-        rewound to its start."""
+        This demuxer must not be read afterwards: an in-memory source is shared, rewound to its
+        start."""
         cdef int64_t ret
         cdef Demuxer unread
-        if self.probe_state is None:
+        if (self.probe_state is None or isinstance(self.source, FileObjectSource)
+                or self.location is not None and is_url(self.location)):
             return None
         source = self.location
         if self.source is not None:

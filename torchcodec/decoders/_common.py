@@ -41,7 +41,8 @@ def reading_demuxer(opened: Demuxer, scanned: bool) -> Demuxer:
     afterwards (Matroska without cues, AVI, fragmented mp4), so where a seek lands can depend on
     what was read before it. Reading from a demuxer that has read nothing makes a first open and a
     reopen from the cache decode alike (the fuzzer found damaged AVI and Matroska files where they
-    did not). Formats without a probe state (``_probe_state`` None) are read from ``opened``.
+    did not). Formats without a probe state (``_probe_state`` None), URLs and file objects, which
+    the cache never holds, are read from ``opened``, as TorchCodec reads them.
     """
     if opened.probe_skipped and not scanned:
         return opened
