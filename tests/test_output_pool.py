@@ -6,6 +6,7 @@ within its bound in bytes and blocks, and small outputs are the bridge's own.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -151,7 +152,7 @@ def test_the_environment_sets_the_default(value, expected):
             "    warnings.simplefilter('always')\n"
             "    print(torchcodec.get_output_pool(), len(caught))\n")
     result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True,
-                            env={"TORCHCODEC_OUTPUT_POOL": value, "PATH": "/usr/bin:/bin"})
+                            env={**os.environ, "TORCHCODEC_OUTPUT_POOL": value})
     size, warned = map(int, result.stdout.split())
     assert size == expected and warned == (value == "lots")
 
