@@ -22,6 +22,7 @@ import re
 import warnings
 from typing import Optional
 
+from torchcodec._core import _host_array
 from torchcodec._core._error import MemoryLimitError
 
 ENVIRONMENT_VARIABLE = "TORCHCODEC_MEMORY_LIMIT"
@@ -31,6 +32,7 @@ _SMALL_REQUEST = 64 << 20           # under the default limit, smaller requests 
 _SUFFIXES = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
 _SIZE = re.compile(r"(\d+)\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
 
+_AVAILABLE = "the memory available now"   # the default limit's name in messages
 _limit: Optional[int] = None        # set_memory_limit's value; None: the environment, or what is available
 _warned_about: Optional[str] = None
 
@@ -70,11 +72,8 @@ def check_request(what: str, *, frames: int = 0, frame_size: tuple[int, int] = (
     if _limit is None and nbytes < _SMALL_REQUEST and not os.environ.get(ENVIRONMENT_VARIABLE):
         return nbytes
     limit, source = _current_limit()
-    if limit is not None and nbytes > limit and _limit is None and _environment_limit() is None:
-        # The memory available now: the output pool's idle blocks are this process's to give back.
-        from torchcodec._core import _host_array
-        if _host_array.release_idle():
-            limit, source = _current_limit()
+    if limit is not None and nbytes > limit and source == _AVAILABLE and _host_array.release_idle():
+        limit, source = _current_limit()    # the pool's idle blocks were this process's to give back
     if limit is not None and nbytes > limit:
         raise MemoryLimitError(
             f"{what} needs {describe_bytes(nbytes)}, more than {source}: {describe_bytes(limit)}. Nothing was "
@@ -110,7 +109,7 @@ def _current_limit() -> tuple[Optional[int], str]:
     from_environment = _environment_limit()
     if from_environment is not None:
         return from_environment, f"the memory limit set by {ENVIRONMENT_VARIABLE}"
-    return _available_memory(), "the memory available now"
+    return _available_memory(), _AVAILABLE
 
 
 def _environment_limit() -> Optional[int]:
@@ -178,7 +177,7 @@ def _cgroup_room() -> Optional[int]:
 
 POOL_VARIABLE = "TORCHCODEC_OUTPUT_POOL"
 DEFAULT_POOL_BYTES = 512 << 20
-_pool_bytes: Optional[int] = None       # what applies; None: not read from the environment yet
+_pool_configured = False                # set_output_pool has run (or the environment was read)
 
 
 def set_output_pool(nbytes: int) -> None:
@@ -190,31 +189,29 @@ def set_output_pool(nbytes: int) -> None:
     its memory waits for the next output of about the same size (at most a quarter larger), which
     then skips the kernel's page faults and zeroing of fresh memory. At most four blocks wait, the
     oldest freed first; an output that none of them fits frees them all before it is allocated,
-    so that idle memory never adds to a peak. The default, 512 MiB, also comes from ``TORCHCODEC_OUTPUT_POOL`` (bytes, or
-    ``"1G"``-style; ``0`` turns it off). Smaller outputs are the bridge's (``numpy.empty``,
+    so that idle memory never adds to a peak. The default, 512 MiB, also comes from
+    ``TORCHCODEC_OUTPUT_POOL`` (bytes, or ``"1G"``-style; ``0`` turns it off). Smaller outputs are the bridge's (``numpy.empty``,
     ``torch.empty``), whose allocator already recycles them. Under the default memory limit (the
     memory available now), a request that would be refused first frees the idle blocks.
     """
-    global _pool_bytes
+    global _pool_configured
     if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 0:
         raise ValueError(f"the output pool's size must be an int >= 0 (bytes), got {nbytes!r}")
-    from torchcodec._core import _host_array
     _host_array.set_output_pool(int(nbytes))
-    _pool_bytes = int(nbytes)
+    _pool_configured = True
 
 
 def get_output_pool() -> int:
     """The bytes of freed outputs the pool may keep (see ``set_output_pool``; 0: off)."""
-    if _pool_bytes is None:
+    if not _pool_configured:
         set_output_pool(_environment_pool())
-    return _pool_bytes
+    return _host_array.output_pool_limit()
 
 
 def pooled_array(shape: tuple[int, ...], dtype: str):
     """A HostArray for a CPU output of ``shape`` and ``dtype`` from the pool, or None (too small, or off)."""
-    from torchcodec._core import _host_array
-    if _pool_bytes is None:
-        get_output_pool()
+    if not _pool_configured:
+        set_output_pool(_environment_pool())
     return _host_array.pooled_array(shape, dtype)
 
 

@@ -146,16 +146,22 @@ cdef size_t idle_bytes = 0
 cdef unsigned long long pool_reused = 0, pool_allocated = 0
 
 
+cdef char *pool_remove(int k) noexcept nogil:
+    """Take idle block ``k`` out of the pool (the others keep their order, oldest first)."""
+    global idle_count, idle_bytes
+    cdef char *data = idle_data[k]
+    cdef int i
+    idle_bytes -= idle_size[k]
+    for i in range(k + 1, idle_count):
+        idle_data[i - 1], idle_size[i - 1] = idle_data[i], idle_size[i]
+    idle_count -= 1
+    return data
+
+
 cdef void pool_trim(size_t keep_bytes, int keep_count) noexcept nogil:
     """Free the oldest idle blocks until at most ``keep_count`` blocks and ``keep_bytes`` remain."""
-    global idle_count, idle_bytes
-    cdef int i
     while idle_count and (idle_count > keep_count or idle_bytes > keep_bytes):
-        free(idle_data[0])
-        idle_bytes -= idle_size[0]
-        for i in range(1, idle_count):
-            idle_data[i - 1], idle_size[i - 1] = idle_data[i], idle_size[i]
-        idle_count -= 1
+        free(pool_remove(0))
 
 
 cdef void pool_release(char *data, size_t size) noexcept nogil:
@@ -175,20 +181,16 @@ cdef char *pool_take(size_t nbytes, size_t *size) noexcept nogil:
     """An idle block of at least ``nbytes`` and at most a quarter more (the smallest that fits; its
     size in ``size``), or a new one, allocated after the idle blocks are freed (so that they never
     add to a peak of memory); NULL when memory runs out."""
-    global idle_count, idle_bytes, pool_reused, pool_allocated
+    global pool_reused, pool_allocated
     cdef int i, best = -1
     cdef char *data = NULL
     for i in range(idle_count):
         if nbytes <= idle_size[i] <= nbytes + nbytes // 4 and (best < 0 or idle_size[i] < idle_size[best]):
             best = i
     if best >= 0:
-        data, size[0] = idle_data[best], idle_size[best]
-        idle_bytes -= idle_size[best]
-        for i in range(best + 1, idle_count):
-            idle_data[i - 1], idle_size[i - 1] = idle_data[i], idle_size[i]
-        idle_count -= 1
+        size[0] = idle_size[best]
         pool_reused += 1
-        return data
+        return pool_remove(best)
     pool_trim(0, 0)
     size[0] = (nbytes + POOL_ALIGN - 1) // POOL_ALIGN * POOL_ALIGN
     if posix_memalign(<void **>&data, POOL_ALIGN, size[0]) != 0:
@@ -214,14 +216,14 @@ cdef class PooledBlock:
 def pooled_array(tuple shape, str dtype):
     """A C-contiguous HostArray of ``shape`` and ``dtype`` (a name of DTYPES) in memory from the
     output pool, writable, uninitialised (as ``numpy.empty``); None when the output is smaller than
-    POOL_MIN_BYTES or the pool is off. MemoryError when memory runs out."""
+    POOL_MIN_BYTES, of a dtype a HostArray cannot hold (bool), or the pool is off. MemoryError when
+    memory runs out."""
     cdef Py_ssize_t dims[HOST_ARRAY_MAX_NDIM]
     cdef Py_ssize_t steps[HOST_ARRAY_MAX_NDIM]
     cdef int ndim = len(shape), i
-    cdef Py_ssize_t itemsize = DTYPES[dtype][1]
-    cdef Py_ssize_t nbytes = itemsize
-    if pool_limit == 0 or not 0 < ndim <= HOST_ARRAY_MAX_NDIM:
+    if pool_limit == 0 or not 0 < ndim <= HOST_ARRAY_MAX_NDIM or dtype not in DTYPES:
         return None
+    cdef Py_ssize_t nbytes = DTYPES[dtype][1]
     for i in range(ndim - 1, -1, -1):
         dims[i] = shape[i]
         steps[i] = nbytes
@@ -240,6 +242,11 @@ def set_output_pool(size_t max_bytes):
     global pool_limit
     pool_limit = max_bytes
     pool_trim(pool_limit, POOL_SLOTS)
+
+
+def output_pool_limit():
+    """The idle bytes the pool may keep (``set_output_pool``)."""
+    return pool_limit
 
 
 def release_idle():

@@ -350,7 +350,7 @@ def allocate(shape: tuple[int, ...], dtype: str, *, device_index: Optional[int] 
         if dtype not in CPU_DTYPES:
             raise ValueError(f"CPU outputs are {', '.join(CPU_DTYPES)}, not {dtype!r}")
         if adapter is _numpy.NUMPY or adapter is _torch.TORCH:
-            pooled = _memory.pooled_array(tuple(shape), dtype) if dtype != "bool" else None
+            pooled = _memory.pooled_array(tuple(shape), dtype)
             if pooled is not None:              # a large output: memory reused (torchcodec.set_output_pool)
                 return adapter.describe(adapter.from_host(pooled), True, "an output")
         return adapter.empty(tuple(shape), dtype)

@@ -218,7 +218,6 @@ class AudioDecoder(SampleRanges):
         if cached:
             cached.remember(opened, {})
         self._demuxer = demuxer = reading_demuxer(opened, scanned=False)
-        self._from_cache = opened.probe_skipped     # the cache held this file's probe state
         header = demuxer._stream_header(self.stream_index)
         self._engine = AudioReader(demuxer, self.stream_index, int(sample_rate or 0), int(num_channels or 0),
                                    seek_mode == "approximate")

@@ -118,24 +118,22 @@ class VideoDecoder(Reopenable):
         check_request(f"num_ffmpeg_threads={num_ffmpeg_threads}", threads=int(num_ffmpeg_threads) or _FFMPEG_AUTO_THREADS,
                       frame_size=(header["height"] or 0, header["width"] or 0))
 
-        learnt = {}                     # the index to store in the cache
+        scanned = False
         if custom_frame_mappings is not None:
             index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
         elif seek_mode == "exact":
             index = cached.index(self.stream_index) if cached and demuxer.probe_skipped else None
             if index is None:
-                index = learnt[self.stream_index] = demuxer._scan(self.stream_index)
+                index, scanned = demuxer._scan(self.stream_index), True
         else:
             index = None
-        self._demuxer = demuxer = reading_demuxer(opened, scanned=bool(learnt))
+        self._demuxer = demuxer = reading_demuxer(opened, scanned)
         # A demuxer that has read nothing: the reader need not seek first. Only an index whose
         # decoder reads from a demuxer opened from the probe state is cached (reading_demuxer).
-        at_start = demuxer is not opened or not learnt
-        if not demuxer.probe_skipped:
-            learnt = {}
+        at_start = demuxer is not opened or not scanned
         self._from_cache = opened.probe_skipped     # the cache held this file's probe state
         if cached:
-            cached.remember(opened, learnt)
+            cached.remember(opened, {self.stream_index: index} if scanned and demuxer.probe_skipped else {})
         clockwise = (-round(header["rotation"])) % 360 if header["rotation"] is not None else 0
         # The blocks: one demuxer, the stream's packet decoder and a colour converter, which the reader drives.
         self._cuda = None
