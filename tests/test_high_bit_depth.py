@@ -18,7 +18,7 @@ from torchcodec.transforms import CenterCrop
 
 MATRICES = [1, 2, 4, 5, 6, 7, 9, 10]           # AVColorSpace: BT.709, unspecified, FCC, BT.601 x2, 240M, BT.2020
 RANGES = [1, 2]                                 # AVColorRange: limited (MPEG), full (JPEG)
-SIZES = [(320, 240), (34, 17), (66, 9), (1280, 720), (2, 64), (46, 30)]   # widths with and without a tail of < 16
+SIZES = [(320, 240), (34, 17), (66, 9), (1280, 720), (2, 64), (46, 30), (94, 20)]  # tails of 0 to 30 pixels
 TEN_BIT_FILES = ["h264_10bit.mp4", "hevc_10bit.mp4", "h264_bt601_10bit_fullrange.mp4", "hevc_bt2020_10bit.mp4",
                  "hevc_bt2020_10bit_fullrange.mp4"]
 
@@ -27,7 +27,7 @@ TEN_BIT_FILES = ["h264_10bit.mp4", "hevc_10bit.mp4", "h264_bt601_10bit_fullrange
 @pytest.mark.parametrize("pixel_format", ["yuv420p9le", "yuv420p10le", "yuv420p12le"])
 @pytest.mark.parametrize("width,height", SIZES)
 def test_it_gives_swscales_bytes_for_every_matrix_and_range(pixel_format, width, height, vector_code):
-    """Both versions of the rows: AVX2 (16 pixels at a time, where the CPU has it) and plain C."""
+    """Both versions of the rows: AVX2 (32 pixels at a time, where the CPU has it) and plain C."""
     for matrix in MATRICES:
         for colour_range in RANGES:
             assert _scaler.fast_path_agrees(width, height, pixel_format, matrix, colour_range, vector_code) is True, \

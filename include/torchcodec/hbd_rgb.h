@@ -31,6 +31,14 @@
 
 #define TC_HBD_TABLE_SIZE 2048      /* swscale's luma table: 1024 + 2 * YUVRGB_TABLE_LUMA_HEADROOM */
 
+/* The tables' arithmetic form split at 16 bits, for the vector code (see tc_hbd_rows_avx2). */
+typedef struct tc_hbd_vector {
+    int16_t y_high, carry_limit, k_r, k_g, k_b;
+    uint16_t cy_frac;
+    int16_t c_high[4];              /* c_rv, c_gu, c_gv, c_bu: c >> 16 ... */
+    uint16_t c_low[4];              /* ... and c & 0xFFFF */
+} tc_hbd_vector;
+
 typedef struct tc_hbd_plan {
     int width, height, bits;
     int taps;                       /* vertical chroma filter size */
@@ -41,6 +49,8 @@ typedef struct tc_hbd_plan {
     /* The same tables as arithmetic, for the vector code: y_table[i] is
      * clip8((y_base + i * cy) >> 16) and each offset k + ((c * coeff) >> 16). */
     int32_t y_base, cy, k_r, k_g, k_b, c_rv, c_gu, c_gv, c_bu;
+    tc_hbd_vector vector;
+    int has_vector_form;            /* the split is exact for these tables (tc_hbd_vector_form) */
 } tc_hbd_plan;
 
 static inline int tc_hbd_log2(unsigned v)
@@ -305,6 +315,47 @@ static int tc_hbd_indices_fit(const tc_hbd_plan *plan)
     return 1;
 }
 
+/* Fills plan->vector and returns 1 when the 16-bit split gives every table entry and offset term
+ * exactly (true for every matrix swscale knows: cy is 2^16 to 2^17 and the coefficients' high
+ * halves are small), checked on every index rather than assumed; else 0 (the plain C rows run). */
+static int tc_hbd_vector_form(tc_hbd_plan *plan)
+{
+    const int32_t coeffs[4] = {plan->c_rv, plan->c_gu, plan->c_gv, plan->c_bu};
+    const int32_t ks[3] = {plan->k_r, plan->k_g, plan->k_b};
+    const int64_t y_high = (int64_t)plan->y_base >> 16, y_low = (int64_t)plan->y_base - y_high * 65536;
+    const int64_t cy_frac = (int64_t)plan->cy - 65536;
+    tc_hbd_vector *f = &plan->vector;
+    int i, j;
+    if (cy_frac < 0 || cy_frac > 65535 || y_high < -16384 || y_high > 16383)
+        return 0;
+    for (j = 0; j < 3; j++)
+        if (ks[j] < -16384 || ks[j] > 16383)
+            return 0;
+    for (j = 0; j < 4; j++) {
+        const int64_t high = (int64_t)coeffs[j] >> 16;
+        if (high < -127 || high > 127)
+            return 0;
+        f->c_high[j] = (int16_t)high;
+        f->c_low[j] = (uint16_t)(coeffs[j] & 0xFFFF);
+        for (i = 0; i < 256; i++)
+            if ((int64_t)i * high + (((int64_t)i * f->c_low[j]) >> 16) != ((int64_t)i * coeffs[j]) >> 16)
+                return 0;
+    }
+    for (i = 0; i < TC_HBD_TABLE_SIZE; i++) {
+        const int64_t product = (int64_t)i * cy_frac;
+        const int64_t value = i + y_high + (product >> 16) + ((product & 0xFFFF) > 65535 - y_low);
+        if (value < -32768 || value > 32767 || value != ((int64_t)plan->y_base + (int64_t)i * plan->cy) >> 16)
+            return 0;
+    }
+    f->y_high = (int16_t)y_high;
+    f->cy_frac = (uint16_t)cy_frac;
+    f->carry_limit = (int16_t)(uint16_t)((65535 - y_low) ^ 0x8000);
+    f->k_r = (int16_t)plan->k_r;
+    f->k_g = (int16_t)plan->k_g;
+    f->k_b = (int16_t)plan->k_b;
+    return 1;
+}
+
 static void tc_hbd_plan_free(tc_hbd_plan *plan)
 {
     if (!plan)
@@ -345,6 +396,7 @@ static tc_hbd_plan *tc_hbd_plan_new(int width, int height, int bits, const int i
         tc_hbd_plan_free(plan);
         return NULL;
     }
+    plan->has_vector_form = tc_hbd_vector_form(plan);
     return plan;
 }
 
@@ -427,36 +479,106 @@ static void tc_hbd_rows_default(const tc_hbd_plan *plan, const uint8_t *const sr
 #include <immintrin.h>
 #define TC_HBD_AVX2 1
 
-/* One channel of 16 pixels (8 pairs): clip8((pre + y * cy) >> 16), `pre` per pair, y per pixel. */
-__attribute__((target("avx2"))) static inline __m128i tc_hbd_channel16(__m256i pre, __m256i y_lo, __m256i y_hi,
-                                                                       __m256i cy)
+/* The vector code works in 16-bit lanes, 32 pixels at a time, on the tables' arithmetic form
+ * split at 16 bits (tc_hbd_vector_form checks that the split is exact for the plan):
+ *   - y_table[i] = clip8(i + y_high + hi(i * cy_frac) + carry(y_low + lo(i * cy_frac))), where
+ *     y_base = y_high * 2^16 + y_low, cy = 2^16 + cy_frac, and hi/lo are the halves of the 32-bit
+ *     product (i < 2^11 and cy_frac < 2^16: one pmulhuw and one pmullw);
+ *   - (c * x) >> 16 = x * (c >> 16) + hi(x * (c & 0xFFFF)) for a chroma value x of 0..255. */
+
+/* The table lookup of 16 indices: the split form above, clipped to 0..255 later by packus. */
+__attribute__((target("avx2"))) static inline __m256i tc_hbd_lookup16(__m256i i, __m256i y_high, __m256i cy_frac,
+                                                                      __m256i carry_limit)
 {
-    const __m256i first = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
-    const __m256i second = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
-    __m256i lo = _mm256_srai_epi32(_mm256_add_epi32(_mm256_permutevar8x32_epi32(pre, first),
-                                                    _mm256_mullo_epi32(y_lo, cy)), 16);
-    __m256i hi = _mm256_srai_epi32(_mm256_add_epi32(_mm256_permutevar8x32_epi32(pre, second),
-                                                    _mm256_mullo_epi32(y_hi, cy)), 16);
-    __m128i lo16 = _mm_packs_epi32(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1));
-    __m128i hi16 = _mm_packs_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
-    return _mm_packus_epi16(lo16, hi16);        /* unsigned saturation: the clip to 0..255 */
+    const __m256i sign = _mm256_set1_epi16((short)0x8000);
+    const __m256i high = _mm256_mulhi_epu16(i, cy_frac);
+    const __m256i low = _mm256_mullo_epi16(i, cy_frac);
+    /* y_low + low carries exactly when low > 65535 - y_low (unsigned: compared with the sign flipped) */
+    const __m256i carry = _mm256_cmpgt_epi16(_mm256_xor_si256(low, sign), carry_limit);
+    return _mm256_sub_epi16(_mm256_add_epi16(_mm256_add_epi16(i, y_high), high), carry);
 }
 
-/* The luma index of 8 samples: (min(s << up, 32767) * 4096 + 2^18) >> 19, which is (that + 64) >> 7. */
-__attribute__((target("avx2"))) static inline __m256i tc_hbd_luma8(const uint16_t *samples, int up)
+/* (c * x) >> 16 for 16 chroma values x, c given as its high and low 16 bits. */
+__attribute__((target("avx2"))) static inline __m256i tc_hbd_term16(__m256i x, __m256i c_high, __m256i c_low)
 {
-    __m256i s = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)samples));
-    s = _mm256_min_epi32(_mm256_sll_epi32(s, _mm_cvtsi32_si128(up)), _mm256_set1_epi32(32767));
-    return _mm256_srai_epi32(_mm256_add_epi32(s, _mm256_set1_epi32(64)), 7);
+    return _mm256_add_epi16(_mm256_mullo_epi16(x, c_high), _mm256_mulhi_epu16(x, c_low));
 }
 
-/* The table offset of 8 pairs as a sum: y_base + (k + ((c1 * coeff1) >> 16) + ((c2 * coeff2) >> 16)) * cy. */
-__attribute__((target("avx2"))) static inline __m256i tc_hbd_offset8(__m256i k, __m256i c1, __m256i coeff1, __m256i c2,
-                                                                     __m256i coeff2, __m256i cy, __m256i base)
+/* The luma index of 16 samples: (min(s << up, 32767) + 64) >> 7, which equals
+ * (min(s, 2^bits) << up + 64) >> 7 (both give 256 from 2^bits on) without overflowing 16 bits. */
+__attribute__((target("avx2"))) static inline __m256i tc_hbd_luma16(const uint16_t *samples, __m128i up, __m256i top)
 {
-    __m256i sum = _mm256_add_epi32(k, _mm256_srai_epi32(_mm256_mullo_epi32(c1, coeff1), 16));
-    sum = _mm256_add_epi32(sum, _mm256_srai_epi32(_mm256_mullo_epi32(c2, coeff2), 16));
-    return _mm256_add_epi32(base, _mm256_mullo_epi32(sum, cy));
+    const __m256i s = _mm256_min_epu16(_mm256_loadu_si256((const __m256i *)samples), top);
+    return _mm256_srli_epi16(_mm256_add_epi16(_mm256_sll_epi16(s, up), _mm256_set1_epi16(64)), 7);
+}
+
+/* One channel of 32 pixels in pixel order: `offset` holds the table offsets of their 16 pairs,
+ * y_first and y_second the luma indices of pixels 0-15 and 16-31. */
+__attribute__((target("avx2"))) static inline __m256i tc_hbd_channel32(__m256i offset, __m256i y_first, __m256i y_second,
+                                                                       __m256i y_high, __m256i cy_frac,
+                                                                       __m256i carry_limit)
+{
+    /* pairs 0-3 and 8-11 in the low lane, 4-7 and 12-15 in the high one: unpacking then doubles
+     * each pair into the order of the pixels */
+    const __m256i pairs = _mm256_permute4x64_epi64(offset, _MM_SHUFFLE(3, 1, 2, 0));
+    const __m256i first = tc_hbd_lookup16(_mm256_add_epi16(_mm256_unpacklo_epi16(pairs, pairs), y_first),
+                                          y_high, cy_frac, carry_limit);
+    const __m256i second = tc_hbd_lookup16(_mm256_add_epi16(_mm256_unpackhi_epi16(pairs, pairs), y_second),
+                                           y_high, cy_frac, carry_limit);
+    return _mm256_permute4x64_epi64(_mm256_packus_epi16(first, second), _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+/* Chroma samples as 15-bit values, min(s << up, 32767), for pmaddwd. */
+__attribute__((target("avx2"))) static inline __m256i tc_hbd_chroma15(const uint16_t *samples, __m128i up, __m256i top)
+{
+    const __m256i s = _mm256_min_epu16(_mm256_loadu_si256((const __m256i *)samples), top);
+    return _mm256_min_epu16(_mm256_sll_epi16(s, up), _mm256_set1_epi16(32767));
+}
+
+/* tc_hbd_chroma_row for the usual 4-tap filter, 16 samples at a time: each tap pair is one pmaddwd
+ * (15-bit samples times 16-bit coefficients: the same 32-bit sums). */
+__attribute__((target("avx2"))) static void tc_hbd_chroma_row_avx2(const tc_hbd_plan *plan, const uint8_t *plane,
+                                                                   int stride, int y, uint8_t *out)
+{
+    const int half = plan->width >> 1, up = 15 - plan->bits;
+    const int16_t *coeff = plan->chroma_coeff + (ptrdiff_t)y * 4;
+    const uint16_t *row0, *row1, *row2, *row3;
+    __m256i c01, c23, round, top;
+    __m128i shift;
+    int x;
+    if (plan->taps != 4) {
+        tc_hbd_chroma_row(plan, plane, stride, y, out);
+        return;
+    }
+    row0 = (const uint16_t *)(plane + (ptrdiff_t)plan->chroma_row[y] * stride);
+    row1 = (const uint16_t *)((const uint8_t *)row0 + stride);
+    row2 = (const uint16_t *)((const uint8_t *)row1 + stride);
+    row3 = (const uint16_t *)((const uint8_t *)row2 + stride);
+    c01 = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)coeff[0] | ((uint32_t)(uint16_t)coeff[1] << 16)));
+    c23 = _mm256_set1_epi32((int32_t)((uint32_t)(uint16_t)coeff[2] | ((uint32_t)(uint16_t)coeff[3] << 16)));
+    round = _mm256_set1_epi32(1 << 18);
+    top = _mm256_set1_epi16((short)(1 << plan->bits));
+    shift = _mm_cvtsi32_si128(up);
+    for (x = 0; x + 16 <= half; x += 16) {
+        const __m256i s0 = tc_hbd_chroma15(row0 + x, shift, top), s1 = tc_hbd_chroma15(row1 + x, shift, top);
+        const __m256i s2 = tc_hbd_chroma15(row2 + x, shift, top), s3 = tc_hbd_chroma15(row3 + x, shift, top);
+        const __m256i low = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi16(s0, s1), c01),
+                                                              _mm256_madd_epi16(_mm256_unpacklo_epi16(s2, s3), c23)),
+                                             round);
+        const __m256i high = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(_mm256_unpackhi_epi16(s0, s1), c01),
+                                                               _mm256_madd_epi16(_mm256_unpackhi_epi16(s2, s3), c23)),
+                                              round);
+        /* packs/packus saturate: the clip to 0..255 */
+        const __m256i words = _mm256_packs_epi32(_mm256_srai_epi32(low, 19), _mm256_srai_epi32(high, 19));
+        _mm_storeu_si128((__m128i *)(out + x), _mm_packus_epi16(_mm256_castsi256_si128(words),
+                                                                _mm256_extracti128_si256(words, 1)));
+    }
+    for (; x < half; x++) {
+        int v = (1 << 18) + tc_hbd_sample15(row0[x], up) * coeff[0] + tc_hbd_sample15(row1[x], up) * coeff[1]
+                + tc_hbd_sample15(row2[x], up) * coeff[2] + tc_hbd_sample15(row3[x], up) * coeff[3];
+        v >>= 19;
+        out[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
 }
 
 /* 16 R, G, B bytes interleaved into 48 bytes of RGB24 (three pshufb per output vector). */
@@ -483,43 +605,56 @@ __attribute__((target("avx2"))) static void tc_hbd_rows_avx2(
     const tc_hbd_plan *plan, const uint8_t *const src[3], const int src_stride[3], uint8_t *dst,
     ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
 {
-    const __m256i cy = _mm256_set1_epi32(plan->cy), base = _mm256_set1_epi32(plan->y_base);
-    const __m256i k_r = _mm256_set1_epi32(plan->k_r), k_g = _mm256_set1_epi32(plan->k_g);
-    const __m256i k_b = _mm256_set1_epi32(plan->k_b), c_rv = _mm256_set1_epi32(plan->c_rv);
-    const __m256i c_gu = _mm256_set1_epi32(plan->c_gu), c_gv = _mm256_set1_epi32(plan->c_gv);
-    const __m256i c_bu = _mm256_set1_epi32(plan->c_bu), zero = _mm256_setzero_si256();
-    const int half = plan->width >> 1, up = 15 - plan->bits, blocks = half / 8;
+    const tc_hbd_vector *f = &plan->vector;
+    const __m256i y_high = _mm256_set1_epi16(f->y_high), cy_frac = _mm256_set1_epi16((short)f->cy_frac);
+    const __m256i carry_limit = _mm256_set1_epi16(f->carry_limit);
+    const __m256i k_r = _mm256_set1_epi16(f->k_r), k_g = _mm256_set1_epi16(f->k_g), k_b = _mm256_set1_epi16(f->k_b);
+    const __m256i rv_high = _mm256_set1_epi16(f->c_high[0]), rv_low = _mm256_set1_epi16((short)f->c_low[0]);
+    const __m256i gu_high = _mm256_set1_epi16(f->c_high[1]), gu_low = _mm256_set1_epi16((short)f->c_low[1]);
+    const __m256i gv_high = _mm256_set1_epi16(f->c_high[2]), gv_low = _mm256_set1_epi16((short)f->c_low[2]);
+    const __m256i bu_high = _mm256_set1_epi16(f->c_high[3]), bu_low = _mm256_set1_epi16((short)f->c_low[3]);
+    const __m256i top = _mm256_set1_epi16((short)(1 << plan->bits));
+    const __m128i up = _mm_cvtsi32_si128(15 - plan->bits);
+    const int half = plan->width >> 1, blocks = half / 16;
     uint8_t *u_row = scratch, *v_row = scratch + half;
     int y, k;
     for (y = row_begin; y < row_end; y++) {
         const uint16_t *luma = (const uint16_t *)(src[0] + (ptrdiff_t)y * src_stride[0]);
         uint8_t *out = dst + (ptrdiff_t)y * dst_stride;
-        tc_hbd_chroma_row(plan, src[1], src_stride[1], y, u_row);
-        tc_hbd_chroma_row(plan, src[2], src_stride[2], y, v_row);
+        tc_hbd_chroma_row_avx2(plan, src[1], src_stride[1], y, u_row);
+        tc_hbd_chroma_row_avx2(plan, src[2], src_stride[2], y, v_row);
         for (k = 0; k < blocks; k++) {
-            const __m256i u = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(u_row + 8 * k)));
-            const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(v_row + 8 * k)));
-            const __m256i y_lo = tc_hbd_luma8(luma + 16 * k, up), y_hi = tc_hbd_luma8(luma + 16 * k + 8, up);
-            tc_hbd_store_rgb48(out + 48 * k,
-                               tc_hbd_channel16(tc_hbd_offset8(k_r, v, c_rv, zero, zero, cy, base), y_lo, y_hi, cy),
-                               tc_hbd_channel16(tc_hbd_offset8(k_g, u, c_gu, v, c_gv, cy, base), y_lo, y_hi, cy),
-                               tc_hbd_channel16(tc_hbd_offset8(k_b, u, c_bu, zero, zero, cy, base), y_lo, y_hi, cy));
+            const __m256i u = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(u_row + 16 * k)));
+            const __m256i v = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(v_row + 16 * k)));
+            const __m256i y_first = tc_hbd_luma16(luma + 32 * k, up, top);
+            const __m256i y_second = tc_hbd_luma16(luma + 32 * k + 16, up, top);
+            const __m256i off_r = _mm256_add_epi16(k_r, tc_hbd_term16(v, rv_high, rv_low));
+            const __m256i off_g = _mm256_add_epi16(_mm256_add_epi16(k_g, tc_hbd_term16(u, gu_high, gu_low)),
+                                                   tc_hbd_term16(v, gv_high, gv_low));
+            const __m256i off_b = _mm256_add_epi16(k_b, tc_hbd_term16(u, bu_high, bu_low));
+            const __m256i r = tc_hbd_channel32(off_r, y_first, y_second, y_high, cy_frac, carry_limit);
+            const __m256i g = tc_hbd_channel32(off_g, y_first, y_second, y_high, cy_frac, carry_limit);
+            const __m256i b = tc_hbd_channel32(off_b, y_first, y_second, y_high, cy_frac, carry_limit);
+            tc_hbd_store_rgb48(out + 96 * k, _mm256_castsi256_si128(r), _mm256_castsi256_si128(g),
+                               _mm256_castsi256_si128(b));
+            tc_hbd_store_rgb48(out + 96 * k + 48, _mm256_extracti128_si256(r, 1), _mm256_extracti128_si256(g, 1),
+                               _mm256_extracti128_si256(b, 1));
         }
-        tc_hbd_pixels(plan, luma, u_row, v_row, out, 8 * blocks);
+        tc_hbd_pixels(plan, luma, u_row, v_row, out, 16 * blocks);
     }
 }
 #endif
 
 /* Rows [row_begin, row_end) of the frame (planes y/u/v of 16-bit little-endian samples, strides in
  * bytes) into packed RGB24 at dst (its stride in bytes); `scratch`: width bytes. On x86-64 CPUs
- * with AVX2, 16 pixels at a time (the same integers, in vector lanes). */
+ * with AVX2, 32 pixels at a time (the same integers, in 16-bit vector lanes). */
 static int tc_hbd_vector_code = 1;      /* 0: the plain C rows everywhere (tests compare both) */
 
 static void tc_hbd_convert_rows(const tc_hbd_plan *plan, const uint8_t *const src[3], const int src_stride[3],
                                 uint8_t *dst, ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
 {
 #ifdef TC_HBD_AVX2
-    if (tc_hbd_vector_code && __builtin_cpu_supports("avx2")) {
+    if (tc_hbd_vector_code && plan->has_vector_form && __builtin_cpu_supports("avx2")) {
         tc_hbd_rows_avx2(plan, src, src_stride, dst, dst_stride, row_begin, row_end, scratch);
         return;
     }

@@ -52,6 +52,7 @@ cdef extern from "torchcodec/hbd_rgb.h" nogil:
         int height
         int bits
         int taps
+        int has_vector_form
     tc_hbd_plan *tc_hbd_plan_new(int width, int height, int bits, const int *inv_table, int full_range)
     void tc_hbd_plan_free(tc_hbd_plan *plan)
     int tc_hbd_vector_code

@@ -185,7 +185,8 @@ def fast_path_agrees(int width, int height, str pixel_format, int colorspace, in
     """Whether the one-pass high-bit-depth conversion gives swscale's bytes for frames of this size,
     pixel format (a name: "yuv420p10le"), AVColorSpace and AVColorRange, tried on random samples;
     None where it does not apply (other formats, odd widths, very short frames). ``vector_code``
-    False tries the plain C rows that CPUs without AVX2 run. For tests."""
+    False tries the plain C rows that CPUs without AVX2 run; with True, False also where the plan
+    has no exact 16-bit form, which the AVX2 rows need (they would not run). For tests."""
     cdef tc_hbd_plan *plan
     cdef SwsContext *ctx = NULL
     cdef ContextKey have, want
@@ -202,7 +203,7 @@ def fast_path_agrees(int width, int height, str pixel_format, int colorspace, in
         tc_hbd_vector_code = vector_code
         with nogil:
             agrees = agrees_with_swscale(plan, ctx, want.src_format)
-        return bool(agrees)
+        return bool(agrees and (plan.has_vector_form or not vector_code))
     finally:
         tc_hbd_vector_code = vectors
         tc_hbd_plan_free(plan)
