@@ -14,7 +14,8 @@ cdef inline int cli_sws_flags() noexcept nogil:
 
 cdef enum:
     MAX_STAGES = 8          # transform stages one Scaler runs per frame
-    NUM_BUFFERS = 6         # scratch buffers (see Scaler.get_buffer)
+    NUM_BUFFERS = 7         # scratch buffers (see Scaler.get_buffer)
+    PLANE_SLICE_ROWS = 32   # rows of one slice of a resize through 14-bit planes (see rgb_planes.h)
 
 
 cdef struct Stage:
@@ -60,10 +61,20 @@ cdef extern from "torchcodec/hbd_rgb.h" nogil:
                              uint8_t *dst, Py_ssize_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
 
 
+cdef extern from "torchcodec/rgb_planes.h" nogil:
+    # libswscale's first step of an RGB24 resize (its 14-bit Y, U, V of the rows), reproduced.
+    ctypedef struct tc_rgb_matrix:
+        int has_vector_form
+    void tc_rgb_matrix_init(tc_rgb_matrix *m, const int *table)
+    int tc_rgb_planes_vector_code
+    void tc_rgb_to_planes(const tc_rgb_matrix *m, const uint8_t *src, Py_ssize_t src_stride, int width, int rows,
+                          uint16_t *y, Py_ssize_t y_stride, uint16_t *u, uint16_t *v, Py_ssize_t c_stride)
+
+
 cdef class Scaler(FrameConverter):
     cdef SwsContext *ptr                        # decoded frames to RGB
     cdef ContextKey key                         # what ptr was made for
-    cdef SwsContext *stage_ctx[MAX_STAGES]      # RGB-to-RGB resizes of the stages
+    cdef SwsContext *stage_ctx[MAX_STAGES]      # resizes of the stages: RGB, or 14-bit planes, to RGB
     cdef ContextKey stage_key[MAX_STAGES]
     cdef AVFrame *rotated           # the frame's planes turned by the display rotation
     cdef AVFrame *view              # a crop of a frame: its planes, offset (borrowed, no buffers)

@@ -48,6 +48,27 @@ cdef bint same_key(const ContextKey *a, const ContextKey *b) noexcept nogil:
             and a.colorspace == b.colorspace and a.color_range == b.color_range)
 
 
+cdef SwsContext *make_context(const ContextKey *want, bint *colorspace_refused) noexcept nogil:
+    """A new swscale context for ``want``, or NULL (with ``colorspace_refused`` set when swscale made
+    the context but refused its colour details)."""
+    cdef const int *coefficients
+    cdef SwsContext *ctx = sws.sws_getContext(want.src_w, want.src_h, <AVPixelFormat>want.src_format, want.dst_w,
+                                              want.dst_h, <AVPixelFormat>want.dst_format, want.flags, NULL, NULL,
+                                              NULL)
+    colorspace_refused[0] = False
+    if ctx == NULL:
+        return NULL
+    # As FFmpeg's scale filter does: one matrix for input and output, the input's range (full
+    # when JPEG range), output range left to swscale (which ignores it for RGB).
+    coefficients = sws.sws_getCoefficients(want.colorspace)
+    if sws.sws_setColorspaceDetails(ctx, coefficients, want.color_range == lavu.AVCOL_RANGE_JPEG,
+                                    coefficients, 0, 0, 1 << 16, 1 << 16) < 0:
+        sws.sws_freeContext(ctx)
+        colorspace_refused[0] = True
+        return NULL
+    return ctx
+
+
 cdef SwsContext *context_for(SwsContext **slot, ContextKey *have, const ContextKey *want) except NULL nogil:
     """The swscale context in ``slot`` when it was made for ``want`` (``have`` says what it was made
     for), else a new one made for ``want``, stored in ``slot`` (the old one freed).
@@ -57,27 +78,19 @@ cdef SwsContext *context_for(SwsContext **slot, ContextKey *have, const ContextK
     remakes the context on every call for full-range frames, and the new one can reuse the old
     one's address: colour details remembered by address were then silently lost.
     """
-    cdef const int *coefficients
-    cdef SwsContext *ctx
+    cdef bint colorspace_refused
     if slot[0] != NULL and same_key(have, want):
         return slot[0]
     sws.sws_freeContext(slot[0])
     slot[0] = NULL
-    ctx = sws.sws_getContext(want.src_w, want.src_h, <AVPixelFormat>want.src_format, want.dst_w, want.dst_h,
-                             <AVPixelFormat>want.dst_format, want.flags, NULL, NULL, NULL)
+    cdef SwsContext *ctx = make_context(want, &colorspace_refused)
     if ctx == NULL:
         with gil:
+            if colorspace_refused:
+                raise RuntimeError(f"swscale cannot use colour space {want.colorspace} for "
+                                   f"{pixel_format_name(want.src_format)} frames")
             raise RuntimeError(f"swscale cannot convert {want.src_w}x{want.src_h} {pixel_format_name(want.src_format)} "
                                f"frames to {want.dst_w}x{want.dst_h} {pixel_format_name(want.dst_format)}")
-    # As FFmpeg's scale filter does: one matrix for input and output, the input's range (full
-    # when JPEG range), output range left to swscale (which ignores it for RGB).
-    coefficients = sws.sws_getCoefficients(want.colorspace)
-    if sws.sws_setColorspaceDetails(ctx, coefficients, want.color_range == lavu.AVCOL_RANGE_JPEG,
-                                    coefficients, 0, 0, 1 << 16, 1 << 16) < 0:
-        sws.sws_freeContext(ctx)
-        with gil:
-            raise RuntimeError(f"swscale cannot use colour space {want.colorspace} for "
-                               f"{pixel_format_name(want.src_format)} frames")
     slot[0] = ctx
     have[0] = want[0]
     return ctx
@@ -208,6 +221,154 @@ def fast_path_agrees(int width, int height, str pixel_format, int colorspace, in
         tc_hbd_vector_code = vectors
         tc_hbd_plan_free(plan)
         sws.sws_freeContext(ctx)
+
+
+# Verdicts of planes_route_agrees per colour space (the matrix given to swscale): the resize
+# through 14-bit planes (rgb_planes.h) is used only where it gave swscale's RGB-to-RGB bytes.
+_planes_verdicts = {}
+# Resizes planes_route_agrees tries, (source w, h, output w, h): a 1080p-like downscale with
+# slices, odd widths (the pixel past the row), an output at exactly half the width, a taller output.
+PROBE_RESIZES = ((317, 75, 61, 33), (200, 40, 100, 40), (97, 21, 48, 60), (64, 64, 7, 5))
+
+
+cdef bint takes_planes_route(const ContextKey *want) noexcept nogil:
+    """Whether swscale's resize ``want`` (RGB24 to RGB24, RESIZE_FLAGS) reads its source through
+    rgb24ToUV_half, the one reproduced in rgb_planes.h: outputs at most half as wide as the input."""
+    return (want.src_format == lavu.AV_PIX_FMT_RGB24 and want.dst_format == lavu.AV_PIX_FMT_RGB24
+            and want.flags == RESIZE_FLAGS and want.dst_w <= want.src_w >> 1)
+
+
+cdef void planes_key(ContextKey *key) noexcept nogil:
+    """Turn the key of an RGB24 resize into that of the same resize from 14-bit planes."""
+    key.src_format = lavu.AV_PIX_FMT_YUV422P14LE
+    key.flags = RESIZE_FLAGS | sws.SWS_FULL_CHR_H_INT
+
+
+cdef size_t planes_buffer_size(int width) noexcept nogil:
+    """Bytes of the Y, U and V rows of one slice of a width-pixel resize through planes."""
+    return <size_t>(padded_row(width, 2) + 2 * padded_row((width + 1) // 2, 2)) * PLANE_SLICE_ROWS
+
+
+cdef int scale_through_planes(SwsContext *ctx, int colorspace, const uint8_t *src, Py_ssize_t src_stride,
+                              int width, int height, uint8_t *buffer, uint8_t **dst_planes,
+                              int *dst_strides) noexcept nogil:
+    """Resize a ``width`` x ``height`` RGB24 image with ``ctx`` (a planes context, planes_key) by
+    slices of PLANE_SLICE_ROWS rows converted into ``buffer`` (planes_buffer_size bytes): the
+    output rows swscale wrote, or its negative error code."""
+    cdef tc_rgb_matrix matrix
+    cdef Py_ssize_t y_stride = padded_row(width, 2), c_stride = padded_row((width + 1) // 2, 2)
+    cdef uint16_t *y = <uint16_t *>buffer
+    cdef uint16_t *u = <uint16_t *>(buffer + y_stride * PLANE_SLICE_ROWS)
+    cdef uint16_t *v = <uint16_t *>(buffer + (y_stride + c_stride) * PLANE_SLICE_ROWS)
+    cdef const uint8_t *planes[4]
+    cdef int strides[4]
+    cdef int first = 0, rows, got, total = 0
+    tc_rgb_matrix_init(&matrix, sws.sws_getCoefficients(colorspace))
+    planes[0], planes[1], planes[2], planes[3] = <uint8_t *>y, <uint8_t *>u, <uint8_t *>v, NULL
+    strides[0], strides[1], strides[2], strides[3] = <int>y_stride, <int>c_stride, <int>c_stride, 0
+    while first < height:
+        rows = min(<int>PLANE_SLICE_ROWS, height - first)
+        tc_rgb_to_planes(&matrix, src + first * src_stride, src_stride, width, rows, y, y_stride, u, v, c_stride)
+        got = sws.sws_scale(ctx, planes, strides, first, rows, dst_planes, dst_strides)
+        if got < 0:
+            return got
+        total += got
+        first += rows
+    return total
+
+
+cdef bint same_resize(int colorspace, int src_w, int src_h, int dst_w, int dst_h) noexcept nogil:
+    """Whether the planes route gives swscale's RGB-to-RGB bytes for one resize of a random image
+    (random bytes past each row too: an odd width reads one pixel there). False when memory or
+    swscale fails."""
+    cdef SwsContext *rgb_ctx = NULL
+    cdef SwsContext *planes_ctx = NULL
+    cdef ContextKey have, want
+    cdef Py_ssize_t src_stride = padded_row(src_w, 3), dst_stride = padded_row(dst_w, 3)
+    cdef uint8_t *src = <uint8_t *>malloc(padded_size(src_stride, src_h))
+    cdef uint8_t *expected = <uint8_t *>malloc(padded_size(dst_stride, dst_h))
+    cdef uint8_t *actual = <uint8_t *>malloc(padded_size(dst_stride, dst_h))
+    cdef uint8_t *buffer = <uint8_t *>malloc(planes_buffer_size(src_w))
+    cdef uint8_t *dst_planes[4]
+    cdef int dst_strides[4]
+    cdef const uint8_t *src_planes[4]
+    cdef int src_strides[4]
+    cdef unsigned state = 2463534242u
+    cdef size_t i
+    cdef int row
+    cdef bint same = False, refused
+    want.src_w, want.src_h, want.src_format = src_w, src_h, lavu.AV_PIX_FMT_RGB24
+    want.dst_w, want.dst_h, want.dst_format = dst_w, dst_h, lavu.AV_PIX_FMT_RGB24
+    want.flags, want.colorspace, want.color_range = RESIZE_FLAGS, colorspace, lavu.AVCOL_RANGE_UNSPECIFIED
+    if src != NULL and expected != NULL and actual != NULL and buffer != NULL:
+        for i in range(padded_size(src_stride, src_h)):
+            state ^= state << 13
+            state ^= state >> 17
+            state ^= state << 5
+            src[i] = <uint8_t>(0 if state % 8 == 0 else 255 if state % 8 == 1 else state >> 8)
+        src_planes[0], src_planes[1], src_planes[2], src_planes[3] = src, NULL, NULL, NULL
+        src_strides[0], src_strides[1], src_strides[2], src_strides[3] = <int>src_stride, 0, 0, 0
+        dst_planes[1], dst_planes[2], dst_planes[3] = NULL, NULL, NULL
+        dst_strides[0], dst_strides[1], dst_strides[2], dst_strides[3] = <int>dst_stride, 0, 0, 0
+        rgb_ctx = make_context(&want, &refused)
+        planes_key(&want)
+        planes_ctx = make_context(&want, &refused)
+        if rgb_ctx != NULL and planes_ctx != NULL:
+            dst_planes[0] = expected
+            if sws.sws_scale(rgb_ctx, src_planes, src_strides, 0, src_h, dst_planes, dst_strides) == dst_h:
+                dst_planes[0] = actual
+                same = scale_through_planes(planes_ctx, colorspace, src, src_stride, src_w, src_h, buffer,
+                                            dst_planes, dst_strides) == dst_h
+                for row in range(dst_h):
+                    same = same and memcmp(expected + row * dst_stride, actual + row * dst_stride,
+                                           <size_t>dst_w * 3) == 0
+    sws.sws_freeContext(rgb_ctx)
+    sws.sws_freeContext(planes_ctx)
+    free(src)
+    free(expected)
+    free(actual)
+    free(buffer)
+    return same
+
+
+cdef bint planes_route_agrees(int colorspace) noexcept nogil:
+    """Whether the planes route gives swscale's bytes for every resize of PROBE_RESIZES with
+    ``colorspace``'s matrix (decided once per process and colour space)."""
+    cdef int verdict
+    cdef int probe[4]
+    cdef int i, n
+    with gil:
+        verdict = _planes_verdicts.get(colorspace, -1)
+        n = len(PROBE_RESIZES)
+    if verdict >= 0:
+        return verdict
+    verdict = 1
+    for i in range(n):
+        with gil:
+            probe[0], probe[1], probe[2], probe[3] = PROBE_RESIZES[i]
+        verdict = verdict and same_resize(colorspace, probe[0], probe[1], probe[2], probe[3])
+    with gil:
+        _planes_verdicts[colorspace] = verdict
+    return verdict
+
+
+def resize_route_agrees(int colorspace, int src_w, int src_h, int dst_w, int dst_h, bint vector_code=True):
+    """Whether the resize through 14-bit planes gives swscale's RGB-to-RGB bytes for this resize of
+    a random image with AVColorSpace ``colorspace``'s matrix; None where the route does not apply
+    (outputs wider than half the input). ``vector_code`` False tries the plain C rows that CPUs
+    without AVX2 run. For tests."""
+    global tc_rgb_planes_vector_code
+    cdef int vectors = tc_rgb_planes_vector_code
+    cdef bint same
+    if dst_w > src_w >> 1 or min(src_w, src_h, dst_w, dst_h) <= 0:
+        return None
+    try:
+        tc_rgb_planes_vector_code = vector_code
+        with nogil:
+            same = same_resize(colorspace, src_w, src_h, dst_w, dst_h)
+        return bool(same)
+    finally:
+        tc_rgb_planes_vector_code = vectors
 
 
 cdef str pixel_format_name(int pixel_format):
@@ -368,7 +529,7 @@ cdef class Scaler(FrameConverter):
         1: RGB48 before float conversion; 2 and 3: outputs of transform stages, in turn, and 3 also
         the converted region around stage 0's crop; 4: swscale's output on its way to memory that
         has no room for its over-wide writes (padded_output); 5: the chroma rows of the fast
-        high-bit-depth conversion."""
+        high-bit-depth conversion; 6: the 14-bit planes of a resize's slice (scale_through_planes)."""
         if size > self.buffer_sizes[which]:
             free(self.buffers[which])
             self.buffers[which] = <uint8_t *>malloc(size)
@@ -515,7 +676,8 @@ cdef class Scaler(FrameConverter):
     cdef int scale_rgb(self, int k, const uint8_t *src, Py_ssize_t src_stride, uint8_t *dst,
                        Py_ssize_t dst_stride, AVPixelFormat rgb_format, int colorspace, bint padded) except -1 nogil:
         """Resize as stage ``k`` says, from packed RGB at ``src`` to packed RGB at ``dst`` (bilinear,
-        with ``colorspace``'s matrix for swscale's internal YUV).
+        with ``colorspace``'s matrix for swscale's internal YUV). RGB24 outputs at most half as wide
+        as their input go through 14-bit planes (rgb_planes.h) where that gives swscale's bytes.
 
         ``padded``: as for ``scale``.
         """
@@ -527,6 +689,9 @@ cdef class Scaler(FrameConverter):
         want.src_w, want.src_h, want.src_format = stage.crop_w, stage.crop_h, rgb_format
         want.dst_w, want.dst_h, want.dst_format = stage.out_w, stage.out_h, rgb_format
         want.flags, want.colorspace, want.color_range = RESIZE_FLAGS, colorspace, lavu.AVCOL_RANGE_UNSPECIFIED
+        cdef bint through_planes = takes_planes_route(&want) and planes_route_agrees(colorspace)
+        if through_planes:
+            planes_key(&want)
         cdef SwsContext *ctx = context_for(&self.stage_ctx[k], &self.stage_key[k], &want)
         if not padded and stage.out_w % 32:
             dst = self.padded_output(&dst_stride, stage.out_w, stage.out_h, bpp)
@@ -542,7 +707,12 @@ cdef class Scaler(FrameConverter):
         dst_strides[0] = <int>dst_stride
         src_strides[1] = src_strides[2] = src_strides[3] = 0
         dst_strides[1] = dst_strides[2] = dst_strides[3] = 0
-        cdef int rows = sws.sws_scale(ctx, src_planes, src_strides, 0, stage.crop_h, dst_planes, dst_strides)
+        cdef int rows
+        if through_planes:
+            rows = scale_through_planes(ctx, colorspace, src, src_stride, stage.crop_w, stage.crop_h,
+                                        self.get_buffer(6, planes_buffer_size(stage.crop_w)), dst_planes, dst_strides)
+        else:
+            rows = sws.sws_scale(ctx, src_planes, src_strides, 0, stage.crop_h, dst_planes, dst_strides)
         if rows < 0:
             with gil:
                 check_av(rows, "sws_scale")

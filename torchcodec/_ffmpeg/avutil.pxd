@@ -136,6 +136,7 @@ cdef extern from "libavutil/pixfmt.h" nogil:
         AV_PIX_FMT_P016LE
         AV_PIX_FMT_YUV444P
         AV_PIX_FMT_YUV444P16LE
+        AV_PIX_FMT_YUV422P14LE
     AVPixelFormat av_get_pix_fmt(const char *name)
     enum AVColorRange:
         AVCOL_RANGE_UNSPECIFIED

@@ -1,0 +1,200 @@
+/* torchcodec: packed RGB24 -> the 14-bit Y, U, V planes libswscale makes of it before it scales.
+ *
+ * A bilinear resize from RGB24 to RGB24 (TorchCodec's Resize) runs libswscale's general scaler:
+ * each source row first goes through input.c's rgb24ToY and, when the output is at most half as
+ * wide as the input, rgb24ToUV_half_c, which turn it into "14-bit" YUV intermediates with the
+ * matrix of fill_rgb2yuv_table (chroma at half width, from pairs of pixels); then come the
+ * horizontal filters (hscale14to15), the vertical filter and the RGB output. rgb24ToUV_half_c is
+ * plain C in FFmpeg 5.1 and costs about a quarter of a 1080p -> 256x256 resize.
+ *
+ * The same scaler started from yuv422p14le with SWS_FULL_CHR_H_INT (which swscale forces for RGB
+ * input) reads such planes as they are and runs the identical filters and output, so computing
+ * the planes here and handing them to that context gives the RGB-to-RGB bytes. (For wider outputs
+ * swscale's full-width chroma input has SIMD already; nothing is gained there.) This file computes the planes: the
+ * coefficients as utils.c's fill_rgb2yuv_table makes them (output range always limited), and the
+ * rows with the input functions' rounding, in plain C and, where the CPU has it, AVX2.
+ *
+ * Nothing here is trusted blindly: torchcodec compares the route with swscale's own RGB-to-RGB
+ * resize on a random image of each geometry and matrix before using it, and keeps swscale where
+ * they differ (another FFmpeg release).
+ *
+ * Plain C99 (the AVX2 rows use GCC/Clang target attributes), no libc.
+ */
+#ifndef TORCHCODEC_RGB_PLANES_H
+#define TORCHCODEC_RGB_PLANES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TC_RGB_SHIFT 15                 /* swscale's RGB2YUV_SHIFT */
+
+/* The nine coefficients of swscale's input_rgb2yuv_table: ry, gy, by, ru, gu, bu, rv, gv, bv. */
+typedef struct tc_rgb_matrix {
+    int32_t k[9];
+    int has_vector_form;                /* every coefficient fits a signed 16-bit lane */
+} tc_rgb_matrix;
+
+static inline int64_t tc_rgb_rounded_div(int64_t a, int64_t b)
+{
+    return (a >= 0 ? a + (b >> 1) : a - (b >> 1)) / b;
+}
+
+/* fill_rgb2yuv_table for the swscale coefficients ``table`` (sws_getCoefficients: vr, ub, -ug,
+ * -vg) and a limited output range, which swscale always uses for this table. */
+static inline void tc_rgb_matrix_init(tc_rgb_matrix *m, const int *table)
+{
+    /* ff_yuv2rgb_coeffs[SWS_CS_DEFAULT]: swscale replaces the derived values by BT.601's rounded
+     * decimals when it is given exactly this table. */
+    static const int bt601[4] = {104597, 132201, 25675, 53279};
+    const int64_t one = 65536, vr = table[0], ub = table[1], ug = -table[2], vg = -table[3];
+    const int64_t cy = one * 255 / 219;
+    const int64_t w = tc_rgb_rounded_div(one * one * ug, ub);
+    const int64_t v = tc_rgb_rounded_div(one * one * vg, vr);
+    const int64_t z = one * one - w - v;
+    const int64_t c_y = tc_rgb_rounded_div(cy * z, one);
+    const int64_t c_u = tc_rgb_rounded_div(ub * z, one);
+    const int64_t c_v = tc_rgb_rounded_div(vr * z, one);
+    const int64_t unit = (int64_t)1 << TC_RGB_SHIFT;
+    int i;
+    m->k[0] = (int32_t)-tc_rgb_rounded_div(unit * v, c_y);
+    m->k[1] = (int32_t)tc_rgb_rounded_div(unit * one * one, c_y);
+    m->k[2] = (int32_t)-tc_rgb_rounded_div(unit * w, c_y);
+    m->k[3] = (int32_t)tc_rgb_rounded_div(unit * v, c_u);
+    m->k[4] = (int32_t)-tc_rgb_rounded_div(unit * one * one, c_u);
+    m->k[5] = (int32_t)tc_rgb_rounded_div(unit * (z + w), c_u);
+    m->k[6] = (int32_t)tc_rgb_rounded_div(unit * (v + z), c_v);
+    m->k[7] = (int32_t)-tc_rgb_rounded_div(unit * one * one, c_v);
+    m->k[8] = (int32_t)tc_rgb_rounded_div(unit * w, c_v);
+    if (memcmp(table, bt601, sizeof(bt601)) == 0) {
+        m->k[0] = (int)(0.299 * 219 / 255 * unit + 0.5);
+        m->k[1] = (int)(0.587 * 219 / 255 * unit + 0.5);
+        m->k[2] = (int)(0.114 * 219 / 255 * unit + 0.5);
+        m->k[3] = -(int)(0.169 * 224 / 255 * unit + 0.5);
+        m->k[4] = -(int)(0.331 * 224 / 255 * unit + 0.5);
+        m->k[5] = (int)(0.500 * 224 / 255 * unit + 0.5);
+        m->k[6] = (int)(0.500 * 224 / 255 * unit + 0.5);
+        m->k[7] = -(int)(0.419 * 224 / 255 * unit + 0.5);
+        m->k[8] = -(int)(0.081 * 224 / 255 * unit + 0.5);
+    }
+    m->has_vector_form = 1;
+    for (i = 0; i < 9; i++)
+        if (m->k[i] < -32768 || m->k[i] > 32767)
+            m->has_vector_form = 0;
+}
+
+/* The rounding terms of input.c: Y shifts by 9, half-width chroma (sums of two pixels) by 10. */
+#define TC_RGB_Y_BIAS ((32 << (TC_RGB_SHIFT - 1)) + (1 << (TC_RGB_SHIFT - 7)))
+#define TC_RGB_HALF_BIAS ((256 << TC_RGB_SHIFT) + (1 << (TC_RGB_SHIFT - 6)))
+
+/* Pixels [x0, width) of one row (x0 even), as rgb24ToY_c and rgb24ToUV_half_c: chroma sample i
+ * sums pixels 2i and 2i + 1, up to (width + 1) / 2 samples; like swscale, an odd width reads the
+ * pixel after the row. */
+static inline void tc_rgb_planes_row_c(const tc_rgb_matrix *m, const uint8_t *src, int x0, int width,
+                                       uint16_t *y, uint16_t *u, uint16_t *v)
+{
+    const int32_t *k = m->k;
+    int x;
+    for (x = x0; x < width; x++) {
+        const int r = src[3 * x], g = src[3 * x + 1], b = src[3 * x + 2];
+        y[x] = (uint16_t)((k[0] * r + k[1] * g + k[2] * b + TC_RGB_Y_BIAS) >> (TC_RGB_SHIFT - 6));
+    }
+    for (x = x0 / 2; x < (width + 1) / 2; x++) {
+        const int r = src[6 * x] + src[6 * x + 3], g = src[6 * x + 1] + src[6 * x + 4];
+        const int b = src[6 * x + 2] + src[6 * x + 5];
+        u[x] = (uint16_t)((k[3] * r + k[4] * g + k[5] * b + TC_RGB_HALF_BIAS) >> (TC_RGB_SHIFT - 5));
+        v[x] = (uint16_t)((k[6] * r + k[7] * g + k[8] * b + TC_RGB_HALF_BIAS) >> (TC_RGB_SHIFT - 5));
+    }
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define TC_RGB_PLANES_AVX2 1
+#include <immintrin.h>
+
+/* 8 pixels' weighted sums k_r * r + k_g * g + k_b * b (32-bit lanes, pixel order): ``rg`` holds
+ * each pixel's r and g as 16-bit words, ``b`` its b as the low word of a dword. */
+__attribute__((target("avx2"))) static inline __m256i tc_rgb_weigh(__m256i rg, __m256i b, __m256i k_rg,
+                                                                   __m256i k_b)
+{
+    return _mm256_add_epi32(_mm256_madd_epi16(rg, k_rg), _mm256_madd_epi16(b, k_b));
+}
+
+__attribute__((target("avx2"))) static inline __m256i tc_rgb_pair(const tc_rgb_matrix *m, int first)
+{
+    return _mm256_set1_epi32((int32_t)(((uint32_t)(uint16_t)m->k[first + 1] << 16) | (uint16_t)m->k[first]));
+}
+
+/* Pixels [0, width) of one row: 16 pixels a step while the 16-byte loads stay inside the row's
+ * 3 * width bytes, the rest by the C row. The integer sums are those of the C row (madd adds
+ * exact 32-bit products), so the results are equal. */
+__attribute__((target("avx2"))) static void tc_rgb_planes_row_avx2(const tc_rgb_matrix *m, const uint8_t *src,
+                                                                 int width, uint16_t *y, uint16_t *u, uint16_t *v)
+{
+    /* Per 128-bit lane, 4 pixels (12 bytes): r and g to words, b to the low word of a dword. */
+    const __m256i take_rg = _mm256_setr_epi8(0, -1, 1, -1, 3, -1, 4, -1, 6, -1, 7, -1, 9, -1, 10, -1,
+                                             0, -1, 1, -1, 3, -1, 4, -1, 6, -1, 7, -1, 9, -1, 10, -1);
+    const __m256i take_b = _mm256_setr_epi8(2, -1, -1, -1, 5, -1, -1, -1, 8, -1, -1, -1, 11, -1, -1, -1,
+                                            2, -1, -1, -1, 5, -1, -1, -1, 8, -1, -1, -1, 11, -1, -1, -1);
+    const __m256i ky_rg = tc_rgb_pair(m, 0), ku_rg = tc_rgb_pair(m, 3), kv_rg = tc_rgb_pair(m, 6);
+    const __m256i ky_b = _mm256_set1_epi32((uint16_t)m->k[2]);
+    const __m256i ku_b = _mm256_set1_epi32((uint16_t)m->k[5]);
+    const __m256i kv_b = _mm256_set1_epi32((uint16_t)m->k[8]);
+    const __m256i y_bias = _mm256_set1_epi32(TC_RGB_Y_BIAS);
+    const __m256i c_bias = _mm256_set1_epi32(TC_RGB_HALF_BIAS);
+    int x = 0;
+    /* The last load of a step starts at byte 3x + 36 and reads 16 bytes. */
+    for (; x + 18 <= width; x += 16) {
+        const uint8_t *p = src + 3 * x;
+        const __m256i px0 = _mm256_loadu2_m128i((const __m128i *)(p + 12), (const __m128i *)p);
+        const __m256i px1 = _mm256_loadu2_m128i((const __m128i *)(p + 36), (const __m128i *)(p + 24));
+        const __m256i rg0 = _mm256_shuffle_epi8(px0, take_rg), b0 = _mm256_shuffle_epi8(px0, take_b);
+        const __m256i rg1 = _mm256_shuffle_epi8(px1, take_rg), b1 = _mm256_shuffle_epi8(px1, take_b);
+        const __m256i y0 = _mm256_srai_epi32(_mm256_add_epi32(tc_rgb_weigh(rg0, b0, ky_rg, ky_b), y_bias),
+                                             TC_RGB_SHIFT - 6);
+        const __m256i y1 = _mm256_srai_epi32(_mm256_add_epi32(tc_rgb_weigh(rg1, b1, ky_rg, ky_b), y_bias),
+                                             TC_RGB_SHIFT - 6);
+        const __m256i u0 = tc_rgb_weigh(rg0, b0, ku_rg, ku_b), u1 = tc_rgb_weigh(rg1, b1, ku_rg, ku_b);
+        const __m256i v0 = tc_rgb_weigh(rg0, b0, kv_rg, kv_b), v1 = tc_rgb_weigh(rg1, b1, kv_rg, kv_b);
+        /* packus per lane then qword order 0, 2, 1, 3: pixels 0-15 in order. */
+        _mm256_storeu_si256((__m256i *)(y + x), _mm256_permute4x64_epi64(_mm256_packus_epi32(y0, y1), 0xD8));
+        /* hadd: pair sums in qword order (0-1, 4-5 | 2-3, 6-7) of the 8 chroma samples. */
+        __m256i us = _mm256_srai_epi32(_mm256_add_epi32(_mm256_hadd_epi32(u0, u1), c_bias), TC_RGB_SHIFT - 5);
+        __m256i vs = _mm256_srai_epi32(_mm256_add_epi32(_mm256_hadd_epi32(v0, v1), c_bias), TC_RGB_SHIFT - 5);
+        us = _mm256_permute4x64_epi64(us, 0xD8);
+        vs = _mm256_permute4x64_epi64(vs, 0xD8);
+        const __m256i uv = _mm256_permute4x64_epi64(_mm256_packus_epi32(us, vs), 0xD8);
+        _mm_storeu_si128((__m128i *)(u + x / 2), _mm256_castsi256_si128(uv));
+        _mm_storeu_si128((__m128i *)(v + x / 2), _mm256_extracti128_si256(uv, 1));
+    }
+    tc_rgb_planes_row_c(m, src, x, width, y, u, v);
+}
+#endif
+
+static int tc_rgb_planes_vector_code = 1;   /* 0: the plain C rows everywhere (tests compare both) */
+
+/* Rows [0, rows) of a width-pixel RGB24 image at ``src`` (``src_stride`` bytes apart) into the
+ * planes (strides in bytes): Y has width samples a row, U and V (width + 1) / 2. */
+static inline void tc_rgb_to_planes(const tc_rgb_matrix *m, const uint8_t *src, ptrdiff_t src_stride,
+                                    int width, int rows, uint16_t *y, ptrdiff_t y_stride, uint16_t *u, uint16_t *v,
+                                    ptrdiff_t c_stride)
+{
+    int r;
+#ifdef TC_RGB_PLANES_AVX2
+    const int vector = tc_rgb_planes_vector_code && m->has_vector_form && __builtin_cpu_supports("avx2");
+#endif
+    for (r = 0; r < rows; r++) {
+        const uint8_t *row = src + r * src_stride;
+        uint16_t *y_row = (uint16_t *)((uint8_t *)y + r * y_stride);
+        uint16_t *u_row = (uint16_t *)((uint8_t *)u + r * c_stride);
+        uint16_t *v_row = (uint16_t *)((uint8_t *)v + r * c_stride);
+#ifdef TC_RGB_PLANES_AVX2
+        if (vector) {
+            tc_rgb_planes_row_avx2(m, row, width, y_row, u_row, v_row);
+            continue;
+        }
+#endif
+        tc_rgb_planes_row_c(m, row, 0, width, y_row, u_row, v_row);
+    }
+}
+
+#endif

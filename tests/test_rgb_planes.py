@@ -1,0 +1,91 @@
+"""Resizes through 14-bit planes (include/torchcodec/rgb_planes.h).
+
+An RGB24 resize to at most half the width computes swscale's internal 14-bit Y, U, V itself and
+hands them to a yuv422p14le context. It must give exactly the bytes of swscale's own RGB-to-RGB
+resize: on random images for each geometry and matrix it applies to; on real streams, against the
+CLI's ``scale`` of the RGB frame; and where the comparison with swscale failed, swscale's RGB-to-RGB
+resize must run.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference
+from torchcodec._core import _scaler
+from torchcodec.decoders import VideoDecoder
+from torchcodec.transforms import CenterCrop, Resize
+from torchcodec.transforms._decoder_transforms import _Crop
+
+MATRICES = [0, 1, 2, 4, 5, 6, 7, 9]             # AVColorSpace: RGB, BT.709, unspecified, FCC, BT.601 x2, 240M, BT.2020
+# (source w, h, output w, h): 1080p to the usual model sizes, exactly half the width, odd source
+# widths (the pixel past the row), vector tails of 0 to 17 pixels, slices that end mid-image,
+# taller outputs, one-row and one-column outputs.
+RESIZES = [(1920, 1080, 256, 256), (1920, 1080, 224, 224), (640, 480, 320, 240), (641, 361, 320, 100),
+           (35, 18, 17, 40), (50, 33, 25, 33), (52, 7, 3, 70), (19, 64, 9, 1), (18, 5, 1, 5), (1280, 720, 640, 360)]
+
+
+@pytest.mark.parametrize("vector_code", [True, False], ids=["vector", "plain"])
+@pytest.mark.parametrize("src_w,src_h,dst_w,dst_h", RESIZES)
+def test_it_gives_swscales_rgb_to_rgb_bytes_for_every_matrix(src_w, src_h, dst_w, dst_h, vector_code):
+    """Both versions of the rows: AVX2 (16 pixels at a time, where the CPU has it) and plain C."""
+    for matrix in MATRICES:
+        assert _scaler.resize_route_agrees(matrix, src_w, src_h, dst_w, dst_h, vector_code) is True, matrix
+
+
+@pytest.mark.parametrize("src_w,src_h,dst_w,dst_h", [(640, 480, 321, 240), (33, 10, 17, 10), (2, 2, 2, 1)])
+def test_outputs_wider_than_half_the_input_do_not_take_it(src_w, src_h, dst_w, dst_h):
+    """There swscale reads full-width chroma (its SIMD input code): the route does not apply."""
+    assert _scaler.resize_route_agrees(1, src_w, src_h, dst_w, dst_h) is None
+
+
+def _cli_resize(path, size, flags):
+    return reference.ffmpeg_rgb_frames(path, filters=f"format=rgb24,scale={size[1]}:{size[0]}:{flags}", size=size)
+
+
+def _resized(path, transforms):
+    return VideoDecoder(path, dimension_order="NHWC", transforms=transforms).get_all_frames().data
+
+
+# A lone Resize of a width of 32s to a width of 32s: TorchCodec's swscale call (AVCOL_SPC_RGB's
+# matrix, BT.709's coefficients); after a crop: the filter graph's (BT.601, AVCOL_SPC_BT470BG).
+LONE = "flags=bilinear:in_color_matrix=bt709:out_color_matrix=bt709"
+FILTER = "flags=bilinear"
+
+
+def test_a_decoder_resize_takes_it_and_gives_the_cli_pixels(media, monkeypatch):
+    verdicts = {}
+    monkeypatch.setattr(_scaler, "_planes_verdicts", verdicts)
+    path = media["h264_bframes.mp4"]                                    # 320 x 240
+    np.testing.assert_array_equal(_resized(path, [Resize((96, 160))]), _cli_resize(path, (96, 160), LONE))
+    assert verdicts == {0: 1}
+    cropped = reference.ffmpeg_rgb_frames(path, filters=f"format=rgb24,crop=301:200:10:20:exact=1,scale=75:50:{FILTER}",
+                                          size=(50, 75))
+    np.testing.assert_array_equal(_resized(path, [_Crop((200, 301), 20, 10), Resize((50, 75))]), cropped)
+    assert verdicts == {0: 1, 5: 1}
+
+
+def test_a_resize_to_more_than_half_the_width_does_not_ask(media, monkeypatch):
+    verdicts = {}
+    monkeypatch.setattr(_scaler, "_planes_verdicts", verdicts)
+    path = media["h264_bframes.mp4"]
+    np.testing.assert_array_equal(_resized(path, [Resize((96, 192))]), _cli_resize(path, (96, 192), LONE))
+    assert verdicts == {}
+
+
+def test_a_matrix_where_it_differed_from_swscale_is_resized_by_swscale(media, monkeypatch):
+    """The verdict of the comparison with swscale decides: a recorded difference keeps swscale."""
+    monkeypatch.setattr(_scaler, "_planes_verdicts", {0: 0, 5: 0})
+    path = media["vp9_161x121.webm"]                                    # odd width: the pixel past the row
+    np.testing.assert_array_equal(_resized(path, [Resize((40, 80))]), _cli_resize(path, (40, 80), FILTER))
+    np.testing.assert_array_equal(_resized(path, [CenterCrop((120, 160)), Resize((30, 64))]),
+                                  reference.ffmpeg_rgb_frames(path, filters="format=rgb24,crop=160:120:0:0:exact=1,"
+                                                              f"scale=64:30:{FILTER}", size=(30, 64)))
+
+
+def test_an_odd_width_reads_the_pixel_past_the_row_as_swscale_does(media, monkeypatch):
+    verdicts = {}
+    monkeypatch.setattr(_scaler, "_planes_verdicts", verdicts)
+    path = media["vp9_161x121.webm"]
+    np.testing.assert_array_equal(_resized(path, [Resize((40, 80))]), _cli_resize(path, (40, 80), FILTER))
+    assert verdicts == {5: 1}
