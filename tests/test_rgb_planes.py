@@ -1,9 +1,10 @@
 """Resizes through 14-bit planes (include/torchcodec/rgb_planes.h).
 
 An RGB24 resize to at most half the width computes swscale's internal 14-bit Y, U, V itself and
-hands them to a yuv422p14le context. It must give exactly the bytes of swscale's own RGB-to-RGB
-resize: on random images for each geometry and matrix it applies to; on real streams, against the
-CLI's ``scale`` of the RGB frame; and where the comparison with swscale failed, swscale's RGB-to-RGB
+hands them to a yuv422p14le context (whose output is planar GBR, interleaved here, when the output
+has at most half the rows). It must give exactly the bytes of swscale's own RGB-to-RGB resize: on
+random images for each geometry and matrix it applies to; on real streams, against the CLI's
+``scale`` of the RGB frame; and where the comparison with swscale failed, swscale's RGB-to-RGB
 resize must run.
 """
 from __future__ import annotations
@@ -18,11 +19,13 @@ from torchcodec.transforms import CenterCrop, Resize
 from torchcodec.transforms._decoder_transforms import _Crop
 
 MATRICES = [0, 1, 2, 4, 5, 6, 7, 9]             # AVColorSpace: RGB, BT.709, unspecified, FCC, BT.601 x2, 240M, BT.2020
-# (source w, h, output w, h): 1080p to the usual model sizes, exactly half the width, odd source
-# widths (the pixel past the row), vector tails of 0 to 17 pixels, slices that end mid-image,
-# taller outputs, one-row and one-column outputs.
+# (source w, h, output w, h): 1080p to the usual model sizes, exactly half the width and rows, odd
+# source widths (the pixel past the row), vector tails of 0 to 17 pixels, slices that end
+# mid-image, one-row and one-column outputs (GBR output); outputs with more than half the rows,
+# as many rows, more rows (RGB24 output: one- and two-tap vertical filters).
 RESIZES = [(1920, 1080, 256, 256), (1920, 1080, 224, 224), (640, 480, 320, 240), (641, 361, 320, 100),
-           (35, 18, 17, 40), (50, 33, 25, 33), (52, 7, 3, 70), (19, 64, 9, 1), (18, 5, 1, 5), (1280, 720, 640, 360)]
+           (19, 64, 9, 1), (64, 9, 32, 4), (1280, 720, 640, 360), (320, 240, 160, 121), (35, 18, 17, 40),
+           (50, 33, 25, 33), (52, 7, 3, 70), (18, 5, 1, 5)]
 
 
 @pytest.mark.parametrize("vector_code", [True, False], ids=["vector", "plain"])
@@ -54,15 +57,17 @@ FILTER = "flags=bilinear"
 
 
 def test_a_decoder_resize_takes_it_and_gives_the_cli_pixels(media, monkeypatch):
+    """A lone resize (TorchCodec's swscale matrix) and one after a crop (the filter graph's), one
+    with GBR output, one with RGB24."""
     verdicts = {}
     monkeypatch.setattr(_scaler, "_planes_verdicts", verdicts)
     path = media["h264_bframes.mp4"]                                    # 320 x 240
     np.testing.assert_array_equal(_resized(path, [Resize((96, 160))]), _cli_resize(path, (96, 160), LONE))
-    assert verdicts == {0: 1}
-    cropped = reference.ffmpeg_rgb_frames(path, filters=f"format=rgb24,crop=301:200:10:20:exact=1,scale=75:50:{FILTER}",
-                                          size=(50, 75))
-    np.testing.assert_array_equal(_resized(path, [_Crop((200, 301), 20, 10), Resize((50, 75))]), cropped)
-    assert verdicts == {0: 1, 5: 1}
+    assert verdicts == {(320, 240, 160, 96, 0): 1}
+    cropped = reference.ffmpeg_rgb_frames(path, filters=f"format=rgb24,crop=301:200:10:20:exact=1,scale=75:150:{FILTER}",
+                                          size=(150, 75))
+    np.testing.assert_array_equal(_resized(path, [_Crop((200, 301), 20, 10), Resize((150, 75))]), cropped)
+    assert verdicts == {(320, 240, 160, 96, 0): 1, (301, 200, 75, 150, 5): 1}
 
 
 def test_a_resize_to_more_than_half_the_width_does_not_ask(media, monkeypatch):
@@ -75,7 +80,7 @@ def test_a_resize_to_more_than_half_the_width_does_not_ask(media, monkeypatch):
 
 def test_a_matrix_where_it_differed_from_swscale_is_resized_by_swscale(media, monkeypatch):
     """The verdict of the comparison with swscale decides: a recorded difference keeps swscale."""
-    monkeypatch.setattr(_scaler, "_planes_verdicts", {0: 0, 5: 0})
+    monkeypatch.setattr(_scaler, "_planes_verdicts", {(161, 121, 80, 40, 5): 0, (160, 120, 64, 30, 5): 0})
     path = media["vp9_161x121.webm"]                                    # odd width: the pixel past the row
     np.testing.assert_array_equal(_resized(path, [Resize((40, 80))]), _cli_resize(path, (40, 80), FILTER))
     np.testing.assert_array_equal(_resized(path, [CenterCrop((120, 160)), Resize((30, 64))]),
@@ -88,4 +93,4 @@ def test_an_odd_width_reads_the_pixel_past_the_row_as_swscale_does(media, monkey
     monkeypatch.setattr(_scaler, "_planes_verdicts", verdicts)
     path = media["vp9_161x121.webm"]
     np.testing.assert_array_equal(_resized(path, [Resize((40, 80))]), _cli_resize(path, (40, 80), FILTER))
-    assert verdicts == {5: 1}
+    assert verdicts == {(161, 121, 80, 40, 5): 1}

@@ -14,7 +14,7 @@ cdef inline int cli_sws_flags() noexcept nogil:
 
 cdef enum:
     MAX_STAGES = 8          # transform stages one Scaler runs per frame
-    NUM_BUFFERS = 7         # scratch buffers (see Scaler.get_buffer)
+    NUM_BUFFERS = 8         # scratch buffers (see Scaler.get_buffer)
     PLANE_SLICE_ROWS = 32   # rows of one slice of a resize through 14-bit planes (see rgb_planes.h)
 
 

@@ -18,6 +18,13 @@ TorchCodec resizes with its own swscale call instead of the filter graph (a sing
 unrotated frame whose width and output width are multiples of 32), where the matrix is swscale's
 default for RGB (BT.709's), as there. The two differ by 1 on natural images, and up to 14 on
 saturated colour edges.
+
+Such a resize to at most half the width does not hand the RGB image to swscale: swscale's first
+step of it (the 14-bit Y, U, V it computes from pairs of pixels, in plain C) is reproduced in
+include/torchcodec/rgb_planes.h, and a yuv422p14le context (planar GBR output when the output has
+at most half the rows, for swscale's SIMD vertical filter) runs the rest, slice by slice. It is
+used only where a comparison with swscale's RGB-to-RGB resize of a random image of the same
+geometry and matrix gave the same bytes.
 """
 from libc.stdint cimport uint8_t, uint16_t
 from libc.stdlib cimport free, malloc
@@ -223,12 +230,10 @@ def fast_path_agrees(int width, int height, str pixel_format, int colorspace, in
         sws.sws_freeContext(ctx)
 
 
-# Verdicts of planes_route_agrees per colour space (the matrix given to swscale): the resize
-# through 14-bit planes (rgb_planes.h) is used only where it gave swscale's RGB-to-RGB bytes.
+# Verdicts of planes_route_agrees for each (source w, h, output w, h, matrix) this process has met:
+# the resize through 14-bit planes (rgb_planes.h) is used only where it gave swscale's RGB-to-RGB
+# bytes.
 _planes_verdicts = {}
-# Resizes planes_route_agrees tries, (source w, h, output w, h): a 1080p-like downscale with
-# slices, odd widths (the pixel past the row), an output at exactly half the width, a taller output.
-PROBE_RESIZES = ((317, 75, 61, 33), (200, 40, 100, 40), (97, 21, 48, 60), (64, 64, 7, 5))
 
 
 cdef bint takes_planes_route(const ContextKey *want) noexcept nogil:
@@ -239,9 +244,17 @@ cdef bint takes_planes_route(const ContextKey *want) noexcept nogil:
 
 
 cdef void planes_key(ContextKey *key) noexcept nogil:
-    """Turn the key of an RGB24 resize into that of the same resize from 14-bit planes."""
+    """Turn the key of an RGB24 resize into that of the same resize from 14-bit planes.
+
+    Its output is planar GBR where the output has at most half the rows: swscale's vertical filter
+    then has more than two taps, so its RGB24 output runs yuv2rgb_full_X_c, whose arithmetic
+    yuv2gbrp_full_X gives too, with SIMD code (the RGB24 functions for one- and two-tap filters
+    round differently). Otherwise RGB24, as asked.
+    """
     key.src_format = lavu.AV_PIX_FMT_YUV422P14LE
     key.flags = RESIZE_FLAGS | sws.SWS_FULL_CHR_H_INT
+    if key.dst_h <= key.src_h >> 1:
+        key.dst_format = lavu.AV_PIX_FMT_GBRP
 
 
 cdef size_t planes_buffer_size(int width) noexcept nogil:
@@ -249,23 +262,40 @@ cdef size_t planes_buffer_size(int width) noexcept nogil:
     return <size_t>(padded_row(width, 2) + 2 * padded_row((width + 1) // 2, 2)) * PLANE_SLICE_ROWS
 
 
-cdef int scale_through_planes(SwsContext *ctx, int colorspace, const uint8_t *src, Py_ssize_t src_stride,
-                              int width, int height, uint8_t *buffer, uint8_t **dst_planes,
-                              int *dst_strides) noexcept nogil:
-    """Resize a ``width`` x ``height`` RGB24 image with ``ctx`` (a planes context, planes_key) by
-    slices of PLANE_SLICE_ROWS rows converted into ``buffer`` (planes_buffer_size bytes): the
-    output rows swscale wrote, or its negative error code."""
+cdef size_t gbr_buffer_size(int width, int height) noexcept nogil:
+    """Bytes of the three planes of a width x height GBR image (padded as RGB buffers are)."""
+    return 3 * padded_size(padded_row(width, 1), height)
+
+
+cdef int resize_through_planes(SwsContext *ctx, const ContextKey *key, const uint8_t *src, Py_ssize_t src_stride,
+                               uint8_t *dst, Py_ssize_t dst_stride, uint8_t *slices, uint8_t *gbr) noexcept nogil:
+    """Resize the RGB24 image at ``src`` into RGB24 at ``dst`` with ``ctx``, made for ``key`` (a
+    planes_key), slice by slice of PLANE_SLICE_ROWS rows converted into ``slices``
+    (planes_buffer_size bytes). A GBRP output goes through ``gbr`` (gbr_buffer_size bytes) and is
+    interleaved into exactly key.dst_w pixels a row; an RGB24 one is swscale's, written over-wide
+    as ever (``dst`` must have the room). The output rows, or swscale's negative error code."""
     cdef tc_rgb_matrix matrix
+    cdef int width = key.src_w, height = key.src_h
     cdef Py_ssize_t y_stride = padded_row(width, 2), c_stride = padded_row((width + 1) // 2, 2)
-    cdef uint16_t *y = <uint16_t *>buffer
-    cdef uint16_t *u = <uint16_t *>(buffer + y_stride * PLANE_SLICE_ROWS)
-    cdef uint16_t *v = <uint16_t *>(buffer + (y_stride + c_stride) * PLANE_SLICE_ROWS)
+    cdef Py_ssize_t gbr_stride = padded_row(key.dst_w, 1), gbr_plane = padded_size(gbr_stride, key.dst_h)
+    cdef uint16_t *y = <uint16_t *>slices
+    cdef uint16_t *u = <uint16_t *>(slices + y_stride * PLANE_SLICE_ROWS)
+    cdef uint16_t *v = <uint16_t *>(slices + (y_stride + c_stride) * PLANE_SLICE_ROWS)
     cdef const uint8_t *planes[4]
     cdef int strides[4]
+    cdef uint8_t *dst_planes[4]
+    cdef int dst_strides[4]
     cdef int first = 0, rows, got, total = 0
-    tc_rgb_matrix_init(&matrix, sws.sws_getCoefficients(colorspace))
+    tc_rgb_matrix_init(&matrix, sws.sws_getCoefficients(key.colorspace))
     planes[0], planes[1], planes[2], planes[3] = <uint8_t *>y, <uint8_t *>u, <uint8_t *>v, NULL
     strides[0], strides[1], strides[2], strides[3] = <int>y_stride, <int>c_stride, <int>c_stride, 0
+    if key.dst_format == lavu.AV_PIX_FMT_GBRP:
+        dst_planes[0], dst_planes[1], dst_planes[2], dst_planes[3] = gbr, gbr + gbr_plane, gbr + 2 * gbr_plane, NULL
+        dst_strides[0], dst_strides[1], dst_strides[2] = <int>gbr_stride, <int>gbr_stride, <int>gbr_stride
+    else:
+        dst_planes[0], dst_planes[1], dst_planes[2], dst_planes[3] = dst, NULL, NULL, NULL
+        dst_strides[0], dst_strides[1], dst_strides[2] = <int>dst_stride, 0, 0
+    dst_strides[3] = 0
     while first < height:
         rows = min(<int>PLANE_SLICE_ROWS, height - first)
         tc_rgb_to_planes(&matrix, src + first * src_stride, src_stride, width, rows, y, y_stride, u, v, c_stride)
@@ -274,21 +304,44 @@ cdef int scale_through_planes(SwsContext *ctx, int colorspace, const uint8_t *sr
             return got
         total += got
         first += rows
+    if key.dst_format == lavu.AV_PIX_FMT_GBRP:
+        interleave_gbr(dst_planes, gbr_stride, dst, dst_stride, key.dst_w, key.dst_h)
     return total
 
 
-cdef bint same_resize(int colorspace, int src_w, int src_h, int dst_w, int dst_h) noexcept nogil:
-    """Whether the planes route gives swscale's RGB-to-RGB bytes for one resize of a random image
-    (random bytes past each row too: an odd width reads one pixel there). False when memory or
-    swscale fails."""
+cdef void interleave_gbr(uint8_t **planes, Py_ssize_t plane_stride, uint8_t *dst, Py_ssize_t dst_stride, int width,
+                         int height) noexcept nogil:
+    """Planar G, B, R (GBRP's plane order) to packed RGB24."""
+    cdef int row, x
+    cdef const uint8_t *g
+    cdef const uint8_t *b
+    cdef const uint8_t *r
+    cdef uint8_t *out
+    for row in range(height):
+        g = planes[0] + row * plane_stride
+        b = planes[1] + row * plane_stride
+        r = planes[2] + row * plane_stride
+        out = dst + row * dst_stride
+        for x in range(width):
+            out[3 * x] = r[x]
+            out[3 * x + 1] = g[x]
+            out[3 * x + 2] = b[x]
+
+
+cdef bint same_resize(const ContextKey *want) noexcept nogil:
+    """Whether the planes route gives swscale's RGB-to-RGB bytes for the resize ``want`` (an RGB24
+    key) of a random image (random bytes past each row too: an odd width reads one pixel there).
+    False when memory or swscale fails."""
     cdef SwsContext *rgb_ctx = NULL
     cdef SwsContext *planes_ctx = NULL
-    cdef ContextKey have, want
+    cdef ContextKey key = want[0]
+    cdef int src_w = want.src_w, src_h = want.src_h, dst_w = want.dst_w, dst_h = want.dst_h
     cdef Py_ssize_t src_stride = padded_row(src_w, 3), dst_stride = padded_row(dst_w, 3)
     cdef uint8_t *src = <uint8_t *>malloc(padded_size(src_stride, src_h))
     cdef uint8_t *expected = <uint8_t *>malloc(padded_size(dst_stride, dst_h))
     cdef uint8_t *actual = <uint8_t *>malloc(padded_size(dst_stride, dst_h))
-    cdef uint8_t *buffer = <uint8_t *>malloc(planes_buffer_size(src_w))
+    cdef uint8_t *slices = <uint8_t *>malloc(planes_buffer_size(src_w))
+    cdef uint8_t *gbr = <uint8_t *>malloc(gbr_buffer_size(dst_w, dst_h))
     cdef uint8_t *dst_planes[4]
     cdef int dst_strides[4]
     cdef const uint8_t *src_planes[4]
@@ -297,10 +350,7 @@ cdef bint same_resize(int colorspace, int src_w, int src_h, int dst_w, int dst_h
     cdef size_t i
     cdef int row
     cdef bint same = False, refused
-    want.src_w, want.src_h, want.src_format = src_w, src_h, lavu.AV_PIX_FMT_RGB24
-    want.dst_w, want.dst_h, want.dst_format = dst_w, dst_h, lavu.AV_PIX_FMT_RGB24
-    want.flags, want.colorspace, want.color_range = RESIZE_FLAGS, colorspace, lavu.AVCOL_RANGE_UNSPECIFIED
-    if src != NULL and expected != NULL and actual != NULL and buffer != NULL:
+    if src != NULL and expected != NULL and actual != NULL and slices != NULL and gbr != NULL:
         for i in range(padded_size(src_stride, src_h)):
             state ^= state << 13
             state ^= state >> 17
@@ -308,47 +358,40 @@ cdef bint same_resize(int colorspace, int src_w, int src_h, int dst_w, int dst_h
             src[i] = <uint8_t>(0 if state % 8 == 0 else 255 if state % 8 == 1 else state >> 8)
         src_planes[0], src_planes[1], src_planes[2], src_planes[3] = src, NULL, NULL, NULL
         src_strides[0], src_strides[1], src_strides[2], src_strides[3] = <int>src_stride, 0, 0, 0
-        dst_planes[1], dst_planes[2], dst_planes[3] = NULL, NULL, NULL
+        dst_planes[0], dst_planes[1], dst_planes[2], dst_planes[3] = expected, NULL, NULL, NULL
         dst_strides[0], dst_strides[1], dst_strides[2], dst_strides[3] = <int>dst_stride, 0, 0, 0
-        rgb_ctx = make_context(&want, &refused)
-        planes_key(&want)
-        planes_ctx = make_context(&want, &refused)
-        if rgb_ctx != NULL and planes_ctx != NULL:
-            dst_planes[0] = expected
-            if sws.sws_scale(rgb_ctx, src_planes, src_strides, 0, src_h, dst_planes, dst_strides) == dst_h:
-                dst_planes[0] = actual
-                same = scale_through_planes(planes_ctx, colorspace, src, src_stride, src_w, src_h, buffer,
-                                            dst_planes, dst_strides) == dst_h
-                for row in range(dst_h):
-                    same = same and memcmp(expected + row * dst_stride, actual + row * dst_stride,
-                                           <size_t>dst_w * 3) == 0
+        rgb_ctx = make_context(want, &refused)
+        planes_key(&key)
+        planes_ctx = make_context(&key, &refused)
+        if (rgb_ctx != NULL and planes_ctx != NULL
+                and sws.sws_scale(rgb_ctx, src_planes, src_strides, 0, src_h, dst_planes, dst_strides) == dst_h):
+            same = resize_through_planes(planes_ctx, &key, src, src_stride, actual, dst_stride, slices, gbr) == dst_h
+            for row in range(dst_h):
+                same = same and memcmp(expected + row * dst_stride, actual + row * dst_stride, <size_t>dst_w * 3) == 0
     sws.sws_freeContext(rgb_ctx)
     sws.sws_freeContext(planes_ctx)
     free(src)
     free(expected)
     free(actual)
-    free(buffer)
+    free(slices)
+    free(gbr)
     return same
 
 
-cdef bint planes_route_agrees(int colorspace) noexcept nogil:
-    """Whether the planes route gives swscale's bytes for every resize of PROBE_RESIZES with
-    ``colorspace``'s matrix (decided once per process and colour space)."""
+cdef object planes_verdict_key(const ContextKey *want):
+    return (want.src_w, want.src_h, want.dst_w, want.dst_h, want.colorspace)
+
+
+cdef bint planes_route_agrees(const ContextKey *want) noexcept nogil:
+    """Whether the planes route gives swscale's bytes for the resize ``want`` (decided once per
+    process and geometry and matrix, on a random image)."""
     cdef int verdict
-    cdef int probe[4]
-    cdef int i, n
     with gil:
-        verdict = _planes_verdicts.get(colorspace, -1)
-        n = len(PROBE_RESIZES)
-    if verdict >= 0:
-        return verdict
-    verdict = 1
-    for i in range(n):
+        verdict = _planes_verdicts.get(planes_verdict_key(want), -1)
+    if verdict < 0:
+        verdict = same_resize(want)
         with gil:
-            probe[0], probe[1], probe[2], probe[3] = PROBE_RESIZES[i]
-        verdict = verdict and same_resize(colorspace, probe[0], probe[1], probe[2], probe[3])
-    with gil:
-        _planes_verdicts[colorspace] = verdict
+            _planes_verdicts[planes_verdict_key(want)] = verdict
     return verdict
 
 
@@ -359,13 +402,17 @@ def resize_route_agrees(int colorspace, int src_w, int src_h, int dst_w, int dst
     without AVX2 run. For tests."""
     global tc_rgb_planes_vector_code
     cdef int vectors = tc_rgb_planes_vector_code
+    cdef ContextKey want
     cdef bint same
-    if dst_w > src_w >> 1 or min(src_w, src_h, dst_w, dst_h) <= 0:
+    want.src_w, want.src_h, want.src_format = src_w, src_h, lavu.AV_PIX_FMT_RGB24
+    want.dst_w, want.dst_h, want.dst_format = dst_w, dst_h, lavu.AV_PIX_FMT_RGB24
+    want.flags, want.colorspace, want.color_range = RESIZE_FLAGS, colorspace, lavu.AVCOL_RANGE_UNSPECIFIED
+    if min(src_w, src_h, dst_w, dst_h) <= 0 or not takes_planes_route(&want):
         return None
     try:
         tc_rgb_planes_vector_code = vector_code
         with nogil:
-            same = same_resize(colorspace, src_w, src_h, dst_w, dst_h)
+            same = same_resize(&want)
         return bool(same)
     finally:
         tc_rgb_planes_vector_code = vectors
@@ -529,7 +576,8 @@ cdef class Scaler(FrameConverter):
         1: RGB48 before float conversion; 2 and 3: outputs of transform stages, in turn, and 3 also
         the converted region around stage 0's crop; 4: swscale's output on its way to memory that
         has no room for its over-wide writes (padded_output); 5: the chroma rows of the fast
-        high-bit-depth conversion; 6: the 14-bit planes of a resize's slice (scale_through_planes)."""
+        high-bit-depth conversion; 6: the 14-bit planes of a resize's slice and 7: its planar GBR
+        output (resize_through_planes)."""
         if size > self.buffer_sizes[which]:
             free(self.buffers[which])
             self.buffers[which] = <uint8_t *>malloc(size)
@@ -689,29 +737,35 @@ cdef class Scaler(FrameConverter):
         want.src_w, want.src_h, want.src_format = stage.crop_w, stage.crop_h, rgb_format
         want.dst_w, want.dst_h, want.dst_format = stage.out_w, stage.out_h, rgb_format
         want.flags, want.colorspace, want.color_range = RESIZE_FLAGS, colorspace, lavu.AVCOL_RANGE_UNSPECIFIED
-        cdef bint through_planes = takes_planes_route(&want) and planes_route_agrees(colorspace)
+        cdef ContextKey planes_want = want
+        planes_key(&planes_want)
+        cdef bint through_planes = False
+        if takes_planes_route(&want):
+            # The context made for the previous frame tells what was decided for this geometry.
+            if self.stage_ctx[k] != NULL and same_key(&self.stage_key[k], &planes_want):
+                through_planes = True
+            elif not (self.stage_ctx[k] != NULL and same_key(&self.stage_key[k], &want)):
+                through_planes = planes_route_agrees(&want)
         if through_planes:
-            planes_key(&want)
+            want = planes_want
         cdef SwsContext *ctx = context_for(&self.stage_ctx[k], &self.stage_key[k], &want)
-        if not padded and stage.out_w % 32:
+        cdef bint exact_rows = through_planes and want.dst_format == lavu.AV_PIX_FMT_GBRP
+        if not padded and stage.out_w % 32 and not exact_rows:
             dst = self.padded_output(&dst_stride, stage.out_w, stage.out_h, bpp)
         cdef const uint8_t *src_planes[4]
         cdef uint8_t *dst_planes[4]
         cdef int src_strides[4]
         cdef int dst_strides[4]
-        src_planes[0] = src
-        dst_planes[0] = dst
-        src_planes[1] = src_planes[2] = src_planes[3] = NULL
-        dst_planes[1] = dst_planes[2] = dst_planes[3] = NULL
-        src_strides[0] = <int>src_stride
-        dst_strides[0] = <int>dst_stride
-        src_strides[1] = src_strides[2] = src_strides[3] = 0
-        dst_strides[1] = dst_strides[2] = dst_strides[3] = 0
         cdef int rows
         if through_planes:
-            rows = scale_through_planes(ctx, colorspace, src, src_stride, stage.crop_w, stage.crop_h,
-                                        self.get_buffer(6, planes_buffer_size(stage.crop_w)), dst_planes, dst_strides)
+            rows = resize_through_planes(ctx, &want, src, src_stride, dst, dst_stride,
+                                         self.get_buffer(6, planes_buffer_size(stage.crop_w)),
+                                         self.get_buffer(7, gbr_buffer_size(stage.out_w, stage.out_h)))
         else:
+            src_planes[0], src_planes[1], src_planes[2], src_planes[3] = src, NULL, NULL, NULL
+            dst_planes[0], dst_planes[1], dst_planes[2], dst_planes[3] = dst, NULL, NULL, NULL
+            src_strides[0], src_strides[1], src_strides[2], src_strides[3] = <int>src_stride, 0, 0, 0
+            dst_strides[0], dst_strides[1], dst_strides[2], dst_strides[3] = <int>dst_stride, 0, 0, 0
             rows = sws.sws_scale(ctx, src_planes, src_strides, 0, stage.crop_h, dst_planes, dst_strides)
         if rows < 0:
             with gil:
