@@ -10,13 +10,18 @@
  * The same scaler started from yuv422p14le with SWS_FULL_CHR_H_INT (which swscale forces for RGB
  * input) reads such planes as they are and runs the identical filters and output, so computing
  * the planes here and handing them to that context gives the RGB-to-RGB bytes. (For wider outputs
- * swscale's full-width chroma input has SIMD already; nothing is gained there.) This file computes the planes: the
- * coefficients as utils.c's fill_rgb2yuv_table makes them (output range always limited), and the
- * rows with the input functions' rounding, in plain C and, where the CPU has it, AVX2.
+ * swscale's full-width chroma input has SIMD already; nothing is gained there.) This file computes
+ * the planes: the coefficients as utils.c's fill_rgb2yuv_table makes them (output range always
+ * limited), and the rows with the input functions' rounding, in plain C and, where the CPU has it,
+ * AVX2 (the plain C rows are the reference and the rows' tails: slower than swscale on their own).
  *
- * Nothing here is trusted blindly: torchcodec compares the route with swscale's own RGB-to-RGB
- * resize on a random image of each geometry and matrix before using it, and keeps swscale where
- * they differ (another FFmpeg release).
+ * For 8-bit 4:2:0 frames the RGB rows need not exist either: tc_yuv420_to_planes converts YUV to
+ * RGB with the arithmetic of libswscale's x86 YUV420 -> RGB24 converter (colour.h, which the CPU
+ * decoder's swscale runs for such frames) and computes the planes from those values in registers.
+ *
+ * Nothing here is trusted blindly: torchcodec compares each route with swscale's own conversion
+ * and RGB-to-RGB resize on a random image of each geometry, format and matrix before using it, and
+ * keeps swscale where they differ (another FFmpeg release, another CPU).
  *
  * Plain C99 (the AVX2 rows use GCC/Clang target attributes), no libc.
  */
@@ -26,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "torchcodec/colour.h"
 
 #define TC_RGB_SHIFT 15                 /* swscale's RGB2YUV_SHIFT */
 
@@ -107,6 +114,19 @@ static inline void tc_rgb_planes_row_c(const tc_rgb_matrix *m, const uint8_t *sr
     }
 }
 
+/* Pixels [x0, width) of one row of 8-bit 4:2:0 YUV (x0 and width even; ``u`` and ``v`` the row's
+ * chroma row), converted to RGB as libswscale's x86 YUV420 -> RGB24 converter does (colour.h) into
+ * ``rgb`` (3 * width bytes), then to the planes as tc_rgb_planes_row_c. */
+static inline void tc_yuv420_planes_row_c(const tc_rgb_matrix *m, const tc_colour_coeffs *c, const uint8_t *y,
+                                          const uint8_t *u, const uint8_t *v, int x0, int width, uint8_t *rgb,
+                                          uint16_t *py, uint16_t *pu, uint16_t *pv)
+{
+    int x;
+    for (x = x0; x < width; x++)
+        tc_yuv8_to_rgb8(c, y[x], u[x / 2], v[x / 2], rgb + 3 * x, rgb + 3 * x + 1, rgb + 3 * x + 2);
+    tc_rgb_planes_row_c(m, rgb, x0, width, py, pu, pv);
+}
+
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define TC_RGB_PLANES_AVX2 1
 #include <immintrin.h>
@@ -168,9 +188,88 @@ __attribute__((target("avx2"))) static void tc_rgb_planes_row_avx2(const tc_rgb_
     }
     tc_rgb_planes_row_c(m, src, x, width, y, u, v);
 }
+
+/* 16 pixels' Y and their 8 chroma samples (16-bit lanes, pixel order) from 16-bit R, G, B lanes. */
+__attribute__((target("avx2"))) static inline void tc_rgb16_planes(const tc_rgb_matrix *m, __m256i r, __m256i g,
+                                                                  __m256i b, uint16_t *py, uint16_t *pu,
+                                                                  uint16_t *pv)
+{
+    const __m256i ky_rg = tc_rgb_pair(m, 0), ku_rg = tc_rgb_pair(m, 3), kv_rg = tc_rgb_pair(m, 6);
+    const __m256i ky_b = _mm256_set1_epi32((uint16_t)m->k[2]);
+    const __m256i ku_b = _mm256_set1_epi32((uint16_t)m->k[5]);
+    const __m256i kv_b = _mm256_set1_epi32((uint16_t)m->k[8]);
+    const __m256i zero = _mm256_setzero_si256();
+    /* unpack within 128-bit lanes: "lo" holds pixels 0-3 | 8-11, "hi" pixels 4-7 | 12-15. */
+    const __m256i rg_lo = _mm256_unpacklo_epi16(r, g), rg_hi = _mm256_unpackhi_epi16(r, g);
+    const __m256i b_lo = _mm256_unpacklo_epi16(b, zero), b_hi = _mm256_unpackhi_epi16(b, zero);
+    const __m256i y_lo = _mm256_srai_epi32(_mm256_add_epi32(tc_rgb_weigh(rg_lo, b_lo, ky_rg, ky_b),
+                                                            _mm256_set1_epi32(TC_RGB_Y_BIAS)), TC_RGB_SHIFT - 6);
+    const __m256i y_hi = _mm256_srai_epi32(_mm256_add_epi32(tc_rgb_weigh(rg_hi, b_hi, ky_rg, ky_b),
+                                                            _mm256_set1_epi32(TC_RGB_Y_BIAS)), TC_RGB_SHIFT - 6);
+    const __m256i c_bias = _mm256_set1_epi32(TC_RGB_HALF_BIAS);
+    /* hadd of (lo, hi): the pair sums of pixels 0-7 | 8-15, in order. */
+    const __m256i us = _mm256_srai_epi32(_mm256_add_epi32(_mm256_hadd_epi32(tc_rgb_weigh(rg_lo, b_lo, ku_rg, ku_b),
+                                                                            tc_rgb_weigh(rg_hi, b_hi, ku_rg, ku_b)),
+                                                          c_bias), TC_RGB_SHIFT - 5);
+    const __m256i vs = _mm256_srai_epi32(_mm256_add_epi32(_mm256_hadd_epi32(tc_rgb_weigh(rg_lo, b_lo, kv_rg, kv_b),
+                                                                            tc_rgb_weigh(rg_hi, b_hi, kv_rg, kv_b)),
+                                                          c_bias), TC_RGB_SHIFT - 5);
+    const __m256i uv = _mm256_permute4x64_epi64(_mm256_packus_epi32(us, vs), 0xD8);
+    _mm256_storeu_si256((__m256i *)py, _mm256_packus_epi32(y_lo, y_hi));
+    _mm_storeu_si128((__m128i *)pu, _mm256_castsi256_si128(uv));
+    _mm_storeu_si128((__m128i *)pv, _mm256_extracti128_si256(uv, 1));
+}
+
+/* tc_yuv420_planes_row_c for pixels [0, width), 16 at a time: colour.h's arithmetic in 16-bit lanes
+ * (the instructions libswscale's converter uses: psubw, pmulhw, paddsw, then a clamp to 0..255),
+ * the RGB kept in registers. */
+__attribute__((target("avx2"))) static void tc_yuv420_planes_row_avx2(const tc_rgb_matrix *m,
+                                                                    const tc_colour_coeffs *c, const uint8_t *y,
+                                                                    const uint8_t *u, const uint8_t *v, int width,
+                                                                    uint8_t *rgb, uint16_t *py, uint16_t *pu,
+                                                                    uint16_t *pv)
+{
+    const __m256i y_offset = _mm256_set1_epi16((int16_t)c->y_offset);
+    const __m256i y_coeff = _mm256_set1_epi16((int16_t)c->y_coeff);
+    const __m256i v2r = _mm256_set1_epi16((int16_t)c->v2r), u2b = _mm256_set1_epi16((int16_t)c->u2b);
+    const __m256i u2g = _mm256_set1_epi16((int16_t)c->u2g), v2g = _mm256_set1_epi16((int16_t)c->v2g);
+    const __m256i centre = _mm256_set1_epi16(1024), top = _mm256_set1_epi16(255), zero = _mm256_setzero_si256();
+    int x = 0;
+    for (; x + 16 <= width; x += 16) {
+        const __m128i u8 = _mm_loadl_epi64((const __m128i *)(u + x / 2));
+        const __m128i v8 = _mm_loadl_epi64((const __m128i *)(v + x / 2));
+        const __m256i y16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(y + x)));
+        const __m256i u16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u8, u8));     /* each sample twice */
+        const __m256i v16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v8, v8));
+        const __m256i yy = _mm256_sub_epi16(_mm256_slli_epi16(y16, 3), y_offset);
+        const __m256i uu = _mm256_sub_epi16(_mm256_slli_epi16(u16, 3), centre);
+        const __m256i vv = _mm256_sub_epi16(_mm256_slli_epi16(v16, 3), centre);
+        const __m256i luma = _mm256_mulhi_epi16(yy, y_coeff);
+        const __m256i green = _mm256_adds_epi16(_mm256_mulhi_epi16(uu, u2g), _mm256_mulhi_epi16(vv, v2g));
+        const __m256i r = _mm256_adds_epi16(luma, _mm256_mulhi_epi16(vv, v2r));
+        const __m256i g = _mm256_adds_epi16(luma, green);
+        const __m256i b = _mm256_adds_epi16(luma, _mm256_mulhi_epi16(uu, u2b));
+        tc_rgb16_planes(m, _mm256_min_epi16(_mm256_max_epi16(r, zero), top),
+                        _mm256_min_epi16(_mm256_max_epi16(g, zero), top),
+                        _mm256_min_epi16(_mm256_max_epi16(b, zero), top), py + x, pu + x / 2, pv + x / 2);
+    }
+    tc_yuv420_planes_row_c(m, c, y, u, v, x, width, rgb, py, pu, pv);
+}
 #endif
 
 static int tc_rgb_planes_vector_code = 1;   /* 0: the plain C rows everywhere (tests compare both) */
+
+/* Whether the rows run as AVX2 code for matrix ``m`` (the plain C rows are slower than swscale's
+ * own resize: torchcodec takes this route only where this holds). */
+static inline int tc_rgb_planes_vectors(const tc_rgb_matrix *m)
+{
+#ifdef TC_RGB_PLANES_AVX2
+    return tc_rgb_planes_vector_code && m->has_vector_form && __builtin_cpu_supports("avx2");
+#else
+    (void)m;
+    return 0;
+#endif
+}
 
 /* Rows [0, rows) of a width-pixel RGB24 image at ``src`` (``src_stride`` bytes apart) into the
  * planes (strides in bytes): Y has width samples a row, U and V (width + 1) / 2. */
@@ -178,10 +277,9 @@ static inline void tc_rgb_to_planes(const tc_rgb_matrix *m, const uint8_t *src, 
                                     int width, int rows, uint16_t *y, ptrdiff_t y_stride, uint16_t *u, uint16_t *v,
                                     ptrdiff_t c_stride)
 {
+    const int vector = tc_rgb_planes_vectors(m);
     int r;
-#ifdef TC_RGB_PLANES_AVX2
-    const int vector = tc_rgb_planes_vector_code && m->has_vector_form && __builtin_cpu_supports("avx2");
-#endif
+    (void)vector;                   /* unused without the AVX2 rows */
     for (r = 0; r < rows; r++) {
         const uint8_t *row = src + r * src_stride;
         uint16_t *y_row = (uint16_t *)((uint8_t *)y + r * y_stride);
@@ -194,6 +292,34 @@ static inline void tc_rgb_to_planes(const tc_rgb_matrix *m, const uint8_t *src, 
         }
 #endif
         tc_rgb_planes_row_c(m, row, 0, width, y_row, u_row, v_row);
+    }
+}
+
+/* Frame rows [first, first + rows) of 8-bit 4:2:0 YUV planes (row r's chroma is row r / 2; width
+ * even) into rows 0.. of the planes, as tc_yuv420_planes_row_c; ``rgb`` is 3 * width bytes of
+ * scratch. */
+static inline void tc_yuv420_to_planes(const tc_rgb_matrix *m, const tc_colour_coeffs *c, const uint8_t *const src[3],
+                                       const int src_stride[3], int first, int rows, int width, uint8_t *rgb,
+                                       uint16_t *y, ptrdiff_t y_stride, uint16_t *u, uint16_t *v, ptrdiff_t c_stride)
+{
+    const int vector = tc_rgb_planes_vectors(m);
+    int r;
+    (void)vector;                   /* unused without the AVX2 rows */
+    for (r = 0; r < rows; r++) {
+        const int row = first + r;
+        const uint8_t *y_in = src[0] + (ptrdiff_t)row * src_stride[0];
+        const uint8_t *u_in = src[1] + (ptrdiff_t)(row / 2) * src_stride[1];
+        const uint8_t *v_in = src[2] + (ptrdiff_t)(row / 2) * src_stride[2];
+        uint16_t *y_row = (uint16_t *)((uint8_t *)y + r * y_stride);
+        uint16_t *u_row = (uint16_t *)((uint8_t *)u + r * c_stride);
+        uint16_t *v_row = (uint16_t *)((uint8_t *)v + r * c_stride);
+#ifdef TC_RGB_PLANES_AVX2
+        if (vector) {
+            tc_yuv420_planes_row_avx2(m, c, y_in, u_in, v_in, width, rgb, y_row, u_row, v_row);
+            continue;
+        }
+#endif
+        tc_yuv420_planes_row_c(m, c, y_in, u_in, v_in, 0, width, rgb, y_row, u_row, v_row);
     }
 }
 

@@ -61,6 +61,14 @@ cdef extern from "torchcodec/hbd_rgb.h" nogil:
                              uint8_t *dst, Py_ssize_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
 
 
+cdef struct FusedKey:
+    # A resize of a whole decoded frame: the frame's conversion to RGB24 (the key scale() gives its
+    # swscale context) and the RGB-to-RGB resize after it. A resize straight from the YUV planes
+    # (rgb_planes.h's tc_yuv420_to_planes) is decided for an equal key.
+    ContextKey frame
+    ContextKey resize
+
+
 cdef extern from "torchcodec/rgb_planes.h" nogil:
     # libswscale's first step of an RGB24 resize (its 14-bit Y, U, V of the rows), reproduced.
     ctypedef struct tc_rgb_matrix:
@@ -69,6 +77,13 @@ cdef extern from "torchcodec/rgb_planes.h" nogil:
     int tc_rgb_planes_vector_code
     void tc_rgb_to_planes(const tc_rgb_matrix *m, const uint8_t *src, Py_ssize_t src_stride, int width, int rows,
                           uint16_t *y, Py_ssize_t y_stride, uint16_t *u, uint16_t *v, Py_ssize_t c_stride)
+    int tc_rgb_planes_vectors(const tc_rgb_matrix *m)
+    ctypedef struct tc_colour_coeffs:
+        pass
+    tc_colour_coeffs tc_colour_coeffs_for(int matrix, int full_range)
+    void tc_yuv420_to_planes(const tc_rgb_matrix *m, const tc_colour_coeffs *c, const uint8_t *const *src,
+                             const int *src_stride, int first, int rows, int width, uint8_t *rgb, uint16_t *y,
+                             Py_ssize_t y_stride, uint16_t *u, uint16_t *v, Py_ssize_t c_stride)
 
 
 cdef class Scaler(FrameConverter):
@@ -86,6 +101,8 @@ cdef class Scaler(FrameConverter):
     cdef tc_hbd_plan *fast          # swscale's high-bit-depth conversion for fast_key, reproduced (or NULL)
     cdef ContextKey fast_key        # what fast was decided for
     cdef bint fast_decided          # fast_key holds a decision
+    cdef FusedKey fused_key         # what fused_verdict was decided for
+    cdef int fused_verdict          # 1: resize frames of fused_key from their YUV planes; 0: not; -1: undecided
 
     cdef uint8_t *get_buffer(self, int which, size_t size) except NULL nogil
     cdef tc_hbd_plan *fast_plan(self, const ContextKey *want, SwsContext *ctx) noexcept nogil
@@ -94,12 +111,14 @@ cdef class Scaler(FrameConverter):
     cdef uint8_t *padded_output(self, Py_ssize_t *stride, int width, int height, int bpp) except NULL nogil
     cdef int scale(self, const AVFrame *frame, uint8_t *dst, Py_ssize_t row_stride, int width, int height,
                    AVPixelFormat dst_format, bint padded) except -1 nogil
-    cdef int scale_rgb(self, int k, const uint8_t *src, Py_ssize_t src_stride, uint8_t *dst,
+    cdef int scale_rgb(self, int k, const uint8_t *src, Py_ssize_t src_stride, const AVFrame *yuv, uint8_t *dst,
                        Py_ssize_t dst_stride, AVPixelFormat rgb_format, int colorspace, bint padded) except -1 nogil
     cdef int to_rgb(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                     int width, int height, AVPixelFormat rgb_format, bint padded) except -1 nogil
     cdef const uint8_t *converted_crop(self, const AVFrame *frame, int rotation, const Stage *stage,
                                        Py_ssize_t *stride, AVPixelFormat rgb_format) except NULL nogil
+    cdef bint fused_applies(self, const AVFrame *frame, int rotation, const Stage *stage, AVPixelFormat rgb_format,
+                            int matrix) noexcept nogil
     cdef int run_stages(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                         AVPixelFormat rgb_format, bint padded) except -1 nogil
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,

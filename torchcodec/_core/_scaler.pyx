@@ -144,21 +144,26 @@ cdef object verdict_key(const ContextKey *want):
 
 
 cdef void fill_random_samples(AVFrame *frame, int bits) noexcept nogil:
-    """Every sample of ``frame``'s three 4:2:0 planes from a fixed xorshift sequence over the depth's
-    values, a quarter of them at the extremes (where swscale's clipping acts)."""
-    cdef unsigned state = 2463534242u, top = (1u << bits) - 1
+    """Every sample of ``frame``'s three 4:2:0 planes (bytes for 8 bits, else 16-bit words) from a
+    fixed xorshift sequence over the depth's values, a quarter of them at the extremes (where
+    swscale's clipping acts)."""
+    cdef unsigned state = 2463534242u, top = (1u << bits) - 1, value
     cdef int p, x, y, w, h
-    cdef uint16_t *row
+    cdef uint8_t *row
     for p in range(3):
         w = frame.width if p == 0 else frame.width >> 1
         h = frame.height if p == 0 else (frame.height + 1) >> 1
         for y in range(h):
-            row = <uint16_t *>(frame.data[p] + <Py_ssize_t>y * frame.linesize[p])
+            row = frame.data[p] + <Py_ssize_t>y * frame.linesize[p]
             for x in range(w):
                 state ^= state << 13
                 state ^= state >> 17
                 state ^= state << 5
-                row[x] = <uint16_t>(0 if state % 8 == 0 else top if state % 8 == 1 else (state >> 8) % (top + 1))
+                value = 0 if state % 8 == 0 else top if state % 8 == 1 else (state >> 8) % (top + 1)
+                if bits <= 8:
+                    row[x] = <uint8_t>value
+                else:
+                    (<uint16_t *>row)[x] = <uint16_t>value
 
 
 cdef bint same_rgb_rows(const tc_hbd_plan *plan, SwsContext *ctx, AVFrame *frame, uint8_t *expected,
@@ -243,6 +248,36 @@ cdef bint takes_planes_route(const ContextKey *want) noexcept nogil:
             and want.flags == RESIZE_FLAGS and want.dst_w <= want.src_w >> 1)
 
 
+cdef bint planes_rows_are_vector(int colorspace) noexcept nogil:
+    """Whether rgb_planes.h's rows run as AVX2 code for ``colorspace``'s matrix (its plain C rows,
+    the reference and the rows' tails, are slower than swscale's own resize)."""
+    cdef tc_rgb_matrix matrix
+    tc_rgb_matrix_init(&matrix, sws.sws_getCoefficients(colorspace))
+    return tc_rgb_planes_vectors(&matrix)
+
+
+cdef bint is_full_range(const AVFrame *frame) noexcept nogil:
+    """Whether swscale converts ``frame`` as full range: the range given to it (make_context; a
+    yuvj format without AVCOL_RANGE_JPEG is converted as limited range, its given range)."""
+    return frame.color_range == lavu.AVCOL_RANGE_JPEG
+
+
+cdef void frame_key(const AVFrame *frame, int width, int height, int dst_format, ContextKey *key) noexcept nogil:
+    """The key of the swscale context that converts ``frame`` to width x height ``dst_format``, as
+    the CLI's scale filter does: bicubic, the frame's matrix and range."""
+    key.src_w, key.src_h, key.src_format = frame.width, frame.height, frame.format
+    key.dst_w, key.dst_h, key.dst_format = width, height, dst_format
+    key.flags, key.colorspace, key.color_range = cli_sws_flags(), frame.colorspace, frame.color_range
+
+
+cdef void resize_key(const Stage *stage, int rgb_format, int colorspace, ContextKey *key) noexcept nogil:
+    """The key of the swscale context of ``stage``'s RGB-to-RGB resize (``colorspace``'s matrix for
+    swscale's internal YUV)."""
+    key.src_w, key.src_h, key.src_format = stage.crop_w, stage.crop_h, rgb_format
+    key.dst_w, key.dst_h, key.dst_format = stage.out_w, stage.out_h, rgb_format
+    key.flags, key.colorspace, key.color_range = RESIZE_FLAGS, colorspace, lavu.AVCOL_RANGE_UNSPECIFIED
+
+
 cdef void planes_key(ContextKey *key) noexcept nogil:
     """Turn the key of an RGB24 resize into that of the same resize from 14-bit planes.
 
@@ -258,8 +293,9 @@ cdef void planes_key(ContextKey *key) noexcept nogil:
 
 
 cdef size_t planes_buffer_size(int width) noexcept nogil:
-    """Bytes of the Y, U and V rows of one slice of a width-pixel resize through planes."""
-    return <size_t>(padded_row(width, 2) + 2 * padded_row((width + 1) // 2, 2)) * PLANE_SLICE_ROWS
+    """Bytes of the Y, U and V rows of one slice of a width-pixel resize through planes, and one
+    RGB24 row (the scratch of tc_yuv420_to_planes)."""
+    return <size_t>(padded_row(width, 2) + 2 * padded_row((width + 1) // 2, 2)) * PLANE_SLICE_ROWS + padded_row(width, 3)
 
 
 cdef size_t gbr_buffer_size(int width, int height) noexcept nogil:
@@ -268,12 +304,15 @@ cdef size_t gbr_buffer_size(int width, int height) noexcept nogil:
 
 
 cdef int resize_through_planes(SwsContext *ctx, const ContextKey *key, const uint8_t *src, Py_ssize_t src_stride,
-                               uint8_t *dst, Py_ssize_t dst_stride, uint8_t *slices, uint8_t *gbr) noexcept nogil:
-    """Resize the RGB24 image at ``src`` into RGB24 at ``dst`` with ``ctx``, made for ``key`` (a
-    planes_key), slice by slice of PLANE_SLICE_ROWS rows converted into ``slices``
+                               const AVFrame *yuv, uint8_t *dst, Py_ssize_t dst_stride, uint8_t *slices,
+                               uint8_t *gbr) noexcept nogil:
+    """Resize the RGB24 image at ``src`` (or, with ``yuv``, the RGB24 conversion of that 8-bit
+    4:2:0 frame, which fused_route_agrees accepted) into RGB24 at ``dst`` with ``ctx``, made for
+    ``key`` (a planes_key), slice by slice of PLANE_SLICE_ROWS rows converted into ``slices``
     (planes_buffer_size bytes). A GBRP output goes through ``gbr`` (gbr_buffer_size bytes) and is
     interleaved into exactly key.dst_w pixels a row; an RGB24 one is swscale's, written over-wide
     as ever (``dst`` must have the room). The output rows, or swscale's negative error code."""
+    cdef tc_colour_coeffs colours
     cdef tc_rgb_matrix matrix
     cdef int width = key.src_w, height = key.src_h
     cdef Py_ssize_t y_stride = padded_row(width, 2), c_stride = padded_row((width + 1) // 2, 2)
@@ -286,7 +325,10 @@ cdef int resize_through_planes(SwsContext *ctx, const ContextKey *key, const uin
     cdef uint8_t *dst_planes[4]
     cdef int dst_strides[4]
     cdef int first = 0, rows, got, total = 0
+    cdef uint8_t *rgb_row = slices + (y_stride + 2 * c_stride) * PLANE_SLICE_ROWS
     tc_rgb_matrix_init(&matrix, sws.sws_getCoefficients(key.colorspace))
+    if yuv != NULL:
+        colours = tc_colour_coeffs_for(yuv.colorspace, is_full_range(yuv))
     planes[0], planes[1], planes[2], planes[3] = <uint8_t *>y, <uint8_t *>u, <uint8_t *>v, NULL
     strides[0], strides[1], strides[2], strides[3] = <int>y_stride, <int>c_stride, <int>c_stride, 0
     if key.dst_format == lavu.AV_PIX_FMT_GBRP:
@@ -298,7 +340,12 @@ cdef int resize_through_planes(SwsContext *ctx, const ContextKey *key, const uin
     dst_strides[3] = 0
     while first < height:
         rows = min(<int>PLANE_SLICE_ROWS, height - first)
-        tc_rgb_to_planes(&matrix, src + first * src_stride, src_stride, width, rows, y, y_stride, u, v, c_stride)
+        if yuv != NULL:
+            tc_yuv420_to_planes(&matrix, &colours, <const uint8_t *const *>yuv.data, yuv.linesize, first, rows,
+                                width, rgb_row, y, y_stride, u, v, c_stride)
+        else:
+            tc_rgb_to_planes(&matrix, src + first * src_stride, src_stride, width, rows, y, y_stride, u, v,
+                             c_stride)
         got = sws.sws_scale(ctx, planes, strides, first, rows, dst_planes, dst_strides)
         if got < 0:
             return got
@@ -365,7 +412,8 @@ cdef bint same_resize(const ContextKey *want) noexcept nogil:
         planes_ctx = make_context(&key, &refused)
         if (rgb_ctx != NULL and planes_ctx != NULL
                 and sws.sws_scale(rgb_ctx, src_planes, src_strides, 0, src_h, dst_planes, dst_strides) == dst_h):
-            same = resize_through_planes(planes_ctx, &key, src, src_stride, actual, dst_stride, slices, gbr) == dst_h
+            same = (resize_through_planes(planes_ctx, &key, src, src_stride, NULL, actual, dst_stride, slices, gbr)
+                    == dst_h)
             for row in range(dst_h):
                 same = same and memcmp(expected + row * dst_stride, actual + row * dst_stride, <size_t>dst_w * 3) == 0
     sws.sws_freeContext(rgb_ctx)
@@ -413,6 +461,121 @@ def resize_route_agrees(int colorspace, int src_w, int src_h, int dst_w, int dst
         tc_rgb_planes_vector_code = vector_code
         with nogil:
             same = same_resize(&want)
+        return bool(same)
+    finally:
+        tc_rgb_planes_vector_code = vectors
+
+
+# Verdicts of fused_route_agrees for each (frame w, h, format, matrix, range, output w, h, resize
+# matrix) this process has met: a whole 8-bit 4:2:0 frame is resized from its YUV planes
+# (tc_yuv420_to_planes) only where that gave the bytes of swscale's conversion then resize.
+_fused_verdicts = {}
+
+
+cdef object fused_verdict_key(const FusedKey *key):
+    return (key.frame.src_w, key.frame.src_h, key.frame.src_format, key.frame.colorspace, key.frame.color_range,
+            key.resize.dst_w, key.resize.dst_h, key.resize.colorspace)
+
+
+cdef bint same_fused_resize(const FusedKey *key) noexcept nogil:
+    """Whether resizing a frame of random samples from its YUV planes gives the bytes of swscale's
+    conversion of it to RGB24 (``key.frame``) then its RGB-to-RGB resize (``key.resize``). False
+    when memory or swscale fails."""
+    cdef AVFrame *frame = lavu.av_frame_alloc()
+    cdef SwsContext *rgb_ctx = NULL
+    cdef SwsContext *resize_ctx = NULL
+    cdef SwsContext *planes_ctx = NULL
+    cdef ContextKey planes = key.resize
+    cdef int width = key.frame.src_w, height = key.frame.src_h, dst_w = key.resize.dst_w, dst_h = key.resize.dst_h
+    cdef Py_ssize_t rgb_stride = padded_row(width, 3), dst_stride = padded_row(dst_w, 3)
+    cdef uint8_t *rgb = <uint8_t *>malloc(padded_size(rgb_stride, height))
+    cdef uint8_t *expected = <uint8_t *>malloc(padded_size(dst_stride, dst_h))
+    cdef uint8_t *actual = <uint8_t *>malloc(padded_size(dst_stride, dst_h))
+    cdef uint8_t *slices = <uint8_t *>malloc(planes_buffer_size(width))
+    cdef uint8_t *gbr = <uint8_t *>malloc(gbr_buffer_size(dst_w, dst_h))
+    cdef const uint8_t *src_planes[4]
+    cdef uint8_t *dst_planes[4]
+    cdef int src_strides[4]
+    cdef int dst_strides[4]
+    cdef int row
+    cdef bint same = False, refused
+    planes_key(&planes)
+    if frame != NULL and rgb != NULL and expected != NULL and actual != NULL and slices != NULL and gbr != NULL:
+        frame.width, frame.height, frame.format = width, height, key.frame.src_format
+        frame.colorspace = <lavu.AVColorSpace>key.frame.colorspace
+        frame.color_range = <lavu.AVColorRange>key.frame.color_range
+        rgb_ctx = make_context(&key.frame, &refused)
+        resize_ctx = make_context(&key.resize, &refused)
+        planes_ctx = make_context(&planes, &refused)
+        if (lavu.av_frame_get_buffer(frame, 0) >= 0 and rgb_ctx != NULL and resize_ctx != NULL
+                and planes_ctx != NULL):
+            fill_random_samples(frame, 8)
+            dst_planes[0], dst_planes[1], dst_planes[2], dst_planes[3] = rgb, NULL, NULL, NULL
+            dst_strides[0], dst_strides[1], dst_strides[2], dst_strides[3] = <int>rgb_stride, 0, 0, 0
+            src_planes[0], src_planes[1], src_planes[2], src_planes[3] = rgb, NULL, NULL, NULL
+            src_strides[0], src_strides[1], src_strides[2], src_strides[3] = <int>rgb_stride, 0, 0, 0
+            if sws.sws_scale(rgb_ctx, <const uint8_t *const *>frame.data, frame.linesize, 0, height, dst_planes,
+                             dst_strides) == height:
+                dst_planes[0] = expected
+                dst_strides[0] = <int>dst_stride
+                if sws.sws_scale(resize_ctx, src_planes, src_strides, 0, height, dst_planes, dst_strides) == dst_h:
+                    same = (resize_through_planes(planes_ctx, &planes, NULL, 0, frame, actual, dst_stride, slices, gbr)
+                            == dst_h)
+                    for row in range(dst_h):
+                        same = same and memcmp(expected + row * dst_stride, actual + row * dst_stride,
+                                               <size_t>dst_w * 3) == 0
+    sws.sws_freeContext(rgb_ctx)
+    sws.sws_freeContext(resize_ctx)
+    sws.sws_freeContext(planes_ctx)
+    lavu.av_frame_free(&frame)
+    free(rgb)
+    free(expected)
+    free(actual)
+    free(slices)
+    free(gbr)
+    return same
+
+
+cdef bint fused_route_agrees(const FusedKey *key) noexcept nogil:
+    """Whether whole frames of ``key`` may be resized from their YUV planes (decided once per
+    process and key, on a frame of random samples)."""
+    cdef int verdict
+    with gil:
+        verdict = _fused_verdicts.get(fused_verdict_key(key), -1)
+    if verdict < 0:
+        verdict = same_fused_resize(key)
+        with gil:
+            _fused_verdicts[fused_verdict_key(key)] = verdict
+    return verdict
+
+
+def fused_route_agrees_for(int width, int height, str pixel_format, int colorspace, int color_range, int out_w,
+                           int out_h, int resize_colorspace, bint vector_code=True):
+    """Whether resizing frames of this size, pixel format (a name), AVColorSpace and AVColorRange
+    to out_w x out_h (``resize_colorspace``'s matrix inside swscale's resize) from their YUV planes
+    gives the bytes of swscale's conversion then resize, on random samples; None where the route
+    does not apply (not 8-bit 4:2:0 of even size, outputs wider than half the input).
+    ``vector_code`` False tries the plain C rows. For tests."""
+    global tc_rgb_planes_vector_code
+    cdef int vectors = tc_rgb_planes_vector_code
+    cdef FusedKey key
+    cdef Stage stage
+    cdef bint same
+    cdef int pixel_format_value = lavu.av_get_pix_fmt(pixel_format.encode())
+    if (pixel_format_value not in (lavu.AV_PIX_FMT_YUV420P, lavu.AV_PIX_FMT_YUVJ420P) or width & 1 or height & 1
+            or min(width, height, out_w, out_h) <= 0):
+        return None
+    key.frame.src_w, key.frame.src_h, key.frame.src_format = width, height, pixel_format_value
+    key.frame.dst_w, key.frame.dst_h, key.frame.dst_format = width, height, lavu.AV_PIX_FMT_RGB24
+    key.frame.flags, key.frame.colorspace, key.frame.color_range = cli_sws_flags(), colorspace, color_range
+    stage.x, stage.y, stage.crop_w, stage.crop_h, stage.out_w, stage.out_h, stage.resize = 0, 0, width, height, out_w, out_h, True
+    resize_key(&stage, lavu.AV_PIX_FMT_RGB24, resize_colorspace, &key.resize)
+    if not takes_planes_route(&key.resize):
+        return None
+    try:
+        tc_rgb_planes_vector_code = vector_code
+        with nogil:
+            same = same_fused_resize(&key)
         return bool(same)
     finally:
         tc_rgb_planes_vector_code = vectors
@@ -529,6 +692,7 @@ cdef class Scaler(FrameConverter):
         self.single_resize = False
         self.fast = NULL
         self.fast_decided = False
+        self.fused_verdict = -1
         if self.view == NULL:
             raise MemoryError("av_frame_alloc failed")
 
@@ -695,9 +859,7 @@ cdef class Scaler(FrameConverter):
         cdef uint8_t *final_dst = dst
         cdef Py_ssize_t final_stride = row_stride
         cdef ContextKey want
-        want.src_w, want.src_h, want.src_format = frame.width, frame.height, frame.format
-        want.dst_w, want.dst_h, want.dst_format = width, height, dst_format
-        want.flags, want.colorspace, want.color_range = cli_sws_flags(), frame.colorspace, frame.color_range
+        frame_key(frame, width, height, dst_format, &want)
         cdef SwsContext *ctx = context_for(&self.ptr, &self.key, &want)
         cdef const tc_hbd_plan *fast = self.fast_plan(&want, ctx)
         if fast != NULL:                # writes exactly width pixels a row: no padding needed
@@ -721,11 +883,13 @@ cdef class Scaler(FrameConverter):
             copy_rows(final_dst, final_stride, dst, row_stride, <size_t>width * bpp, height)
         return 0
 
-    cdef int scale_rgb(self, int k, const uint8_t *src, Py_ssize_t src_stride, uint8_t *dst,
+    cdef int scale_rgb(self, int k, const uint8_t *src, Py_ssize_t src_stride, const AVFrame *yuv, uint8_t *dst,
                        Py_ssize_t dst_stride, AVPixelFormat rgb_format, int colorspace, bint padded) except -1 nogil:
         """Resize as stage ``k`` says, from packed RGB at ``src`` to packed RGB at ``dst`` (bilinear,
         with ``colorspace``'s matrix for swscale's internal YUV). RGB24 outputs at most half as wide
-        as their input go through 14-bit planes (rgb_planes.h) where that gives swscale's bytes.
+        as their input go through 14-bit planes (rgb_planes.h) where that gives swscale's bytes; with
+        ``yuv`` (stage 0 of a frame fused_applies accepted), those planes come straight from the
+        frame's YUV and ``src`` is unused.
 
         ``padded``: as for ``scale``.
         """
@@ -734,18 +898,16 @@ cdef class Scaler(FrameConverter):
         cdef uint8_t *final_dst = dst
         cdef Py_ssize_t final_stride = dst_stride
         cdef ContextKey want
-        want.src_w, want.src_h, want.src_format = stage.crop_w, stage.crop_h, rgb_format
-        want.dst_w, want.dst_h, want.dst_format = stage.out_w, stage.out_h, rgb_format
-        want.flags, want.colorspace, want.color_range = RESIZE_FLAGS, colorspace, lavu.AVCOL_RANGE_UNSPECIFIED
+        resize_key(stage, rgb_format, colorspace, &want)
         cdef ContextKey planes_want = want
         planes_key(&planes_want)
-        cdef bint through_planes = False
-        if takes_planes_route(&want):
+        cdef bint through_planes = yuv != NULL
+        if takes_planes_route(&want) and not through_planes:
             # The context made for the previous frame tells what was decided for this geometry.
             if self.stage_ctx[k] != NULL and same_key(&self.stage_key[k], &planes_want):
                 through_planes = True
             elif not (self.stage_ctx[k] != NULL and same_key(&self.stage_key[k], &want)):
-                through_planes = planes_route_agrees(&want)
+                through_planes = planes_rows_are_vector(colorspace) and planes_route_agrees(&want)
         if through_planes:
             want = planes_want
         cdef SwsContext *ctx = context_for(&self.stage_ctx[k], &self.stage_key[k], &want)
@@ -758,7 +920,7 @@ cdef class Scaler(FrameConverter):
         cdef int dst_strides[4]
         cdef int rows
         if through_planes:
-            rows = resize_through_planes(ctx, &want, src, src_stride, dst, dst_stride,
+            rows = resize_through_planes(ctx, &want, src, src_stride, yuv, dst, dst_stride,
                                          self.get_buffer(6, planes_buffer_size(stage.crop_w)),
                                          self.get_buffer(7, gbr_buffer_size(stage.out_w, stage.out_h)))
         else:
@@ -842,6 +1004,28 @@ cdef class Scaler(FrameConverter):
             clear_after(rgb, stride[0], region.crop_w, region.crop_h, bpp)
         return rgb + (stage.y - region.y) * stride[0] + (stage.x - region.x) * bpp
 
+    cdef bint fused_applies(self, const AVFrame *frame, int rotation, const Stage *stage, AVPixelFormat rgb_format,
+                            int matrix) noexcept nogil:
+        """Whether stage 0, ``stage``, resizes ``frame`` from its YUV planes (scale_rgb's ``yuv``): a
+        resize of the whole unrotated 8-bit 4:2:0 frame of even size to RGB24 at most half as wide,
+        with AVX2, where fused_route_agrees (decided once per Scaler and key)."""
+        cdef FusedKey key
+        if (rotation or rgb_format != lavu.AV_PIX_FMT_RGB24 or not stage.resize or stage.x or stage.y
+                or stage.crop_w != frame.width or stage.crop_h != frame.height
+                or (frame.format != lavu.AV_PIX_FMT_YUV420P and frame.format != lavu.AV_PIX_FMT_YUVJ420P)
+                or frame.width & 1 or frame.height & 1):
+            return False
+        frame_key(frame, frame.width, frame.height, lavu.AV_PIX_FMT_RGB24, &key.frame)
+        resize_key(stage, lavu.AV_PIX_FMT_RGB24, matrix, &key.resize)
+        if not takes_planes_route(&key.resize):
+            return False
+        if (self.fused_verdict >= 0 and same_key(&self.fused_key.frame, &key.frame)
+                and same_key(&self.fused_key.resize, &key.resize)):
+            return self.fused_verdict
+        self.fused_key = key
+        self.fused_verdict = planes_rows_are_vector(matrix) and fused_route_agrees(&key)
+        return self.fused_verdict
+
     cdef int run_stages(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                         AVPixelFormat rgb_format, bint padded) except -1 nogil:
         """Write ``frame``, turned by ``rotation`` and transformed by the plan, into ``dst``.
@@ -851,14 +1035,17 @@ cdef class Scaler(FrameConverter):
         cdef int bpp = 6 if rgb_format == lavu.AV_PIX_FMT_RGB48 else 3
         cdef int k, n = self.num_stages
         cdef const Stage *stage = &self.stages[0]
-        cdef Py_ssize_t in_stride, out_stride = 0
-        cdef const uint8_t *corner = self.converted_crop(frame, rotation, stage, &in_stride, rgb_format)
+        cdef Py_ssize_t in_stride = 0, out_stride = 0
         cdef uint8_t *out = NULL
         cdef bint last
         # TorchCodec resizes a lone Resize with its own swscale call (not its filter graph) when the
         # frame is unrotated and both widths are multiples of 32.
         cdef int matrix = (SWSCALE_RESIZE_MATRIX if self.single_resize and not rotation and frame.width % 32 == 0
                            and stage.out_w % 32 == 0 else FILTER_RESIZE_MATRIX)
+        cdef bint fused = self.fused_applies(frame, rotation, stage, rgb_format, matrix)
+        cdef const uint8_t *corner = NULL
+        if not fused:
+            corner = self.converted_crop(frame, rotation, stage, &in_stride, rgb_format)
         for k in range(n):
             stage = &self.stages[k]
             if k > 0:
@@ -871,7 +1058,8 @@ cdef class Scaler(FrameConverter):
                 out_stride = padded_row(stage.out_w, bpp)
                 out = self.get_buffer(2 + k % 2, padded_size(out_stride, stage.out_h))
             if stage.resize and (stage.out_w != stage.crop_w or stage.out_h != stage.crop_h):
-                self.scale_rgb(k, corner, in_stride, out, out_stride, rgb_format, matrix, padded or not last)
+                self.scale_rgb(k, corner, in_stride, frame if fused and k == 0 else NULL, out, out_stride, rgb_format,
+                               matrix, padded or not last)
             else:                       # a crop, or a resize to the same size (FFmpeg passes those through)
                 copy_rows(out, out_stride, corner, in_stride, <size_t>stage.crop_w * bpp, stage.crop_h)
             if not last:

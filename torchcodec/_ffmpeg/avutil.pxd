@@ -128,6 +128,7 @@ cdef extern from "libavutil/pixfmt.h" nogil:
     enum AVPixelFormat:
         AV_PIX_FMT_NONE
         AV_PIX_FMT_YUV420P
+        AV_PIX_FMT_YUVJ420P
         AV_PIX_FMT_RGB24
         AV_PIX_FMT_RGB48
         AV_PIX_FMT_GBRP
