@@ -10,6 +10,10 @@ same must hold against swscale's conversion then resize.
 """
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -152,3 +156,13 @@ def test_a_frame_geometry_where_it_differed_is_resized_through_rgb(media, monkey
     monkeypatch.setattr(_scaler, "_planes_verdicts", planes)
     np.testing.assert_array_equal(_resized(path, [Resize((96, 160))]), _cli_resize(path, (96, 160), LONE))
     assert planes == {(320, 240, 160, 96, 0): 1}
+
+
+def test_the_route_benchmark_runs_each_route(media):
+    """tools/bench_resize_routes.py turns routes off through the verdict dictionaries above."""
+    tool = Path(__file__).resolve().parent.parent / "tools" / "bench_resize_routes.py"
+    result = subprocess.run([sys.executable, str(tool), "--file", str(media["h264_bframes.mp4"]), "--size", "96", "160",
+                             "--repeats", "1"], capture_output=True, text=True, check=True)
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["swscale", "planes", "yuv"], result.stdout
+    assert lines[1].endswith("swscale/this 1.00")
