@@ -144,9 +144,39 @@ __attribute__((target("avx2"))) static inline __m256i tc_rgb_pair(const tc_rgb_m
     return _mm256_set1_epi32((int32_t)(((uint32_t)(uint16_t)m->k[first + 1] << 16) | (uint16_t)m->k[first]));
 }
 
+/* The planes of 16 pixels given as r and g word pairs and b dwords (the madd operands), "lo"
+ * holding pixels 0-3 | 8-11 (the two 128-bit lanes) and "hi" pixels 4-7 | 12-15: 16 Y and 8 U, V
+ * samples, in pixel order. The integer sums are those of the C row (madd adds exact 32-bit
+ * products), so the results are equal. */
+__attribute__((target("avx2"))) static inline void tc_rgb_pairs_planes(const tc_rgb_matrix *m, __m256i rg_lo,
+                                                                      __m256i rg_hi, __m256i b_lo, __m256i b_hi,
+                                                                      uint16_t *py, uint16_t *pu, uint16_t *pv)
+{
+    const __m256i ky_rg = tc_rgb_pair(m, 0), ku_rg = tc_rgb_pair(m, 3), kv_rg = tc_rgb_pair(m, 6);
+    const __m256i ky_b = _mm256_set1_epi32((uint16_t)m->k[2]);
+    const __m256i ku_b = _mm256_set1_epi32((uint16_t)m->k[5]);
+    const __m256i kv_b = _mm256_set1_epi32((uint16_t)m->k[8]);
+    const __m256i y_bias = _mm256_set1_epi32(TC_RGB_Y_BIAS), c_bias = _mm256_set1_epi32(TC_RGB_HALF_BIAS);
+    const __m256i y_lo = _mm256_srai_epi32(_mm256_add_epi32(tc_rgb_weigh(rg_lo, b_lo, ky_rg, ky_b), y_bias),
+                                           TC_RGB_SHIFT - 6);
+    const __m256i y_hi = _mm256_srai_epi32(_mm256_add_epi32(tc_rgb_weigh(rg_hi, b_hi, ky_rg, ky_b), y_bias),
+                                           TC_RGB_SHIFT - 6);
+    /* hadd of (lo, hi): the pair sums of pixels 0-7 | 8-15, in order. */
+    const __m256i u_sums = _mm256_hadd_epi32(tc_rgb_weigh(rg_lo, b_lo, ku_rg, ku_b),
+                                             tc_rgb_weigh(rg_hi, b_hi, ku_rg, ku_b));
+    const __m256i v_sums = _mm256_hadd_epi32(tc_rgb_weigh(rg_lo, b_lo, kv_rg, kv_b),
+                                             tc_rgb_weigh(rg_hi, b_hi, kv_rg, kv_b));
+    const __m256i us = _mm256_srai_epi32(_mm256_add_epi32(u_sums, c_bias), TC_RGB_SHIFT - 5);
+    const __m256i vs = _mm256_srai_epi32(_mm256_add_epi32(v_sums, c_bias), TC_RGB_SHIFT - 5);
+    /* packus per lane: U 0-3, V 0-3 | U 4-7, V 4-7; qword order 0, 2, 1, 3 puts U before V. */
+    const __m256i uv = _mm256_permute4x64_epi64(_mm256_packus_epi32(us, vs), 0xD8);
+    _mm256_storeu_si256((__m256i *)py, _mm256_packus_epi32(y_lo, y_hi));
+    _mm_storeu_si128((__m128i *)pu, _mm256_castsi256_si128(uv));
+    _mm_storeu_si128((__m128i *)pv, _mm256_extracti128_si256(uv, 1));
+}
+
 /* Pixels [0, width) of one row: 16 pixels a step while the 16-byte loads stay inside the row's
- * 3 * width bytes, the rest by the C row. The integer sums are those of the C row (madd adds
- * exact 32-bit products), so the results are equal. */
+ * 3 * width bytes, the rest by the C row. */
 __attribute__((target("avx2"))) static void tc_rgb_planes_row_avx2(const tc_rgb_matrix *m, const uint8_t *src,
                                                                  int width, uint16_t *y, uint16_t *u, uint16_t *v)
 {
@@ -155,69 +185,28 @@ __attribute__((target("avx2"))) static void tc_rgb_planes_row_avx2(const tc_rgb_
                                              0, -1, 1, -1, 3, -1, 4, -1, 6, -1, 7, -1, 9, -1, 10, -1);
     const __m256i take_b = _mm256_setr_epi8(2, -1, -1, -1, 5, -1, -1, -1, 8, -1, -1, -1, 11, -1, -1, -1,
                                             2, -1, -1, -1, 5, -1, -1, -1, 8, -1, -1, -1, 11, -1, -1, -1);
-    const __m256i ky_rg = tc_rgb_pair(m, 0), ku_rg = tc_rgb_pair(m, 3), kv_rg = tc_rgb_pair(m, 6);
-    const __m256i ky_b = _mm256_set1_epi32((uint16_t)m->k[2]);
-    const __m256i ku_b = _mm256_set1_epi32((uint16_t)m->k[5]);
-    const __m256i kv_b = _mm256_set1_epi32((uint16_t)m->k[8]);
-    const __m256i y_bias = _mm256_set1_epi32(TC_RGB_Y_BIAS);
-    const __m256i c_bias = _mm256_set1_epi32(TC_RGB_HALF_BIAS);
     int x = 0;
     /* The last load of a step starts at byte 3x + 36 and reads 16 bytes. */
     for (; x + 18 <= width; x += 16) {
         const uint8_t *p = src + 3 * x;
-        const __m256i px0 = _mm256_loadu2_m128i((const __m128i *)(p + 12), (const __m128i *)p);
-        const __m256i px1 = _mm256_loadu2_m128i((const __m128i *)(p + 36), (const __m128i *)(p + 24));
-        const __m256i rg0 = _mm256_shuffle_epi8(px0, take_rg), b0 = _mm256_shuffle_epi8(px0, take_b);
-        const __m256i rg1 = _mm256_shuffle_epi8(px1, take_rg), b1 = _mm256_shuffle_epi8(px1, take_b);
-        const __m256i y0 = _mm256_srai_epi32(_mm256_add_epi32(tc_rgb_weigh(rg0, b0, ky_rg, ky_b), y_bias),
-                                             TC_RGB_SHIFT - 6);
-        const __m256i y1 = _mm256_srai_epi32(_mm256_add_epi32(tc_rgb_weigh(rg1, b1, ky_rg, ky_b), y_bias),
-                                             TC_RGB_SHIFT - 6);
-        const __m256i u0 = tc_rgb_weigh(rg0, b0, ku_rg, ku_b), u1 = tc_rgb_weigh(rg1, b1, ku_rg, ku_b);
-        const __m256i v0 = tc_rgb_weigh(rg0, b0, kv_rg, kv_b), v1 = tc_rgb_weigh(rg1, b1, kv_rg, kv_b);
-        /* packus per lane then qword order 0, 2, 1, 3: pixels 0-15 in order. */
-        _mm256_storeu_si256((__m256i *)(y + x), _mm256_permute4x64_epi64(_mm256_packus_epi32(y0, y1), 0xD8));
-        /* hadd: pair sums in qword order (0-1, 4-5 | 2-3, 6-7) of the 8 chroma samples. */
-        __m256i us = _mm256_srai_epi32(_mm256_add_epi32(_mm256_hadd_epi32(u0, u1), c_bias), TC_RGB_SHIFT - 5);
-        __m256i vs = _mm256_srai_epi32(_mm256_add_epi32(_mm256_hadd_epi32(v0, v1), c_bias), TC_RGB_SHIFT - 5);
-        us = _mm256_permute4x64_epi64(us, 0xD8);
-        vs = _mm256_permute4x64_epi64(vs, 0xD8);
-        const __m256i uv = _mm256_permute4x64_epi64(_mm256_packus_epi32(us, vs), 0xD8);
-        _mm_storeu_si128((__m128i *)(u + x / 2), _mm256_castsi256_si128(uv));
-        _mm_storeu_si128((__m128i *)(v + x / 2), _mm256_extracti128_si256(uv, 1));
+        const __m256i lo = _mm256_loadu2_m128i((const __m128i *)(p + 24), (const __m128i *)p);       /* 0-3 | 8-11 */
+        const __m256i hi = _mm256_loadu2_m128i((const __m128i *)(p + 36), (const __m128i *)(p + 12)); /* 4-7 | 12-15 */
+        tc_rgb_pairs_planes(m, _mm256_shuffle_epi8(lo, take_rg), _mm256_shuffle_epi8(hi, take_rg),
+                            _mm256_shuffle_epi8(lo, take_b), _mm256_shuffle_epi8(hi, take_b), y + x, u + x / 2,
+                            v + x / 2);
     }
     tc_rgb_planes_row_c(m, src, x, width, y, u, v);
 }
 
-/* 16 pixels' Y and their 8 chroma samples (16-bit lanes, pixel order) from 16-bit R, G, B lanes. */
+/* The planes of 16 pixels given as 16-bit R, G, B lanes in pixel order. */
 __attribute__((target("avx2"))) static inline void tc_rgb16_planes(const tc_rgb_matrix *m, __m256i r, __m256i g,
                                                                   __m256i b, uint16_t *py, uint16_t *pu,
                                                                   uint16_t *pv)
 {
-    const __m256i ky_rg = tc_rgb_pair(m, 0), ku_rg = tc_rgb_pair(m, 3), kv_rg = tc_rgb_pair(m, 6);
-    const __m256i ky_b = _mm256_set1_epi32((uint16_t)m->k[2]);
-    const __m256i ku_b = _mm256_set1_epi32((uint16_t)m->k[5]);
-    const __m256i kv_b = _mm256_set1_epi32((uint16_t)m->k[8]);
     const __m256i zero = _mm256_setzero_si256();
     /* unpack within 128-bit lanes: "lo" holds pixels 0-3 | 8-11, "hi" pixels 4-7 | 12-15. */
-    const __m256i rg_lo = _mm256_unpacklo_epi16(r, g), rg_hi = _mm256_unpackhi_epi16(r, g);
-    const __m256i b_lo = _mm256_unpacklo_epi16(b, zero), b_hi = _mm256_unpackhi_epi16(b, zero);
-    const __m256i y_lo = _mm256_srai_epi32(_mm256_add_epi32(tc_rgb_weigh(rg_lo, b_lo, ky_rg, ky_b),
-                                                            _mm256_set1_epi32(TC_RGB_Y_BIAS)), TC_RGB_SHIFT - 6);
-    const __m256i y_hi = _mm256_srai_epi32(_mm256_add_epi32(tc_rgb_weigh(rg_hi, b_hi, ky_rg, ky_b),
-                                                            _mm256_set1_epi32(TC_RGB_Y_BIAS)), TC_RGB_SHIFT - 6);
-    const __m256i c_bias = _mm256_set1_epi32(TC_RGB_HALF_BIAS);
-    /* hadd of (lo, hi): the pair sums of pixels 0-7 | 8-15, in order. */
-    const __m256i us = _mm256_srai_epi32(_mm256_add_epi32(_mm256_hadd_epi32(tc_rgb_weigh(rg_lo, b_lo, ku_rg, ku_b),
-                                                                            tc_rgb_weigh(rg_hi, b_hi, ku_rg, ku_b)),
-                                                          c_bias), TC_RGB_SHIFT - 5);
-    const __m256i vs = _mm256_srai_epi32(_mm256_add_epi32(_mm256_hadd_epi32(tc_rgb_weigh(rg_lo, b_lo, kv_rg, kv_b),
-                                                                            tc_rgb_weigh(rg_hi, b_hi, kv_rg, kv_b)),
-                                                          c_bias), TC_RGB_SHIFT - 5);
-    const __m256i uv = _mm256_permute4x64_epi64(_mm256_packus_epi32(us, vs), 0xD8);
-    _mm256_storeu_si256((__m256i *)py, _mm256_packus_epi32(y_lo, y_hi));
-    _mm_storeu_si128((__m128i *)pu, _mm256_castsi256_si128(uv));
-    _mm_storeu_si128((__m128i *)pv, _mm256_extracti128_si256(uv, 1));
+    tc_rgb_pairs_planes(m, _mm256_unpacklo_epi16(r, g), _mm256_unpackhi_epi16(r, g), _mm256_unpacklo_epi16(b, zero),
+                        _mm256_unpackhi_epi16(b, zero), py, pu, pv);
 }
 
 /* tc_yuv420_planes_row_c for pixels [0, width), 16 at a time: colour.h's arithmetic in 16-bit lanes

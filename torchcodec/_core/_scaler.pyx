@@ -143,11 +143,19 @@ cdef object verdict_key(const ContextKey *want):
     return (want.src_w, want.src_h, want.src_format, want.colorspace, want.color_range)
 
 
+cdef inline unsigned random_value(unsigned *state, unsigned top) noexcept nogil:
+    """The next value of a fixed xorshift sequence over 0..top, a quarter of them 0 or top (the
+    extremes, where swscale's clipping acts)."""
+    state[0] ^= state[0] << 13
+    state[0] ^= state[0] >> 17
+    state[0] ^= state[0] << 5
+    return 0 if state[0] % 8 == 0 else top if state[0] % 8 == 1 else (state[0] >> 8) % (top + 1)
+
+
 cdef void fill_random_samples(AVFrame *frame, int bits) noexcept nogil:
-    """Every sample of ``frame``'s three 4:2:0 planes (bytes for 8 bits, else 16-bit words) from a
-    fixed xorshift sequence over the depth's values, a quarter of them at the extremes (where
-    swscale's clipping acts)."""
-    cdef unsigned state = 2463534242u, top = (1u << bits) - 1, value
+    """Every sample of ``frame``'s three 4:2:0 planes (bytes for 8 bits, else 16-bit words) from
+    random_value over the depth's values."""
+    cdef unsigned state = 2463534242u, top = (1u << bits) - 1
     cdef int p, x, y, w, h
     cdef uint8_t *row
     for p in range(3):
@@ -156,14 +164,10 @@ cdef void fill_random_samples(AVFrame *frame, int bits) noexcept nogil:
         for y in range(h):
             row = frame.data[p] + <Py_ssize_t>y * frame.linesize[p]
             for x in range(w):
-                state ^= state << 13
-                state ^= state >> 17
-                state ^= state << 5
-                value = 0 if state % 8 == 0 else top if state % 8 == 1 else (state >> 8) % (top + 1)
                 if bits <= 8:
-                    row[x] = <uint8_t>value
+                    row[x] = <uint8_t>random_value(&state, top)
                 else:
-                    (<uint16_t *>row)[x] = <uint16_t>value
+                    (<uint16_t *>row)[x] = <uint16_t>random_value(&state, top)
 
 
 cdef bint same_rgb_rows(const tc_hbd_plan *plan, SwsContext *ctx, AVFrame *frame, uint8_t *expected,
@@ -235,12 +239,6 @@ def fast_path_agrees(int width, int height, str pixel_format, int colorspace, in
         sws.sws_freeContext(ctx)
 
 
-# Verdicts of planes_route_agrees for each (source w, h, output w, h, matrix) this process has met:
-# the resize through 14-bit planes (rgb_planes.h) is used only where it gave swscale's RGB-to-RGB
-# bytes.
-_planes_verdicts = {}
-
-
 cdef bint takes_planes_route(const ContextKey *want) noexcept nogil:
     """Whether swscale's resize ``want`` (RGB24 to RGB24, RESIZE_FLAGS) reads its source through
     rgb24ToUV_half, the one reproduced in rgb_planes.h: outputs at most half as wide as the input."""
@@ -295,7 +293,8 @@ cdef void planes_key(ContextKey *key) noexcept nogil:
 cdef size_t planes_buffer_size(int width) noexcept nogil:
     """Bytes of the Y, U and V rows of one slice of a width-pixel resize through planes, and one
     RGB24 row (the scratch of tc_yuv420_to_planes)."""
-    return <size_t>(padded_row(width, 2) + 2 * padded_row((width + 1) // 2, 2)) * PLANE_SLICE_ROWS + padded_row(width, 3)
+    cdef size_t rows = <size_t>(padded_row(width, 2) + 2 * padded_row((width + 1) // 2, 2)) * PLANE_SLICE_ROWS
+    return rows + padded_row(width, 3)
 
 
 cdef size_t gbr_buffer_size(int width, int height) noexcept nogil:
@@ -307,7 +306,7 @@ cdef int resize_through_planes(SwsContext *ctx, const ContextKey *key, const uin
                                const AVFrame *yuv, uint8_t *dst, Py_ssize_t dst_stride, uint8_t *slices,
                                uint8_t *gbr) noexcept nogil:
     """Resize the RGB24 image at ``src`` (or, with ``yuv``, the RGB24 conversion of that 8-bit
-    4:2:0 frame, which fused_route_agrees accepted) into RGB24 at ``dst`` with ``ctx``, made for
+    4:2:0 frame, which route_agrees accepted) into RGB24 at ``dst`` with ``ctx``, made for
     ``key`` (a planes_key), slice by slice of PLANE_SLICE_ROWS rows converted into ``slices``
     (planes_buffer_size bytes). A GBRP output goes through ``gbr`` (gbr_buffer_size bytes) and is
     interleaved into exactly key.dst_w pixels a row; an RGB24 one is swscale's, written over-wide
@@ -375,14 +374,18 @@ cdef void interleave_gbr(uint8_t **planes, Py_ssize_t plane_stride, uint8_t *dst
             out[3 * x + 2] = b[x]
 
 
-cdef bint same_resize(const ContextKey *want) noexcept nogil:
-    """Whether the planes route gives swscale's RGB-to-RGB bytes for the resize ``want`` (an RGB24
-    key) of a random image (random bytes past each row too: an odd width reads one pixel there).
-    False when memory or swscale fails."""
+cdef bint same_resize(const ContextKey *resize, const ContextKey *frame) noexcept nogil:
+    """Whether the planes route gives the bytes of swscale's own passes for the RGB24 resize
+    ``resize`` of a random image: random bytes (past each row too: an odd width reads one pixel
+    there) when ``frame`` is NULL; else swscale's conversion (``frame``, a frame_key) of an 8-bit
+    4:2:0 frame of random samples, which the route reads from its YUV instead. False when memory or
+    swscale fails."""
+    cdef AVFrame *yuv = NULL
     cdef SwsContext *rgb_ctx = NULL
+    cdef SwsContext *resize_ctx = NULL
     cdef SwsContext *planes_ctx = NULL
-    cdef ContextKey key = want[0]
-    cdef int src_w = want.src_w, src_h = want.src_h, dst_w = want.dst_w, dst_h = want.dst_h
+    cdef ContextKey planes = resize[0]
+    cdef int src_w = resize.src_w, src_h = resize.src_h, dst_w = resize.dst_w, dst_h = resize.dst_h
     cdef Py_ssize_t src_stride = padded_row(src_w, 3), dst_stride = padded_row(dst_w, 3)
     cdef uint8_t *src = <uint8_t *>malloc(padded_size(src_stride, src_h))
     cdef uint8_t *expected = <uint8_t *>malloc(padded_size(dst_stride, dst_h))
@@ -396,28 +399,45 @@ cdef bint same_resize(const ContextKey *want) noexcept nogil:
     cdef unsigned state = 2463534242u
     cdef size_t i
     cdef int row
-    cdef bint same = False, refused
-    if src != NULL and expected != NULL and actual != NULL and slices != NULL and gbr != NULL:
+    cdef bint same = False, ready, refused
+    planes_key(&planes)
+    resize_ctx = make_context(resize, &refused)
+    planes_ctx = make_context(&planes, &refused)
+    ready = (src != NULL and expected != NULL and actual != NULL and slices != NULL and gbr != NULL
+             and resize_ctx != NULL and planes_ctx != NULL)
+    src_planes[0], src_planes[1], src_planes[2], src_planes[3] = src, NULL, NULL, NULL
+    src_strides[0], src_strides[1], src_strides[2], src_strides[3] = <int>src_stride, 0, 0, 0
+    dst_planes[1], dst_planes[2], dst_planes[3] = NULL, NULL, NULL
+    dst_strides[0], dst_strides[1], dst_strides[2], dst_strides[3] = <int>src_stride, 0, 0, 0
+    if ready and frame != NULL:
+        yuv = lavu.av_frame_alloc()
+        rgb_ctx = make_context(frame, &refused)
+        ready = yuv != NULL and rgb_ctx != NULL
+        if ready:
+            yuv.width, yuv.height, yuv.format = src_w, src_h, frame.src_format
+            yuv.colorspace = <lavu.AVColorSpace>frame.colorspace
+            yuv.color_range = <lavu.AVColorRange>frame.color_range
+            ready = lavu.av_frame_get_buffer(yuv, 0) >= 0
+        if ready:
+            fill_random_samples(yuv, 8)
+            dst_planes[0] = src
+            ready = sws.sws_scale(rgb_ctx, <const uint8_t *const *>yuv.data, yuv.linesize, 0, src_h, dst_planes,
+                                  dst_strides) == src_h
+    elif ready:
         for i in range(padded_size(src_stride, src_h)):
-            state ^= state << 13
-            state ^= state >> 17
-            state ^= state << 5
-            src[i] = <uint8_t>(0 if state % 8 == 0 else 255 if state % 8 == 1 else state >> 8)
-        src_planes[0], src_planes[1], src_planes[2], src_planes[3] = src, NULL, NULL, NULL
-        src_strides[0], src_strides[1], src_strides[2], src_strides[3] = <int>src_stride, 0, 0, 0
-        dst_planes[0], dst_planes[1], dst_planes[2], dst_planes[3] = expected, NULL, NULL, NULL
-        dst_strides[0], dst_strides[1], dst_strides[2], dst_strides[3] = <int>dst_stride, 0, 0, 0
-        rgb_ctx = make_context(want, &refused)
-        planes_key(&key)
-        planes_ctx = make_context(&key, &refused)
-        if (rgb_ctx != NULL and planes_ctx != NULL
-                and sws.sws_scale(rgb_ctx, src_planes, src_strides, 0, src_h, dst_planes, dst_strides) == dst_h):
-            same = (resize_through_planes(planes_ctx, &key, src, src_stride, NULL, actual, dst_stride, slices, gbr)
+            src[i] = <uint8_t>random_value(&state, 255)
+    if ready:
+        dst_planes[0] = expected
+        dst_strides[0] = <int>dst_stride
+        if sws.sws_scale(resize_ctx, src_planes, src_strides, 0, src_h, dst_planes, dst_strides) == dst_h:
+            same = (resize_through_planes(planes_ctx, &planes, src, src_stride, yuv, actual, dst_stride, slices, gbr)
                     == dst_h)
             for row in range(dst_h):
                 same = same and memcmp(expected + row * dst_stride, actual + row * dst_stride, <size_t>dst_w * 3) == 0
     sws.sws_freeContext(rgb_ctx)
+    sws.sws_freeContext(resize_ctx)
     sws.sws_freeContext(planes_ctx)
+    lavu.av_frame_free(&yuv)
     free(src)
     free(expected)
     free(actual)
@@ -426,21 +446,56 @@ cdef bint same_resize(const ContextKey *want) noexcept nogil:
     return same
 
 
-cdef object planes_verdict_key(const ContextKey *want):
-    return (want.src_w, want.src_h, want.dst_w, want.dst_h, want.colorspace)
+# Verdicts of route_agrees: in _planes_verdicts, for each resize from RGB (source w, h, output w, h,
+# matrix); in _fused_verdicts, for each resize of a whole 8-bit 4:2:0 frame from its YUV planes
+# (frame w, h, format, matrix, range, output w, h, resize matrix). A route is used only where it
+# gave the bytes of swscale's own passes.
+_planes_verdicts = {}
+_fused_verdicts = {}
 
 
-cdef bint planes_route_agrees(const ContextKey *want) noexcept nogil:
-    """Whether the planes route gives swscale's bytes for the resize ``want`` (decided once per
-    process and geometry and matrix, on a random image)."""
+cdef tuple verdict_entry(const ContextKey *resize, const ContextKey *frame):
+    """(the verdict dictionary, the key) of route_agrees for ``resize`` (and ``frame``)."""
+    if frame == NULL:
+        return _planes_verdicts, (resize.src_w, resize.src_h, resize.dst_w, resize.dst_h, resize.colorspace)
+    return _fused_verdicts, (frame.src_w, frame.src_h, frame.src_format, frame.colorspace, frame.color_range,
+                             resize.dst_w, resize.dst_h, resize.colorspace)
+
+
+cdef bint route_agrees(const ContextKey *resize, const ContextKey *frame) noexcept nogil:
+    """same_resize's answer for ``resize`` (and ``frame``), decided once per process and key."""
     cdef int verdict
     with gil:
-        verdict = _planes_verdicts.get(planes_verdict_key(want), -1)
+        verdicts, key = verdict_entry(resize, frame)
+        verdict = verdicts.get(key, -1)
     if verdict < 0:
-        verdict = same_resize(want)
+        verdict = same_resize(resize, frame)
         with gil:
-            _planes_verdicts[planes_verdict_key(want)] = verdict
+            verdicts, key = verdict_entry(resize, frame)
+            verdicts[key] = verdict
     return verdict
+
+
+cdef object tried_route(const ContextKey *resize, const ContextKey *frame, bint vector_code):
+    """same_resize with the AVX2 rows (``vector_code``) or the plain C ones, as a bool."""
+    global tc_rgb_planes_vector_code
+    cdef int vectors = tc_rgb_planes_vector_code
+    cdef bint same
+    try:
+        tc_rgb_planes_vector_code = vector_code
+        with nogil:
+            same = same_resize(resize, frame)
+        return bool(same)
+    finally:
+        tc_rgb_planes_vector_code = vectors
+
+
+cdef void whole_resize_key(int width, int height, int out_w, int out_h, int colorspace, ContextKey *key) noexcept nogil:
+    """resize_key of a resize of a whole width x height RGB24 image."""
+    cdef Stage stage
+    stage.x, stage.y, stage.crop_w, stage.crop_h, stage.resize = 0, 0, width, height, True
+    stage.out_w, stage.out_h = out_w, out_h
+    resize_key(&stage, lavu.AV_PIX_FMT_RGB24, colorspace, key)
 
 
 def resize_route_agrees(int colorspace, int src_w, int src_h, int dst_w, int dst_h, bint vector_code=True):
@@ -448,105 +503,11 @@ def resize_route_agrees(int colorspace, int src_w, int src_h, int dst_w, int dst
     a random image with AVColorSpace ``colorspace``'s matrix; None where the route does not apply
     (outputs wider than half the input). ``vector_code`` False tries the plain C rows that CPUs
     without AVX2 run. For tests."""
-    global tc_rgb_planes_vector_code
-    cdef int vectors = tc_rgb_planes_vector_code
-    cdef ContextKey want
-    cdef bint same
-    want.src_w, want.src_h, want.src_format = src_w, src_h, lavu.AV_PIX_FMT_RGB24
-    want.dst_w, want.dst_h, want.dst_format = dst_w, dst_h, lavu.AV_PIX_FMT_RGB24
-    want.flags, want.colorspace, want.color_range = RESIZE_FLAGS, colorspace, lavu.AVCOL_RANGE_UNSPECIFIED
-    if min(src_w, src_h, dst_w, dst_h) <= 0 or not takes_planes_route(&want):
+    cdef ContextKey resize
+    whole_resize_key(src_w, src_h, dst_w, dst_h, colorspace, &resize)
+    if min(src_w, src_h, dst_w, dst_h) <= 0 or not takes_planes_route(&resize):
         return None
-    try:
-        tc_rgb_planes_vector_code = vector_code
-        with nogil:
-            same = same_resize(&want)
-        return bool(same)
-    finally:
-        tc_rgb_planes_vector_code = vectors
-
-
-# Verdicts of fused_route_agrees for each (frame w, h, format, matrix, range, output w, h, resize
-# matrix) this process has met: a whole 8-bit 4:2:0 frame is resized from its YUV planes
-# (tc_yuv420_to_planes) only where that gave the bytes of swscale's conversion then resize.
-_fused_verdicts = {}
-
-
-cdef object fused_verdict_key(const FusedKey *key):
-    return (key.frame.src_w, key.frame.src_h, key.frame.src_format, key.frame.colorspace, key.frame.color_range,
-            key.resize.dst_w, key.resize.dst_h, key.resize.colorspace)
-
-
-cdef bint same_fused_resize(const FusedKey *key) noexcept nogil:
-    """Whether resizing a frame of random samples from its YUV planes gives the bytes of swscale's
-    conversion of it to RGB24 (``key.frame``) then its RGB-to-RGB resize (``key.resize``). False
-    when memory or swscale fails."""
-    cdef AVFrame *frame = lavu.av_frame_alloc()
-    cdef SwsContext *rgb_ctx = NULL
-    cdef SwsContext *resize_ctx = NULL
-    cdef SwsContext *planes_ctx = NULL
-    cdef ContextKey planes = key.resize
-    cdef int width = key.frame.src_w, height = key.frame.src_h, dst_w = key.resize.dst_w, dst_h = key.resize.dst_h
-    cdef Py_ssize_t rgb_stride = padded_row(width, 3), dst_stride = padded_row(dst_w, 3)
-    cdef uint8_t *rgb = <uint8_t *>malloc(padded_size(rgb_stride, height))
-    cdef uint8_t *expected = <uint8_t *>malloc(padded_size(dst_stride, dst_h))
-    cdef uint8_t *actual = <uint8_t *>malloc(padded_size(dst_stride, dst_h))
-    cdef uint8_t *slices = <uint8_t *>malloc(planes_buffer_size(width))
-    cdef uint8_t *gbr = <uint8_t *>malloc(gbr_buffer_size(dst_w, dst_h))
-    cdef const uint8_t *src_planes[4]
-    cdef uint8_t *dst_planes[4]
-    cdef int src_strides[4]
-    cdef int dst_strides[4]
-    cdef int row
-    cdef bint same = False, refused
-    planes_key(&planes)
-    if frame != NULL and rgb != NULL and expected != NULL and actual != NULL and slices != NULL and gbr != NULL:
-        frame.width, frame.height, frame.format = width, height, key.frame.src_format
-        frame.colorspace = <lavu.AVColorSpace>key.frame.colorspace
-        frame.color_range = <lavu.AVColorRange>key.frame.color_range
-        rgb_ctx = make_context(&key.frame, &refused)
-        resize_ctx = make_context(&key.resize, &refused)
-        planes_ctx = make_context(&planes, &refused)
-        if (lavu.av_frame_get_buffer(frame, 0) >= 0 and rgb_ctx != NULL and resize_ctx != NULL
-                and planes_ctx != NULL):
-            fill_random_samples(frame, 8)
-            dst_planes[0], dst_planes[1], dst_planes[2], dst_planes[3] = rgb, NULL, NULL, NULL
-            dst_strides[0], dst_strides[1], dst_strides[2], dst_strides[3] = <int>rgb_stride, 0, 0, 0
-            src_planes[0], src_planes[1], src_planes[2], src_planes[3] = rgb, NULL, NULL, NULL
-            src_strides[0], src_strides[1], src_strides[2], src_strides[3] = <int>rgb_stride, 0, 0, 0
-            if sws.sws_scale(rgb_ctx, <const uint8_t *const *>frame.data, frame.linesize, 0, height, dst_planes,
-                             dst_strides) == height:
-                dst_planes[0] = expected
-                dst_strides[0] = <int>dst_stride
-                if sws.sws_scale(resize_ctx, src_planes, src_strides, 0, height, dst_planes, dst_strides) == dst_h:
-                    same = (resize_through_planes(planes_ctx, &planes, NULL, 0, frame, actual, dst_stride, slices, gbr)
-                            == dst_h)
-                    for row in range(dst_h):
-                        same = same and memcmp(expected + row * dst_stride, actual + row * dst_stride,
-                                               <size_t>dst_w * 3) == 0
-    sws.sws_freeContext(rgb_ctx)
-    sws.sws_freeContext(resize_ctx)
-    sws.sws_freeContext(planes_ctx)
-    lavu.av_frame_free(&frame)
-    free(rgb)
-    free(expected)
-    free(actual)
-    free(slices)
-    free(gbr)
-    return same
-
-
-cdef bint fused_route_agrees(const FusedKey *key) noexcept nogil:
-    """Whether whole frames of ``key`` may be resized from their YUV planes (decided once per
-    process and key, on a frame of random samples)."""
-    cdef int verdict
-    with gil:
-        verdict = _fused_verdicts.get(fused_verdict_key(key), -1)
-    if verdict < 0:
-        verdict = same_fused_resize(key)
-        with gil:
-            _fused_verdicts[fused_verdict_key(key)] = verdict
-    return verdict
+    return tried_route(&resize, NULL, vector_code)
 
 
 def fused_route_agrees_for(int width, int height, str pixel_format, int colorspace, int color_range, int out_w,
@@ -556,29 +517,18 @@ def fused_route_agrees_for(int width, int height, str pixel_format, int colorspa
     gives the bytes of swscale's conversion then resize, on random samples; None where the route
     does not apply (not 8-bit 4:2:0 of even size, outputs wider than half the input).
     ``vector_code`` False tries the plain C rows. For tests."""
-    global tc_rgb_planes_vector_code
-    cdef int vectors = tc_rgb_planes_vector_code
-    cdef FusedKey key
-    cdef Stage stage
-    cdef bint same
+    cdef ContextKey frame, resize
     cdef int pixel_format_value = lavu.av_get_pix_fmt(pixel_format.encode())
     if (pixel_format_value not in (lavu.AV_PIX_FMT_YUV420P, lavu.AV_PIX_FMT_YUVJ420P) or width & 1 or height & 1
             or min(width, height, out_w, out_h) <= 0):
         return None
-    key.frame.src_w, key.frame.src_h, key.frame.src_format = width, height, pixel_format_value
-    key.frame.dst_w, key.frame.dst_h, key.frame.dst_format = width, height, lavu.AV_PIX_FMT_RGB24
-    key.frame.flags, key.frame.colorspace, key.frame.color_range = cli_sws_flags(), colorspace, color_range
-    stage.x, stage.y, stage.crop_w, stage.crop_h, stage.out_w, stage.out_h, stage.resize = 0, 0, width, height, out_w, out_h, True
-    resize_key(&stage, lavu.AV_PIX_FMT_RGB24, resize_colorspace, &key.resize)
-    if not takes_planes_route(&key.resize):
+    frame.src_w, frame.src_h, frame.src_format = width, height, pixel_format_value
+    frame.dst_w, frame.dst_h, frame.dst_format = width, height, lavu.AV_PIX_FMT_RGB24
+    frame.flags, frame.colorspace, frame.color_range = cli_sws_flags(), colorspace, color_range
+    whole_resize_key(width, height, out_w, out_h, resize_colorspace, &resize)
+    if not takes_planes_route(&resize):
         return None
-    try:
-        tc_rgb_planes_vector_code = vector_code
-        with nogil:
-            same = same_fused_resize(&key)
-        return bool(same)
-    finally:
-        tc_rgb_planes_vector_code = vectors
+    return tried_route(&resize, &frame, vector_code)
 
 
 cdef str pixel_format_name(int pixel_format):
@@ -907,7 +857,7 @@ cdef class Scaler(FrameConverter):
             if self.stage_ctx[k] != NULL and same_key(&self.stage_key[k], &planes_want):
                 through_planes = True
             elif not (self.stage_ctx[k] != NULL and same_key(&self.stage_key[k], &want)):
-                through_planes = planes_rows_are_vector(colorspace) and planes_route_agrees(&want)
+                through_planes = planes_rows_are_vector(colorspace) and route_agrees(&want, NULL)
         if through_planes:
             want = planes_want
         cdef SwsContext *ctx = context_for(&self.stage_ctx[k], &self.stage_key[k], &want)
@@ -1008,7 +958,7 @@ cdef class Scaler(FrameConverter):
                             int matrix) noexcept nogil:
         """Whether stage 0, ``stage``, resizes ``frame`` from its YUV planes (scale_rgb's ``yuv``): a
         resize of the whole unrotated 8-bit 4:2:0 frame of even size to RGB24 at most half as wide,
-        with AVX2, where fused_route_agrees (decided once per Scaler and key)."""
+        with AVX2, where route_agrees (decided once per Scaler and key)."""
         cdef FusedKey key
         if (rotation or rgb_format != lavu.AV_PIX_FMT_RGB24 or not stage.resize or stage.x or stage.y
                 or stage.crop_w != frame.width or stage.crop_h != frame.height
@@ -1023,7 +973,7 @@ cdef class Scaler(FrameConverter):
                 and same_key(&self.fused_key.resize, &key.resize)):
             return self.fused_verdict
         self.fused_key = key
-        self.fused_verdict = planes_rows_are_vector(matrix) and fused_route_agrees(&key)
+        self.fused_verdict = planes_rows_are_vector(matrix) and route_agrees(&key.resize, &key.frame)
         return self.fused_verdict
 
     cdef int run_stages(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
