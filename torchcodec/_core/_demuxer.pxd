@@ -2,7 +2,7 @@
 # Packet owns one demuxed AVPacket; VideoStream / AudioStream are the streams a Demuxer follows.
 from libc.stdint cimport int32_t, int64_t
 from torchcodec._core._avio cimport IOSource
-from torchcodec._core._frame_index cimport FrameIndex
+from torchcodec._core._frame_index cimport FrameIndex, IndexBuilder
 from torchcodec._ffmpeg.avcodec cimport AVPacket
 from torchcodec._ffmpeg.avformat cimport AVFormatContext, AVStream
 from torchcodec._ffmpeg.avutil cimport AVRational
@@ -48,6 +48,8 @@ cdef class Demuxer:
     cdef object stream_object(self, int index)
     cdef bint follows(self, int index) noexcept
     cdef int scan_followed(self, bint rewind) except -1
+    cdef int read_scan(self, AVPacket *packet, const int *wanted, void **builders, Py_ssize_t count,
+                       IndexBuilder watched, Py_ssize_t want_size, int64_t want_pts) except -1 nogil
     cdef bint restore_probe(self, state) except -1
     cdef object capture_probe(self)
     cdef Packet next_packet(self)

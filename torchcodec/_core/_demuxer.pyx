@@ -11,16 +11,16 @@ import math
 import zlib
 from fractions import Fraction
 
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.errno cimport EINVAL
 from libc.math cimport isnan
-from libc.stdio cimport SEEK_SET
 from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
-from torchcodec._core._avio cimport FileObjectSource, IOSource
+from torchcodec._core._avio cimport IOSource, MemorySource
 from torchcodec._core._error cimport check_av
 from torchcodec._core._error import InvalidArgumentError
-from torchcodec._core._frame_index cimport FrameIndex, closest_ticks, ticks_to_seconds
+from torchcodec._core._frame_index cimport FrameIndex, IndexBuilder, closest_ticks, ticks_to_seconds
 from torchcodec._core import _metadata
 from torchcodec._source import is_url, open_source
 from torchcodec._ffmpeg cimport avcodec as lavc
@@ -277,20 +277,18 @@ cdef class Demuxer:
         without cues, fragmented mp4), so where a read lands after a seek can depend on what was read
         before it. A decoder that scans the file and then reads from this demuxer reads exactly as
         one opened with a cached index (the fuzzer found an AVI where the two gave other frames).
-        This demuxer must not be read afterwards: an in-memory source is shared, rewound to its
-        start."""
-        cdef int64_t ret
+        The two demuxers read independently (an in-memory source gets a reader of its own over the
+        same bytes), so this one can go on scanning while the other decodes (the lazy index).
+        """
         cdef Demuxer unread
-        if (self.probe_state is None or isinstance(self.source, FileObjectSource)
+        cdef MemorySource memory
+        if (self.probe_state is None or self.source is not None and not isinstance(self.source, MemorySource)
                 or self.location is not None and is_url(self.location)):
             return None
         source = self.location
         if self.source is not None:
-            with nogil:
-                ret = lavf.avio_seek(self.source.ptr, 0, SEEK_SET)
-            self.raise_source_error()
-            check_av(<int>ret if ret < 0 else 0, "avio_seek (to the start)", self.name)
-            source = self.source
+            memory = <MemorySource>self.source
+            source = MemorySource(memory.owner, <size_t>memory.reader.data, memory.reader.size)
         unread = open_demuxer(source, self.name, self.probe_state)
         for index in self.followed:
             unread.follow(index)
@@ -681,42 +679,27 @@ cdef class Demuxer:
         """
         cdef AVStream *st
         cdef Py_ssize_t i, count = len(self.followed)
-        cdef int ret = 0
         cdef int first
         if count == 0:
             raise ValueError("this demuxer follows no stream: there is nothing to scan")
         first = self.followed[0]
-        indices = []
+        builders = []
         for i in range(count):
             st = self.ptr.streams[<int>self.followed[i]]
-            indices.append(FrameIndex((st.time_base.num, st.time_base.den)))
+            builders.append(IndexBuilder((st.time_base.num, st.time_base.den)))
         cdef int *wanted = <int *>malloc(count * sizeof(int))
-        cdef void **targets = <void **>malloc(count * sizeof(void *))     # borrowed: ``indices`` holds them
+        cdef void **targets = <void **>malloc(count * sizeof(void *))     # borrowed: ``builders`` holds them
         cdef AVPacket *packet = lavc.av_packet_alloc()
         try:
             if wanted == NULL or targets == NULL or packet == NULL:
                 raise MemoryError("cannot allocate the scan's packet")
             for i in range(count):
                 wanted[i] = self.followed[i]
-                targets[i] = <void *>indices[i]
+                targets[i] = <void *>builders[i]
             with nogil:
                 if self.generation > 0 or self.has_read:
                     self.rewind(first)
-                while True:
-                    ret = self.read(packet)
-                    if ret < 0:
-                        break
-                    if not ffcompat.tc_packet_is_discarded(packet):
-                        for i in range(count):
-                            if packet.stream_index == wanted[i]:
-                                if packet.pts == lavu.AV_NOPTS_VALUE:
-                                    (<FrameIndex>targets[i]).pts_from_dts = True
-                                (<FrameIndex>targets[i]).append(ffcompat.tc_packet_pts(packet), packet.duration,
-                                                                (packet.flags & lavc.AV_PKT_FLAG_KEY) != 0, packet.pos)
-                                break
-                    lavc.av_packet_unref(packet)
-                for i in range(count):
-                    (<FrameIndex>targets[i]).finish()
+                self.read_scan(packet, wanted, targets, count, None, 0, INT64_MIN)
                 if rewind:
                     self.rewind(first)
         finally:
@@ -724,10 +707,38 @@ cdef class Demuxer:
             free(wanted)
             free(targets)
         for i in range(count):
-            self.indices[self.followed[i]] = indices[i]
+            self.indices[self.followed[i]] = (<IndexBuilder>builders[i]).index
         if rewind:
             self.generation += 1
         return 0
+
+    cdef int read_scan(self, AVPacket *packet, const int *wanted, void **builders, Py_ssize_t count,
+                       IndexBuilder watched, Py_ssize_t want_size, int64_t want_pts) except -1 nogil:
+        """Read packets into the IndexBuilders of streams ``wanted`` (discarded packets left out)
+        until ``watched`` (one of them, or None) has ``want_size`` final entries and, unless
+        ``want_pts`` is INT64_MIN, a final entry after ``want_pts``: 0. At the end of the file, or at
+        the first packet that cannot be read, every builder is ended: 1. A ``watched`` builder out of
+        order reads on to the end (nothing more of it becomes final before)."""
+        cdef Py_ssize_t i, size
+        cdef int ret
+        while True:
+            if watched is not None and watched.ordered:
+                size = watched.index.size
+                if size >= want_size and (want_pts == INT64_MIN or size > 0 and watched.index.entries[size - 1].pts > want_pts):
+                    return 0
+            ret = self.read(packet)
+            if ret < 0:
+                break
+            if not ffcompat.tc_packet_is_discarded(packet):
+                for i in range(count):
+                    if packet.stream_index == wanted[i]:
+                        (<IndexBuilder>builders[i]).add(packet.pts, packet.dts, packet.duration,
+                                                        (packet.flags & lavc.AV_PKT_FLAG_KEY) != 0, packet.pos)
+                        break
+            lavc.av_packet_unref(packet)
+        for i in range(count):
+            (<IndexBuilder>builders[i]).end()
+        return 1
 
     def _scan(self, int stream_index, bint rewind=False):
         """The FrameIndex of followed stream ``stream_index``, from one read of the file (see
@@ -737,6 +748,92 @@ cdef class Demuxer:
         if stream_index not in self.indices:
             self.scan_followed(rewind)
         return self.indices[stream_index]
+
+
+cdef class IndexScan:
+    """The exact frame index of one followed stream, read only as far as it is needed: the lazy
+    index of ``VideoDecoder``. ``index`` holds the entries known final (IndexBuilder), a prefix of
+    the full scan's index in presentation order; ``cover_frames`` and ``cover_seconds`` read on
+    until it reaches far enough, ``complete`` to the end (then ``done``; ``index`` is exactly what
+    ``Demuxer._scan`` gives).
+
+    ``demuxer`` is read by this scan alone, from where its probe left it, so that its packets come
+    in the order a full scan reads them; decoding needs another demuxer (``Demuxer._unread``).
+    """
+    cdef Demuxer demuxer
+    cdef int stream_index
+    cdef readonly IndexBuilder builder
+    cdef AVPacket *packet
+
+    def __cinit__(self, Demuxer demuxer not None, int stream_index):
+        if not demuxer.follows(stream_index):
+            raise ValueError(f"stream {stream_index} is not followed by this demuxer")
+        if demuxer.generation > 0 or demuxer.has_read:
+            raise ValueError("the demuxer has read packets: a lazy scan starts where the probe left it")
+        self.demuxer = demuxer
+        self.stream_index = stream_index
+        cdef AVStream *st = demuxer.stream(stream_index)
+        self.builder = IndexBuilder((st.time_base.num, st.time_base.den))
+        self.packet = lavc.av_packet_alloc()
+        if self.packet == NULL:
+            raise MemoryError("cannot allocate the scan's packet")
+
+    def __dealloc__(self):
+        lavc.av_packet_free(&self.packet)
+
+    def __reduce__(self):
+        _process_local("IndexScan", "Scan the stream in that process.")
+
+    @property
+    def index(self):
+        """The FrameIndex so far: every entry final, in presentation order (grows as the scan goes on)."""
+        return self.builder.index
+
+    @property
+    def done(self):
+        """Whether the scan reached the end of the file: ``index`` is the whole stream's."""
+        return self.builder.ended
+
+    @property
+    def end_seconds(self):
+        """The largest pts + duration (seconds) among the final entries (None while there is none):
+        the stream's end is at least this."""
+        if self.builder.index.size == 0:
+            return None
+        return ticks_to_seconds(self.builder.end_ticks, self.builder.index.time_base_num,
+                                self.builder.index.time_base_den)
+
+    cdef int read_until(self, Py_ssize_t want_size, int64_t want_pts) except -1:
+        cdef int wanted = self.stream_index
+        cdef void *target = <void *>self.builder
+        cdef Py_ssize_t before = self.builder.index.size
+        if self.builder.ended:
+            return 0
+        with nogil:
+            self.demuxer.read_scan(self.packet, &wanted, &target, 1, self.builder, want_size, want_pts)
+        if self.builder.index.size != before or self.builder.ended:
+            self.builder.index.grew()
+        return 0
+
+    def cover_frames(self, Py_ssize_t count):
+        """Read on until ``index`` holds ``count`` frames, or to the end of the stream."""
+        self.read_until(count, INT64_MIN)
+
+    def cover_seconds(self, double seconds, Py_ssize_t margin=0):
+        """Read on until ``index`` holds a frame whose pts is after ``seconds`` and ``margin`` more
+        frames, or to the end of the stream."""
+        cdef FrameIndex index = self.builder.index
+        cdef double ticks = seconds * index.time_base_den / index.time_base_num
+        if isnan(ticks) or ticks >= 9.0e18:
+            self.complete()
+            return
+        if ticks > -9.0e18:
+            self.read_until(0, closest_ticks(seconds, index.time_base_num, index.time_base_den) + 1)
+        self.read_until(index.size + margin + 1, INT64_MIN)
+
+    def complete(self):
+        """Read to the end of the stream: ``index`` is then the whole stream's."""
+        self.read_until(PY_SSIZE_T_MAX, INT64_MIN)
 
 
 cdef class DemuxedStream:

@@ -30,8 +30,30 @@ cdef class FrameIndex:
     cdef int compute_ends(self) except -1
     cdef Py_ssize_t index_at_seconds(self, double seconds) noexcept nogil
     cdef double key_frame_seconds(self, double seconds) noexcept nogil
+    cdef int grew(self) except -1
     cdef inline double seconds(self, int64_t pts) noexcept nogil:
         return ticks_to_seconds(pts, self.time_base_num, self.time_base_den)
+
+
+cdef class IndexBuilder:
+    # A scan's packets, turned into a FrameIndex in presentation order as they come (see the class).
+    cdef readonly FrameIndex index  # the entries known final, in presentation order
+    cdef FrameEntry *pending        # the others: a min-heap (compare_entries) while ``ordered``
+    cdef Py_ssize_t pending_size
+    cdef Py_ssize_t pending_capacity
+    cdef int64_t final_below        # an entry whose pts is below this is final (the last packet's dts)
+    cdef int64_t last_dts
+    cdef Py_ssize_t last_key        # the index's last key frame (-1: none yet)
+    cdef readonly int64_t end_ticks # the largest pts + duration among the final entries
+    cdef readonly bint ordered      # every packet so far had pts >= dts, dts not decreasing
+    cdef readonly bint ended        # the scan reached the end: every entry is in the index
+    cdef readonly bint prefix_changed   # ending out of order moved entries once thought final
+
+    cdef int add(self, int64_t pts, int64_t dts, int64_t duration, bint is_key, int64_t pos) except -1 nogil
+    cdef int end(self) except -1 nogil
+    cdef int commit(self, const FrameEntry *entry) except -1 nogil
+    cdef int push(self, const FrameEntry *entry) except -1 nogil
+    cdef void pop(self, FrameEntry *top) noexcept nogil
 
 
 cdef inline double ticks_to_seconds(int64_t ticks, int64_t num, int64_t den) noexcept nogil:

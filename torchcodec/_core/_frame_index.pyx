@@ -17,8 +17,9 @@ import struct
 from fractions import Fraction
 
 from libc.math cimport isnan
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport INT64_MIN, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
+from libc.string cimport memcpy
 
 from torchcodec import _outputs
 
@@ -57,6 +58,20 @@ cdef int compare_pts(const void *a, const void *b) noexcept nogil:
     cdef int64_t pa = (<const FrameEntry *>a).pts
     cdef int64_t pb = (<const FrameEntry *>b).pts
     return (pa > pb) - (pa < pb)
+
+
+cdef int compare_entries(const void *a, const void *b) noexcept nogil:
+    """Presentation order, ties broken by the rest of the entry: a scan's order depends on its
+    packets only, not on when the entries were sorted (IndexBuilder)."""
+    cdef const FrameEntry *x = <const FrameEntry *>a
+    cdef const FrameEntry *y = <const FrameEntry *>b
+    if x.pts != y.pts:
+        return -1 if x.pts < y.pts else 1
+    if x.pos != y.pos:
+        return -1 if x.pos < y.pos else 1
+    if x.duration != y.duration:
+        return -1 if x.duration < y.duration else 1
+    return <int>x.is_key - <int>y.is_key
 
 
 cdef class FrameIndex:
@@ -342,6 +357,13 @@ cdef class FrameIndex:
         """The average number of frames per second over the stream."""
         return self.size / (self.end_stream_seconds_from_content - self.begin_stream_seconds_from_content)
 
+    cdef int grew(self) except -1:
+        """Entries were added after the arrays and the ends were made (a lazy scan went on): drop them."""
+        free(self.ends_so_far)
+        self.ends_so_far = NULL
+        self.arrays.clear()
+        return 0
+
     cdef int compute_ends(self) except -1:
         """The running maximum of the frames' ends (pts + duration, converted once), in seconds."""
         cdef Py_ssize_t i
@@ -415,3 +437,169 @@ cdef class FrameIndex:
 
 
 
+
+
+cdef class IndexBuilder:
+    """Builds a stream's FrameIndex from its packets in the order a scan reads them, and knows at
+    each packet which entries are final: no later packet can come before them in presentation order.
+
+    While packets keep pts >= dts and their dts never decreases (what a decodable stream has, and
+    what FFmpeg's mp4 and Matroska demuxers give), every later packet has a pts at or above the
+    last dts, so the entries below it are final: they move from a heap of pending entries to
+    ``index``, in order. That lets a decoder use the start of the index before the scan reaches the
+    end of the file (the lazy index, VideoDecoder). A packet that breaks the rule ends that:
+    ``ordered`` turns False and every later entry waits for ``end``, which then sorts all of them.
+    Ties in pts are ordered by the rest of the entry (compare_entries), so an index does not depend
+    on how far the scan had gone when it was asked for.
+
+    ``end`` must be called when the packets end. A packet whose pts comes before a final entry (it
+    broke the rule after the entries were taken as final) is also sorted there; ``prefix_changed``
+    then says whether that moved an entry a caller may have relied on.
+    """
+
+    def __cinit__(self, time_base):
+        self.index = FrameIndex(time_base)
+        self.pending = NULL
+        self.pending_size = 0
+        self.pending_capacity = 0
+        self.final_below = INT64_MIN
+        self.last_dts = INT64_MIN
+        self.last_key = -1
+        self.end_ticks = INT64_MIN
+        self.ordered = True
+        self.ended = False
+        self.prefix_changed = False
+
+    def __dealloc__(self):
+        free(self.pending)
+
+    def _add(self, pts, dts, int64_t duration, bint is_key, int64_t pos=-1):
+        """``add`` from Python (tests): ``pts``/``dts`` None for a packet without them."""
+        self.add(INT64_MIN if pts is None else pts, INT64_MIN if dts is None else dts, duration, is_key, pos)
+
+    def _end(self):
+        """``end`` from Python (tests)."""
+        self.end()
+
+    cdef int add(self, int64_t pts, int64_t dts, int64_t duration, bint is_key, int64_t pos) except -1 nogil:
+        """One packet of the stream. ``pts``/``dts``: AV_NOPTS_VALUE (INT64_MIN) when the packet has
+        none; a packet without pts is indexed at its dts (``index.pts_from_dts``)."""
+        cdef FrameEntry entry
+        cdef FrameEntry top
+        cdef Py_ssize_t size = self.index.size
+        entry.pts = pts if pts != INT64_MIN else dts
+        entry.duration = duration
+        entry.is_key = is_key
+        entry.pos = pos
+        entry.key_before = -1
+        if pts == INT64_MIN:
+            self.index.pts_from_dts = True
+            self.ordered = False
+        if self.ordered and dts != INT64_MIN:
+            if pts < dts or dts < self.last_dts:
+                self.ordered = False
+            else:
+                self.last_dts = self.final_below = dts
+        if self.ordered and size > 0 and compare_entries(&entry, &self.index.entries[size - 1]) < 0:
+            self.ordered = False
+        self.push(&entry)
+        while self.ordered and self.pending_size > 0 and self.pending[0].pts < self.final_below:
+            self.pop(&top)
+            self.commit(&top)
+        return 0
+
+    cdef int end(self) except -1 nogil:
+        """The packets ended: every pending entry is final. Out of order, all entries are sorted
+        again (with the final ones: a late packet may belong before them)."""
+        cdef FrameEntry top
+        cdef Py_ssize_t i, final_count = self.index.size, count
+        cdef FrameEntry *entries
+        if self.ended:
+            return 0
+        self.ended = True
+        if self.ordered:
+            while self.pending_size > 0:
+                self.pop(&top)
+                self.commit(&top)
+            return 0
+        count = final_count + self.pending_size
+        if count == 0:
+            return 0
+        entries = <FrameEntry *>malloc(count * sizeof(FrameEntry))
+        if entries == NULL:
+            with gil:
+                raise MemoryError(f"cannot sort the frame index of {count} frames")
+        if final_count:
+            memcpy(entries, self.index.entries, final_count * sizeof(FrameEntry))
+        if self.pending_size:
+            memcpy(entries + final_count, self.pending, self.pending_size * sizeof(FrameEntry))
+        self.pending_size = 0
+        qsort(entries, count, sizeof(FrameEntry), compare_entries)
+        for i in range(final_count):
+            if compare_entries(&entries[i], &self.index.entries[i]) != 0:
+                self.prefix_changed = True
+                break
+        self.index.size = 0
+        self.last_key = -1
+        self.end_ticks = INT64_MIN
+        try:
+            for i in range(count):
+                self.commit(&entries[i])
+        finally:
+            free(entries)
+        return 0
+
+    cdef int commit(self, const FrameEntry *entry) except -1 nogil:
+        """Append a final entry to the index, linked to its key frame."""
+        self.index.append(entry.pts, entry.duration, entry.is_key, entry.pos)
+        if entry.is_key:
+            self.last_key = self.index.size - 1
+        self.index.entries[self.index.size - 1].key_before = self.last_key
+        if self.end_ticks == INT64_MIN or entry.pts + entry.duration > self.end_ticks:
+            self.end_ticks = entry.pts + entry.duration
+        return 0
+
+    cdef int push(self, const FrameEntry *entry) except -1 nogil:
+        """Add a pending entry: sifted up the heap while ordered, else only appended."""
+        cdef Py_ssize_t new_capacity, child, parent
+        cdef FrameEntry *grown
+        if self.pending_size == self.pending_capacity:
+            new_capacity = self.pending_capacity * 2 if self.pending_capacity else 64
+            grown = <FrameEntry *>realloc(self.pending, new_capacity * sizeof(FrameEntry))
+            if grown == NULL:
+                with gil:
+                    raise MemoryError(f"cannot hold {new_capacity} pending frames of the index")
+            self.pending = grown
+            self.pending_capacity = new_capacity
+        child = self.pending_size
+        self.pending_size += 1
+        if self.ordered:
+            while child > 0:
+                parent = (child - 1) // 2
+                if compare_entries(&self.pending[parent], entry) <= 0:
+                    break
+                self.pending[child] = self.pending[parent]
+                child = parent
+        self.pending[child] = entry[0]
+        return 0
+
+    cdef void pop(self, FrameEntry *top) noexcept nogil:
+        """Take the heap's first entry (in compare_entries order) into ``top``."""
+        cdef Py_ssize_t at = 0, child
+        cdef FrameEntry last
+        top[0] = self.pending[0]
+        self.pending_size -= 1
+        if self.pending_size == 0:
+            return
+        last = self.pending[self.pending_size]
+        while True:
+            child = 2 * at + 1
+            if child >= self.pending_size:
+                break
+            if child + 1 < self.pending_size and compare_entries(&self.pending[child + 1], &self.pending[child]) < 0:
+                child += 1
+            if compare_entries(&last, &self.pending[child]) <= 0:
+                break
+            self.pending[at] = self.pending[child]
+            at = child
+        self.pending[at] = last

@@ -139,6 +139,20 @@ cdef class VideoReader:
         lavu.av_frame_free(&self.held)
         lavu.av_frame_free(&self.incoming)
 
+    def _index_reordered(self):
+        """The index changed after the reader was built (a lazy scan met packets out of order and
+        sorted it again, IndexScan): take what depends on it again. Returns whether frames were
+        decoded before (from the index as it was); the reader then seeks before the next frame."""
+        self.positional = self.index is not None and self.index.pts_from_dts
+        self.first_key_timestamp = self.key_frame_timestamp(INT64_MIN + 1)
+        if self.frames_decoded == 0 and self.seeks == 0:
+            return False                  # nothing read yet: as if the index had been whole from the start
+        self.position = -1
+        self.has_held = False
+        self.has_prev = False
+        self.needs_seek = True
+        return True
+
     def set_transforms(self, stages, single_resize=False):
         """Apply a transform plan to every frame from now on (an empty sequence: none).
 
