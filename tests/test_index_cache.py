@@ -58,6 +58,7 @@ def entries(directory) -> list[str]:
 
 
 def index_arrays(decoder) -> dict:
+    len(decoder)                                    # the whole index (a lazy one reads to the end)
     index = decoder._index
     return {name: np.asarray(getattr(index, name)) for name in ("pts_seconds", "duration_seconds", "is_key_frame",
                                                                  "key_frame_indices")}
@@ -107,11 +108,13 @@ def test_approximate_mode_reopens_the_same(cache, media, name):
     assert again.metadata == reference.metadata
     np.testing.assert_array_equal(again.get_frames_at([0, 5, 40]).data, reference.get_frames_at([0, 5, 40]).data)
     # An approximate open leaves the probe (where it can be skipped: else nothing); an exact open
-    # adds the index to the same entry.
+    # adds the index to the same entry once its (lazy) index is complete.
     assert len(entries(cache)) == (1 if path.suffix in SKIPS_PROBE else 0)
     assert index_cache.lookup(path).indices == {}
     exact = VideoDecoder(path)
     if path.suffix in SKIPS_PROBE:
+        assert index_cache.lookup(path).indices == {}        # nothing read yet (the lazy index)
+        assert len(exact) == len(uncached(lambda: VideoDecoder(path)))
         assert len(entries(cache)) == 1 and list(index_cache.lookup(path).indices) == [exact.stream_index]
     else:
         assert entries(cache) == []
@@ -465,7 +468,10 @@ def test_several_processes_share_one_directory(cache, media):
 # ---- the serialized index ----------------------------------------------------------------------------
 
 def test_the_frame_index_round_trips_through_bytes_and_pickle(media):
-    index = VideoDecoder(media["h264_vfr.mkv"])._index
+    decoder = VideoDecoder(media["h264_vfr.mkv"])
+    len(decoder)                                    # the whole index (it is lazy)
+    index = decoder._index
+    assert len(index) > 0
     for copy in (FrameIndex._from_bytes(index._to_bytes()), pickle.loads(pickle.dumps(index))):
         assert len(copy) == len(index) and copy.pts_from_dts == index.pts_from_dts
         for name in ("pts_seconds", "duration_seconds", "is_key_frame", "key_frame_indices"):
@@ -474,7 +480,9 @@ def test_the_frame_index_round_trips_through_bytes_and_pickle(media):
 
 
 def test_damaged_index_bytes_are_refused(media):
-    data = bytearray(VideoDecoder(media["h264_bframes.mp4"])._index._to_bytes())
+    decoder = VideoDecoder(media["h264_bframes.mp4"])
+    len(decoder)                                             # the whole index (it is lazy)
+    data = bytearray(decoder._index._to_bytes())
     for bad in (bytes(data[:-1]), bytes(data[:10]), b"", bytes(data) + b"\0"):
         with pytest.raises(ValueError):
             FrameIndex._from_bytes(bad)

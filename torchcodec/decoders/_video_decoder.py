@@ -14,7 +14,7 @@ from typing import Any, Optional, Union
 from torchcodec import _outputs
 from torchcodec import _index_cache as index_cache
 from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
-from torchcodec._core._demuxer import unselected_demuxer
+from torchcodec._core._demuxer import IndexScan, unselected_demuxer
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._packet_decoder import make_video_decoder
@@ -31,6 +31,12 @@ _DIMENSION_ORDERS = ("NCHW", "NHWC")
 _SEEK_MODES = ("exact", "approximate")
 _DTYPES = ("uint8", "float32")
 _FFMPEG_AUTO_THREADS = 16          # the most threads FFmpeg starts for num_ffmpeg_threads=0
+# The lazy index (exact mode): scan the file only as far as requests need (see VideoDecoder).
+# TORCHCODEC_LAZY_INDEX=0 scans every file whole at construction, as TorchCodec does.
+_LAZY_INDEX = os.environ.get("TORCHCODEC_LAZY_INDEX", "1").strip() != "0"
+# How many frames past the furthest one a request needs a lazy index reads on: the reader looks
+# at the frames after a target (the next pts, frames a decoder leaves out).
+_LAZY_MARGIN = 64
 
 
 class VideoDecoder(Reopenable):
@@ -119,21 +125,30 @@ class VideoDecoder(Reopenable):
                       frame_size=(header["height"] or 0, header["width"] or 0))
 
         scanned = False
+        self._scan: Optional[IndexScan] = None     # the lazy index's scan, until it reaches the end
+        self._index_reordered_late = False     # it ended out of order, after its start was used
         if custom_frame_mappings is not None:
             index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
         elif seek_mode == "exact":
             index = cached.index(self.stream_index) if cached and demuxer.probe_skipped else None
-            if index is None:
+            if index is None and _LAZY_INDEX and demuxer._probe_state() is not None:
+                self._scan = IndexScan(demuxer, self.stream_index)
+                index, scanned = self._scan.index, True
+            elif index is None:
                 index, scanned = demuxer._scan(self.stream_index), True
         else:
             index = None
         self._demuxer = demuxer = reading_demuxer(opened, scanned)
+        if self._scan is not None and demuxer is opened:
+            self._scan.complete()           # no second demuxer to decode from (a URL): scan it all now
         # A demuxer that has read nothing: the reader need not seek first. Only an index whose
         # decoder reads from a demuxer opened from the probe state is cached (reading_demuxer).
         at_start = demuxer is not opened or not scanned
         self._from_cache = opened.probe_skipped     # the cache held this file's probe state
+        self._cached = cached if self._scan is not None else None     # told the index once it is complete
         if cached:
-            cached.remember(opened, {self.stream_index: index} if scanned and demuxer.probe_skipped else {})
+            cached.remember(opened, {self.stream_index: index}
+                            if scanned and demuxer.probe_skipped and self._scan is None else {})
         clockwise = (-round(header["rotation"])) % 360 if header["rotation"] is not None else 0
         # The blocks: one demuxer, the stream's packet decoder and a colour converter, which the reader drives.
         self._cuda = None
@@ -146,23 +161,17 @@ class VideoDecoder(Reopenable):
         self._engine = VideoReader(demuxer, self.stream_index, index, clockwise if clockwise in (90, 180, 270) else 0,
                                    at_start, decoder, converter)
         self._index: Optional[FrameIndex] = index
-        content = None
-        if index is not None and len(index) > 0:
-            begin, end = index.content_bounds()
-            content = (begin, end, len(index))
-        elif index is not None:
-            content = (None, None, 0)
-        self.metadata: VideoStreamMetadata = video_metadata(header, content)
+        self._header = header
         self._time_base = float(header["time_base"])
         # Approximate mode's grid, as the header gives it: frame i is expected at begin + i / fps.
         begin = header["begin_stream_seconds_from_header"]
         self._grid = (begin if begin is not None else 0.0, header["average_fps_from_header"])
         self._output_dtype = _resolve_dtype(output_dtype, header["bits_per_component"])
-        # The bounds are taken once, as TorchCodec does: metadata fields can be assigned afterwards.
-        self._num_frames = self.metadata.num_frames
-        self._begin = self.metadata.begin_stream_seconds
-        self._end = self.metadata.end_stream_seconds
-        if self._num_frames is None:
+        self._metadata: Optional[VideoStreamMetadata] = None
+        self._num_frames = self._begin = self._end = None     # a lazy index: until it is complete
+        if self._scan is None:
+            self._take_bounds()
+        if index is None and self._num_frames is None:
             raise InvalidArgumentError(f"Cannot use approximate mode: the number of frames of stream "
                                        f"{self.stream_index} is not in its header; use seek_mode='exact'")
         if index is None and not _usable_rate(self.metadata.average_fps):
@@ -170,21 +179,114 @@ class VideoDecoder(Reopenable):
                 f"Cannot use approximate mode since we couldn't find the average fps from the metadata: stream "
                 f"{self.stream_index} has no usable frame rate in its header (average_fps is "
                 f"{self.metadata.average_fps}); use seek_mode='exact', which reads the timestamps from the file")
-        if transforms is not None and not (self.metadata.height and self.metadata.width):
+        frame_size = video_metadata(header, None)      # the header's: the same height and width
+        if transforms is not None and not (frame_size.height and frame_size.width):
             raise InvalidArgumentError(f"stream {self.stream_index} has no frame size in its header: "
                                        f"transforms need one")
-        applied, stages, (self._height, self._width) = make_plan(transforms, (self.metadata.height, self.metadata.width))
+        applied, stages, (self._height, self._width) = make_plan(transforms, (frame_size.height, frame_size.width))
         self._engine.set_transforms(stages, single_resize=len(applied) == 1 and isinstance(applied[0], Resize))
         # Kept as applied (random crops drawn), so that a pickled or forked decoder crops the same place.
         self._reopen["transforms"] = applied or None
-        _LOGGER.debug("VideoDecoder created:\n%s", self.metadata)
+        if self._scan is None:
+            _LOGGER.debug("VideoDecoder created:\n%s", self.metadata)
+        else:
+            _LOGGER.debug("VideoDecoder created, its index to be read as requests need it (lazy index)")
 
     def _engines(self) -> tuple:
-        return (self._engine, self._demuxer)
+        return (self._engine, self._demuxer, self._scan)
+
+    # ---- the metadata and bounds, and the lazy index ---------------------------------------------
+
+    @property
+    def metadata(self) -> VideoStreamMetadata:
+        """The stream's VideoStreamMetadata (exact mode: from the whole index, which a lazy index
+        then reads to the end of the file)."""
+        if self._metadata is None:
+            self._read_index("complete")
+        return self._metadata
+
+    @metadata.setter
+    def metadata(self, value: VideoStreamMetadata) -> None:
+        self._metadata = value
+
+    def _take_bounds(self) -> None:
+        """The metadata and the bounds, from the header and the complete index (if any). The bounds
+        are taken once, as TorchCodec does: metadata fields can be assigned afterwards."""
+        index = self._index
+        content = None
+        if index is not None and len(index) > 0:
+            begin, end = index.content_bounds()
+            content = (begin, end, len(index))
+        elif index is not None:
+            content = (None, None, 0)
+        self._metadata = video_metadata(self._header, content)
+        self._num_frames = self._metadata.num_frames
+        self._begin = self._metadata.begin_stream_seconds
+        self._end = self._metadata.end_stream_seconds
+
+    def _read_index(self, how: str, *args: Any) -> None:
+        """Read the lazy index on (``IndexScan.cover_frames``, ``cover_seconds`` or ``complete``);
+        once it reaches the end, take the metadata and bounds and store the index in the cache.
+
+        A lazy index gives the answers of a whole scan: its entries are final (IndexBuilder), and
+        each request reads on past the furthest frame it needs (``_LAZY_MARGIN``) before the reader
+        looks at them."""
+        if self._scan is None:
+            return
+        self._check_fork()
+        scan = self._scan
+        if scan is None:
+            return
+        with self._lock:
+            if self._scan is not scan:
+                return                      # another thread completed it
+            getattr(scan, how)(*args)
+            if not scan.done:
+                return
+            if not scan.builder.ordered and (scan.builder.prefix_changed or self._index.pts_from_dts):
+                # Entries taken as final moved, or frames are to be matched by position: the reader
+                # must know, and frames it returned before came from the index as it was.
+                self._index_reordered_late = self._engine._index_reordered()
+                if self._index_reordered_late:
+                    _LOGGER.warning("the frame index of stream %d changed after its start was used: packets late "
+                                    "in the file are out of order, and frames returned before may differ from "
+                                    "those of seek_mode='exact' with TORCHCODEC_LAZY_INDEX=0", self.stream_index)
+            self._take_bounds()
+            self._scan = None
+        if self._cached is not None:
+            self._cached.remember(self._demuxer, {self.stream_index: self._index})
+            self._cached = None
+
+    def _lower_bound(self) -> float:
+        """The stream's begin bound: the first frame's pts (exact), read no further than it."""
+        if self._scan is not None:
+            self._read_index("cover_frames", 1)
+            if self._scan is not None and len(self._index):
+                return self._index.begin_stream_seconds_from_content
+        return self._begin
+
+    def _ends_after(self, seconds: float, or_at: bool = False) -> bool:
+        """Whether ``seconds`` is before the stream's end bound (``or_at``: or at it); a lazy index
+        reads only until a frame ends later (the end is the latest end of a frame)."""
+        if self._scan is not None:
+            self._read_index("cover_seconds", seconds)
+            end = self._scan.end_seconds if self._scan is not None else None
+            if end is not None and (seconds < end or or_at and seconds == end):
+                return True
+            self._read_index("complete")
+        end = self._end
+        return end is None or seconds < end or (or_at and seconds == end)
+
+    def _cover_time(self, seconds: float) -> None:
+        """Have a lazy index reach past ``seconds`` (and the margin), for a lookup by time."""
+        if self._scan is not None:
+            self._read_index("cover_seconds", seconds, _LAZY_MARGIN)
 
     # ---- the Sequence protocol ----------------------------------------------------------------
 
     def __len__(self) -> int:
+        if self._scan is not None:
+            self._read_index("complete")
         return self._num_frames
 
     def __getitem__(self, key: Union[int, slice]) -> Any:
@@ -301,11 +403,13 @@ class VideoDecoder(Reopenable):
         """
         seconds = as_seconds("seconds", seconds)
         if not self._in_stream(seconds):
+            len(self)                       # the bounds the message gives: a lazy index reads to the end
             raise IndexError(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to "
                              f"{self._begin} and less than {self._end}.")
         if self._index is None:
             requests = array.array("q", [Request.BY_TIME])
             return _single_frame(self._decode_requests(requests, array.array("d", [seconds]), [0]))
+        self._cover_time(seconds)
         shown = self._index.index_shown_at(seconds)
         if shown < 0:
             raise IndexError("Requested next frame while there are no more frames left to decode.")
@@ -327,12 +431,11 @@ class VideoDecoder(Reopenable):
             ValueError: a time is not a number.
         """
         times = _as_seconds_list(seconds)
-        begin, end = self._begin, self._end
         for t in times:
-            if not t >= begin:
-                raise RuntimeError(f"frame pts is {t}; must be greater than or equal to {begin}.")
-            if end is not None and not t < end:
-                raise RuntimeError(f"frame pts is {t}; must be less than {end}.")
+            if not t >= self._lower_bound():
+                raise RuntimeError(f"frame pts is {t}; must be greater than or equal to {self._lower_bound()}.")
+            if not self._ends_after(t):
+                raise RuntimeError(f"frame pts is {t}; must be less than {self._end}.")
         return self._frames_at_indices([self._index_played_at(t) for t in times], out)
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
@@ -362,15 +465,16 @@ class VideoDecoder(Reopenable):
             MemoryError: the batch needs more than ``torchcodec.get_memory_limit()`` (also a RuntimeError).
         """
         start, stop = as_seconds("start_seconds", start_seconds), as_seconds("stop_seconds", stop_seconds)
-        begin, end = self._begin, self._end
         if not start <= stop:
             nan = "; NaN is not a time" if math.isnan(start) or math.isnan(stop) else ""
             raise ValueError(f"Invalid start seconds: {start}. It must be less than or equal to stop seconds "
                              f"({stop}){nan}.")
         if not self._in_stream(start):
-            raise ValueError(f"Invalid start seconds: {start}. It must be greater than or equal to {begin} and less than {end}.")
-        if end is not None and stop > end:
-            raise ValueError(f"Invalid stop seconds: {stop}. It must be less than or equal to {end}.")
+            len(self)
+            raise ValueError(f"Invalid start seconds: {start}. It must be greater than or equal to {self._begin} and "
+                             f"less than {self._end}.")
+        if not self._ends_after(stop, or_at=True):
+            raise ValueError(f"Invalid stop seconds: {stop}. It must be less than or equal to {self._end}.")
         if start == stop:
             return self._frames_at_indices([], out)
         if fps is not None:
@@ -394,11 +498,16 @@ class VideoDecoder(Reopenable):
         """
         if fps is None:
             return self._frames_at_indices(list(range(len(self))), out)
+        len(self)                           # the bounds: a lazy index reads to the end
         return self.get_frames_played_in_range(self._begin, self._end, fps=fps, out=out)
 
     # ---- internals ----------------------------------------------------------------------------
 
     def _normalize_index(self, index: int) -> int:
+        if self._scan is not None and index >= 0:
+            self._read_index("cover_frames", index + 1 + _LAZY_MARGIN)
+            if index < len(self._index):
+                return index
         n = len(self)
         i = index + n if index < 0 else index
         if i < 0:
@@ -412,15 +521,20 @@ class VideoDecoder(Reopenable):
     def _slice_indices(self, start: Optional[int], stop: Optional[int], step: Optional[int]) -> list[int]:
         if step is not None and step < 0:
             raise RuntimeError(f"Step must be greater than 0; is {step}")
+        if self._scan is not None and stop is not None and stop >= 0 and (start is None or start >= 0):
+            self._read_index("cover_frames", stop + _LAZY_MARGIN)
+            if stop <= len(self._index):        # within the frames known: slicing does not clamp
+                return list(range(*slice(start, stop, step).indices(stop)))
         return list(range(*slice(start, stop, step).indices(len(self))))
 
     def _in_stream(self, seconds: float) -> bool:
-        return self._begin <= seconds and (self._end is None or seconds < self._end)
+        return self._lower_bound() <= seconds and self._ends_after(seconds)
 
     def _index_played_at(self, seconds: float) -> int:
         """Index of the frame shown at ``seconds`` (exact: the last one whose pts is not later,
         as long as the next frame's pts is later; approximate: on the header's frame-rate grid)."""
         if self._index is not None:
+            self._cover_time(seconds)
             return max(self._index.index_played_at(seconds), 0)
         begin, fps = self._grid_or_raise()
         return math.floor((seconds - begin) * fps)
@@ -428,6 +542,7 @@ class VideoDecoder(Reopenable):
     def _index_after(self, seconds: float) -> int:
         """Index of the first frame whose pts is at or after ``seconds`` (approximate: on the grid)."""
         if self._index is not None:
+            self._cover_time(seconds)
             return self._index.index_at_or_after(seconds)
         begin, fps = self._grid_or_raise()
         return math.ceil((seconds - begin) * fps)
@@ -448,6 +563,8 @@ class VideoDecoder(Reopenable):
         an index past the end raises IndexError when its turn comes.
         """
         if self._index is not None:
+            if self._scan is not None and indices:
+                self._read_index("cover_frames", max(indices) + 1 + _LAZY_MARGIN)
             index = self._index
             targets = array.array("q", [index.pts(i) for i in indices])
             return self._decode(len(targets), lambda engine, *memory: engine.decode_at(targets, int(Match.AT_OR_AFTER),
