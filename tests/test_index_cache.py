@@ -108,13 +108,12 @@ def test_approximate_mode_reopens_the_same(cache, media, name):
     assert again.metadata == reference.metadata
     np.testing.assert_array_equal(again.get_frames_at([0, 5, 40]).data, reference.get_frames_at([0, 5, 40]).data)
     # An approximate open leaves the probe (where it can be skipped: else nothing); an exact open
-    # adds the index to the same entry once its (lazy) index is complete.
+    # adds the index to the same entry (a file the cache knows is scanned whole, not lazily).
     assert len(entries(cache)) == (1 if path.suffix in SKIPS_PROBE else 0)
     assert index_cache.lookup(path).indices == {}
     exact = VideoDecoder(path)
     if path.suffix in SKIPS_PROBE:
-        assert index_cache.lookup(path).indices == {}        # nothing read yet (the lazy index)
-        assert len(exact) == len(uncached(lambda: VideoDecoder(path)))
+        assert exact._scan is None
         assert len(entries(cache)) == 1 and list(index_cache.lookup(path).indices) == [exact.stream_index]
     else:
         assert entries(cache) == []

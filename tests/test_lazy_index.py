@@ -309,6 +309,25 @@ def test_pickled_lazy_decoder_and_the_cache_get_the_whole_index(long_video, tmp_
     assert set(index_cache.lookup(str(long_video)).indices) == {first.stream_index}
     again = lazy(long_video)
     assert again._scan is None and again._from_cache and len(again._index) == 360
+    same_frame(again.get_frame_at(300), eager(long_video).get_frame_at(300))
+
+
+def test_a_file_opened_before_is_scanned_whole_once(long_video, tmp_path, monkeypatch):
+    # A training job opens the same files every epoch and may never ask for the whole index: the
+    # first open reads only what it needs, the second scans the whole file and stores the index,
+    # the later ones read it back.
+    monkeypatch.setattr(index_cache, "_settings", None)
+    torchcodec.set_index_cache(True, directory=tmp_path / "cache")
+    first = lazy(long_video)
+    same_frame(first.get_frame_played_at(3.0), eager(long_video).get_frame_played_at(3.0))
+    assert first._scan is not None
+    del first
+    second = lazy(long_video)
+    assert second._scan is None and second._from_cache and len(second._index) == 360
+    assert set(index_cache.lookup(str(long_video)).indices) == {second.stream_index}
+    third = lazy(long_video)
+    assert third._scan is None and len(third._index) == 360
+    same_frame(third.get_frame_played_at(3.0), eager(long_video).get_frame_played_at(3.0))
 
 
 @pytest.mark.parametrize("name", EAGER_FILES)

@@ -131,7 +131,9 @@ class VideoDecoder(Reopenable):
             index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
         elif seek_mode == "exact":
             index = cached.index(self.stream_index) if cached and demuxer.probe_skipped else None
-            if index is None and _LAZY_INDEX and demuxer._probe_state() is not None:
+            # Lazy where the cache cannot give the index: a file it knows (a probe state, opened
+            # before) without one is scanned whole, once, and the index kept for later opens.
+            if index is None and _LAZY_INDEX and demuxer._probe_state() is not None and not demuxer.probe_skipped:
                 self._scan = IndexScan(demuxer, self.stream_index)
                 index, scanned = self._scan.index, True
             elif index is None:
