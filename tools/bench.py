@@ -118,6 +118,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload("clips", f"{NUM_CLIPS} clips x {FRAMES_PER_CLIP} frames at random indices (sampler)",
                  report_approximate=True, check_frames=True),
         Workload("open", "open + metadata, a file not opened before", report_approximate=True),
+        Workload("first_frames", f"open + the first {NUM_SAMPLED_FRAMES} frames, a file not opened before",
+                 report_approximate=True, check_frames=True),
         Workload("reopen", "open + metadata, a file opened before (index cache)", report_approximate=True),
         Workload("audio_whole", "audio: whole file to float32", media="audio"),
         Workload("audio_ranges", f"audio: {NUM_AUDIO_RANGES} random {AUDIO_RANGE_SECONDS:g}-s ranges",
@@ -360,16 +362,23 @@ class TorchCodecApiPeer(Peer):
 
     def open(self, job: VideoJob, threads: int) -> Task:
         """A first open: ours with its index cache off (TorchCodec has none)."""
-        reopen = self.reopen(job, threads)
+        return self._first_open(self.reopen(job, threads))
+
+    def first_frames(self, job: VideoJob, threads: int) -> Task:
+        """A first open and the frames at the start: ours reads its (lazy) index no further than they need."""
+        return self._first_open(lambda: self._open(job, threads).get_frames_in_range(0, NUM_SAMPLED_FRAMES))
+
+    def _first_open(self, task: Task) -> Task:
+        """``task`` with ours's index cache off, as for a file not opened before."""
         set_cache = getattr(self._package, "set_index_cache", None)
         if set_cache is None:
-            return reopen
+            return task
 
         def run() -> Any:
             saved = self._package.get_index_cache()
             set_cache(False)
             try:
-                return reopen()
+                return task()
             finally:
                 set_cache(saved.enabled, directory=saved.directory, max_bytes=saved.max_bytes)
 
@@ -590,6 +599,19 @@ class PyAVPeer(Peer):
             container, stream = self._open(job, threads)
             with container:
                 return pyav_frame_played_at(container, stream, job.timestamp_s).to_ndarray(format="rgb24")
+
+        return run
+
+    def first_frames(self, job: VideoJob, threads: int) -> Task:
+        def run() -> Any:
+            container, stream = self._open(job, threads)
+            with container:
+                frames = []
+                for frame in container.decode(stream):
+                    frames.append(frame.to_ndarray(format="rgb24"))
+                    if len(frames) == NUM_SAMPLED_FRAMES:
+                        break
+                return frames
 
         return run
 

@@ -155,6 +155,7 @@ MAPPED_VIDEOS = ("h264_bframes.mp4", "vp9.webm")
 TARGET_SEEDS: dict[str, tuple[str, ...]] = {
     "video_bytes": tuple(VIDEO),
     "video_reopen": tuple(VIDEO),
+    "video_lazy": tuple(VIDEO),
     "video_file": tuple(VIDEO),
     "audio": (*AUDIO, *WAV, "h264_aac.mp4", "mpeg2_mp2.mpg"),
     "audio_reopen": (*AUDIO, "h264_aac.mp4"),

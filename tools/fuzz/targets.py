@@ -162,6 +162,44 @@ def video_reopen(data: bytes) -> None:
     _reopens_alike(decode)
 
 
+def video_lazy(data: bytes) -> None:
+    """VideoDecoder over the bytes in exact mode, with the lazy index and without it (the whole
+    file scanned at construction): the same frames for requests made before anything needs the
+    whole index, then the same metadata, or the same refusals. A stream whose packets turn out of
+    order after their start was used (``_index_reordered_late``: documented) may differ before."""
+    from torchcodec.decoders import _video_decoder
+    rng = _rng(data)
+    stream_index = _stream_index(rng)
+    indices = [rng.randrange(80) for _ in range(rng.randint(1, 3))]
+    seconds = rng.random() * 3
+
+    def outcome(call: Callable[[], object]) -> object:
+        try:
+            frames = call()
+        except EXPECTED as error:
+            return type(error)
+        return frames.data.tobytes(), np.asarray(frames.pts_seconds).tobytes()
+
+    def decode(lazy: bool) -> tuple:
+        saved = _video_decoder._LAZY_INDEX
+        _video_decoder._LAZY_INDEX = lazy
+        try:
+            decoder = VideoDecoder(data, stream_index=stream_index)
+        except EXPECTED as error:
+            return (type(error),), False
+        finally:
+            _video_decoder._LAZY_INDEX = saved
+        early = (outcome(lambda: decoder.get_frames_at(indices)),
+                 outcome(lambda: decoder.get_frames_played_at([seconds])))
+        later = (repr(decoder.metadata), outcome(lambda: decoder.get_frames_at([0, -1])))
+        return (early, later), getattr(decoder, "_index_reordered_late", False)
+
+    (lazy_result, reordered), (whole_result, _) = decode(True), decode(False)
+    if reordered:
+        lazy_result, whole_result = lazy_result[1:], whole_result[1:]
+    assert lazy_result == whole_result, "the lazy index decoded differently from the whole scan"
+
+
 def audio_reopen(data: bytes) -> None:
     """AudioDecoder over the bytes twice, the second time with FFmpeg's probe skipped from the index
     cache (mp4 and Matroska): the same metadata and the same samples, or the same refusal."""
@@ -512,6 +550,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "video_bytes": video_bytes,
     "video_file": video_file,
     "video_reopen": video_reopen,
+    "video_lazy": video_lazy,
     "audio_reopen": audio_reopen,
     "audio": audio,
     "wav": wav,
