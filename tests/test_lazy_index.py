@@ -38,23 +38,22 @@ def no_cache(monkeypatch):
     monkeypatch.setattr(index_cache, "_settings", None)
 
 
-def eager(source, **kwargs) -> VideoDecoder:
-    """The reference: the whole file scanned at construction."""
+def opened(source, lazy_index: bool, **kwargs) -> VideoDecoder:
     saved = _video_decoder._LAZY_INDEX
-    _video_decoder._LAZY_INDEX = False
+    _video_decoder._LAZY_INDEX = lazy_index
     try:
         return VideoDecoder(source, **kwargs)
     finally:
         _video_decoder._LAZY_INDEX = saved
+
+
+def eager(source, **kwargs) -> VideoDecoder:
+    """The reference: the whole file scanned at construction."""
+    return opened(source, False, **kwargs)
 
 
 def lazy(source, **kwargs) -> VideoDecoder:
-    saved = _video_decoder._LAZY_INDEX
-    _video_decoder._LAZY_INDEX = True
-    try:
-        return VideoDecoder(source, **kwargs)
-    finally:
-        _video_decoder._LAZY_INDEX = saved
+    return opened(source, True, **kwargs)
 
 
 def same_frame(a, b):
@@ -69,9 +68,10 @@ def same_batch(a, b):
 
 
 def index_entries(decoder):
+    """(pts, key flag, duration) of every entry of the decoder's index as it stands."""
     index = decoder._index
-    return [(index.pts(i),) for i in range(len(index))], np.asarray(index.is_key_frame).tolist(), \
-        np.asarray(index.duration_seconds).tolist()
+    return list(zip([index.pts(i) for i in range(len(index))], np.asarray(index.is_key_frame).tolist(),
+                    np.asarray(index.duration_seconds).tolist()))
 
 
 # ---- IndexBuilder: which entries are final ---------------------------------------------------------
@@ -80,11 +80,6 @@ def full_sort(packets):
     """What the index must hold at the end: every entry, in presentation order (ties by position,
     duration and key flag, as compare_entries breaks them)."""
     return sorted((pts if pts is not None else dts, pos, duration, key) for pts, dts, duration, key, pos in packets)
-
-
-def built(builder):
-    index = builder.index
-    return [(index.pts(i), None, None, None) for i in range(len(index))]
 
 
 def decodable_packets(rng, count):
@@ -114,7 +109,7 @@ def test_builder_final_entries_are_a_prefix_of_the_full_sort(seed):
     for k, packet in enumerate(packets):
         builder._add(*packet)
         index = builder.index
-        got = [(index.pts(i)) for i in range(len(index))]
+        got = [index.pts(i) for i in range(len(index))]
         assert got == [e[0] for e in expected[:len(got)]]
         # Final means: no later packet comes before it.
         if got:
@@ -181,7 +176,7 @@ def test_builder_without_dts_keeps_entries_pending_until_the_end():
 
 # ---- VideoDecoder: lazy answers are the whole scan's -----------------------------------------------
 
-def requests_of(n, fps_hint):
+def requests_of(n):
     """Index requests covering the start, the middle, the end and the edges."""
     return sorted({0, 1, 2, n // 3, n // 2, n - 2, n - 1} & set(range(n)))
 
@@ -190,7 +185,7 @@ def requests_of(n, fps_hint):
 def test_lazy_decoder_answers_as_the_whole_scan(media, name):
     reference = eager(media[name])
     n = len(reference)
-    index_requests = requests_of(n, reference.metadata.average_fps)
+    index_requests = requests_of(n)
     begin, end = reference.metadata.begin_stream_seconds, reference.metadata.end_stream_seconds
     times = [begin, begin + (end - begin) * 0.37, (begin + end) / 2, end - 1e-3]
 

@@ -60,6 +60,18 @@ cdef int compare_pts(const void *a, const void *b) noexcept nogil:
     return (pa > pb) - (pa < pb)
 
 
+cdef int grow_entries(FrameEntry **entries, Py_ssize_t *capacity, Py_ssize_t first) except -1 nogil:
+    """Double an array of entries (``first`` entries the first time)."""
+    cdef Py_ssize_t new_capacity = capacity[0] * 2 if capacity[0] else first
+    cdef FrameEntry *grown = <FrameEntry *>realloc(entries[0], new_capacity * sizeof(FrameEntry))
+    if grown == NULL:
+        with gil:
+            raise MemoryError(f"cannot grow the frame index to {new_capacity} frames")
+    entries[0] = grown
+    capacity[0] = new_capacity
+    return 0
+
+
 cdef int compare_entries(const void *a, const void *b) noexcept nogil:
     """Presentation order, ties broken by the rest of the entry: a scan's order depends on its
     packets only, not on when the entries were sorted (IndexBuilder)."""
@@ -166,16 +178,8 @@ cdef class FrameIndex:
         return index
 
     cdef int append(self, int64_t pts, int64_t duration, bint is_key, int64_t pos=-1) except -1 nogil:
-        cdef Py_ssize_t new_capacity
-        cdef FrameEntry *grown
         if self.size == self.capacity:
-            new_capacity = self.capacity * 2 if self.capacity else 1024
-            grown = <FrameEntry *>realloc(self.entries, new_capacity * sizeof(FrameEntry))
-            if grown == NULL:
-                with gil:
-                    raise MemoryError(f"cannot grow the frame index to {new_capacity} frames")
-            self.entries = grown
-            self.capacity = new_capacity
+            grow_entries(&self.entries, &self.capacity, 1024)
         self.entries[self.size].pts = pts
         self.entries[self.size].duration = duration
         self.entries[self.size].is_key = is_key
@@ -561,16 +565,9 @@ cdef class IndexBuilder:
 
     cdef int push(self, const FrameEntry *entry) except -1 nogil:
         """Add a pending entry: sifted up the heap while ordered, else only appended."""
-        cdef Py_ssize_t new_capacity, child, parent
-        cdef FrameEntry *grown
+        cdef Py_ssize_t child, parent
         if self.pending_size == self.pending_capacity:
-            new_capacity = self.pending_capacity * 2 if self.pending_capacity else 64
-            grown = <FrameEntry *>realloc(self.pending, new_capacity * sizeof(FrameEntry))
-            if grown == NULL:
-                with gil:
-                    raise MemoryError(f"cannot hold {new_capacity} pending frames of the index")
-            self.pending = grown
-            self.pending_capacity = new_capacity
+            grow_entries(&self.pending, &self.pending_capacity, 64)
         child = self.pending_size
         self.pending_size += 1
         if self.ordered:
