@@ -52,6 +52,7 @@ cdef class IndexBuilder:
     cdef int add(self, int64_t pts, int64_t dts, int64_t duration, bint is_key, int64_t pos) except -1 nogil
     cdef int end(self) except -1 nogil
     cdef int commit(self, const FrameEntry *entry) except -1 nogil
+    cdef void reach(self, const FrameEntry *entry) noexcept nogil
     cdef int push(self, const FrameEntry *entry) except -1 nogil
     cdef void pop(self, FrameEntry *top) noexcept nogil
 

@@ -54,12 +54,6 @@ def time_base_fraction(time_base):
     return fraction if isinstance(time_base, Fraction) else fraction.limit_denominator(2**31 - 1)
 
 
-cdef int compare_pts(const void *a, const void *b) noexcept nogil:
-    cdef int64_t pa = (<const FrameEntry *>a).pts
-    cdef int64_t pb = (<const FrameEntry *>b).pts
-    return (pa > pb) - (pa < pb)
-
-
 cdef int grow_entries(FrameEntry **entries, Py_ssize_t *capacity, Py_ssize_t first) except -1 nogil:
     """Double an array of entries (``first`` entries the first time)."""
     cdef Py_ssize_t new_capacity = capacity[0] * 2 if capacity[0] else first
@@ -189,12 +183,13 @@ cdef class FrameIndex:
         return 0
 
     cdef void finish(self) noexcept nogil:
-        """Sort by pts (stable for equal pts is not needed) and link every frame to its key frame.
-        Called once, when the index is complete (the public arrays and searches assume it is)."""
+        """Sort into presentation order (compare_entries: ties by the rest of the entry, so an
+        index already in that order keeps it) and link every frame to its key frame. Called once,
+        when the index is complete (the public arrays and searches assume it is)."""
         cdef Py_ssize_t i
         cdef int64_t last_key = -1
         if self.size > 1:                       # entries is NULL while empty: qsort must not see it
-            qsort(self.entries, self.size, sizeof(FrameEntry), compare_pts)
+            qsort(self.entries, self.size, sizeof(FrameEntry), compare_entries)
         for i in range(self.size):
             if self.entries[i].is_key:
                 last_key = i
@@ -516,8 +511,8 @@ cdef class IndexBuilder:
         """The packets ended: every pending entry is final. Out of order, all entries are sorted
         again (with the final ones: a late packet may belong before them)."""
         cdef FrameEntry top
-        cdef Py_ssize_t i, final_count = self.index.size, count
-        cdef FrameEntry *entries
+        cdef Py_ssize_t i, final_count = self.index.size
+        cdef FrameEntry *final = NULL
         if self.ended:
             return 0
         self.ended = True
@@ -526,31 +521,25 @@ cdef class IndexBuilder:
                 self.pop(&top)
                 self.commit(&top)
             return 0
-        count = final_count + self.pending_size
-        if count == 0:
-            return 0
-        entries = <FrameEntry *>malloc(count * sizeof(FrameEntry))
-        if entries == NULL:
-            with gil:
-                raise MemoryError(f"cannot sort the frame index of {count} frames")
-        if final_count:
-            memcpy(entries, self.index.entries, final_count * sizeof(FrameEntry))
-        if self.pending_size:
-            memcpy(entries + final_count, self.pending, self.pending_size * sizeof(FrameEntry))
-        self.pending_size = 0
-        qsort(entries, count, sizeof(FrameEntry), compare_entries)
-        for i in range(final_count):
-            if compare_entries(&entries[i], &self.index.entries[i]) != 0:
-                self.prefix_changed = True
-                break
-        self.index.size = 0
-        self.last_key = -1
-        self.end_ticks = INT64_MIN
+        if final_count:                         # kept, to tell whether the sort moved them
+            final = <FrameEntry *>malloc(final_count * sizeof(FrameEntry))
+            if final == NULL:
+                with gil:
+                    raise MemoryError(f"cannot sort the frame index of {final_count} frames")
+            memcpy(final, self.index.entries, final_count * sizeof(FrameEntry))
         try:
-            for i in range(count):
-                self.commit(&entries[i])
+            for i in range(self.pending_size):
+                self.index.append(self.pending[i].pts, self.pending[i].duration, self.pending[i].is_key, self.pending[i].pos)
+            self.pending_size = 0
+            self.index.finish()
+            for i in range(final_count):
+                if compare_entries(&final[i], &self.index.entries[i]) != 0:
+                    self.prefix_changed = True
+                    break
         finally:
-            free(entries)
+            free(final)
+        for i in range(self.index.size):
+            self.reach(&self.index.entries[i])
         return 0
 
     cdef int commit(self, const FrameEntry *entry) except -1 nogil:
@@ -559,9 +548,13 @@ cdef class IndexBuilder:
         if entry.is_key:
             self.last_key = self.index.size - 1
         self.index.entries[self.index.size - 1].key_before = self.last_key
+        self.reach(entry)
+        return 0
+
+    cdef void reach(self, const FrameEntry *entry) noexcept nogil:
+        """Count a final entry's end in ``end_ticks``."""
         if self.end_ticks == INT64_MIN or entry.pts + entry.duration > self.end_ticks:
             self.end_ticks = entry.pts + entry.duration
-        return 0
 
     cdef int push(self, const FrameEntry *entry) except -1 nogil:
         """Add a pending entry: sifted up the heap while ordered, else only appended."""

@@ -181,7 +181,7 @@ class VideoDecoder(Reopenable):
                 f"Cannot use approximate mode since we couldn't find the average fps from the metadata: stream "
                 f"{self.stream_index} has no usable frame rate in its header (average_fps is "
                 f"{self.metadata.average_fps}); use seek_mode='exact', which reads the timestamps from the file")
-        frame_size = video_metadata(header, None)      # the header's: the same height and width
+        frame_size = self._metadata or video_metadata(header, None)    # the size is the header's either way
         if transforms is not None and not (frame_size.height and frame_size.width):
             raise InvalidArgumentError(f"stream {self.stream_index} has no frame size in its header: "
                                        f"transforms need one")
@@ -271,13 +271,12 @@ class VideoDecoder(Reopenable):
         """Whether ``seconds`` is before the stream's end bound (``or_at``: or at it); a lazy index
         reads only until a frame ends later (the end is the latest end of a frame)."""
         if self._scan is not None:
-            self._read_index("cover_seconds", seconds)
-            end = self._scan.end_seconds if self._scan is not None else None
-            if end is not None and (seconds < end or or_at and seconds == end):
+            if not _before(seconds, self._scan.end_seconds, or_at):
+                self._read_index("cover_seconds", seconds)
+            if self._scan is not None and _before(seconds, self._scan.end_seconds, or_at):
                 return True
             self._read_index("complete")
-        end = self._end
-        return end is None or seconds < end or (or_at and seconds == end)
+        return self._end is None or _before(seconds, self._end, or_at)
 
     def _cover_time(self, seconds: float) -> None:
         """Have a lazy index reach past ``seconds`` (and the margin), for a lookup by time."""
@@ -433,9 +432,10 @@ class VideoDecoder(Reopenable):
             ValueError: a time is not a number.
         """
         times = _as_seconds_list(seconds)
+        begin = self._lower_bound()
         for t in times:
-            if not t >= self._lower_bound():
-                raise RuntimeError(f"frame pts is {t}; must be greater than or equal to {self._lower_bound()}.")
+            if not t >= begin:
+                raise RuntimeError(f"frame pts is {t}; must be greater than or equal to {begin}.")
             if not self._ends_after(t):
                 raise RuntimeError(f"frame pts is {t}; must be less than {self._end}.")
         return self._frames_at_indices([self._index_played_at(t) for t in times], out)
@@ -703,6 +703,11 @@ def _resolve_dtype(output_dtype: Any, bits_per_component: int) -> str:
     if name not in _DTYPES:
         raise ValueError(f"Invalid output_dtype ({output_dtype}). Supported values are uint8, float32, and 'auto'.")
     return name
+
+
+def _before(seconds: float, end: Optional[float], or_at: bool) -> bool:
+    """Whether ``seconds`` is before ``end`` (``or_at``: or at it); False when ``end`` is None."""
+    return end is not None and (seconds < end or or_at and seconds == end)
 
 
 def _round_half_away_from_zero(x: float) -> int:
