@@ -21,13 +21,15 @@
  * frame of random samples of each geometry, format and matrix before it uses it, and keeps
  * swscale where they differ (another FFmpeg release, another CPU's filter alignment).
  *
- * Plain C99, no libc beyond malloc/free.
+ * Plain C99 (the AVX2 rows use GCC/Clang target attributes), no libc beyond malloc/free.
  */
 #ifndef TORCHCODEC_HBD_RGB_H
 #define TORCHCODEC_HBD_RGB_H
 
 #include <stdint.h>
 #include <stdlib.h>
+
+#include "torchcodec/yuv8_rgb.h"    /* tc_store_rgb96 */
 
 #define TC_HBD_TABLE_SIZE 2048      /* swscale's luma table: 1024 + 2 * YUVRGB_TABLE_LUMA_HEADROOM */
 
@@ -581,26 +583,6 @@ __attribute__((target("avx2"))) static void tc_hbd_chroma_row_avx2(const tc_hbd_
     }
 }
 
-/* 16 R, G, B bytes interleaved into 48 bytes of RGB24 (three pshufb per output vector). */
-__attribute__((target("avx2"))) static inline void tc_hbd_store_rgb48(uint8_t *out, __m128i r, __m128i g, __m128i b)
-{
-    const __m128i r0 = _mm_setr_epi8(0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1, 5);
-    const __m128i g0 = _mm_setr_epi8(-1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1, -1);
-    const __m128i b0 = _mm_setr_epi8(-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1);
-    const __m128i r1 = _mm_setr_epi8(-1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10, -1);
-    const __m128i g1 = _mm_setr_epi8(5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1, 10);
-    const __m128i b1 = _mm_setr_epi8(-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, 8, -1, -1, 9, -1, -1);
-    const __m128i r2 = _mm_setr_epi8(-1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1, -1);
-    const __m128i g2 = _mm_setr_epi8(-1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15, -1);
-    const __m128i b2 = _mm_setr_epi8(10, -1, -1, 11, -1, -1, 12, -1, -1, 13, -1, -1, 14, -1, -1, 15);
-    _mm_storeu_si128((__m128i *)out, _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(r, r0), _mm_shuffle_epi8(g, g0)),
-                                                  _mm_shuffle_epi8(b, b0)));
-    _mm_storeu_si128((__m128i *)(out + 16), _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(r, r1), _mm_shuffle_epi8(g, g1)),
-                                                         _mm_shuffle_epi8(b, b1)));
-    _mm_storeu_si128((__m128i *)(out + 32), _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(r, r2), _mm_shuffle_epi8(g, g2)),
-                                                         _mm_shuffle_epi8(b, b2)));
-}
-
 __attribute__((target("avx2"))) static void tc_hbd_rows_avx2(
     const tc_hbd_plan *plan, const uint8_t *const src[3], const int src_stride[3], uint8_t *dst,
     ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
@@ -635,10 +617,7 @@ __attribute__((target("avx2"))) static void tc_hbd_rows_avx2(
             const __m256i r = tc_hbd_channel32(off_r, y_first, y_second, y_high, cy_frac, carry_limit);
             const __m256i g = tc_hbd_channel32(off_g, y_first, y_second, y_high, cy_frac, carry_limit);
             const __m256i b = tc_hbd_channel32(off_b, y_first, y_second, y_high, cy_frac, carry_limit);
-            tc_hbd_store_rgb48(out + 96 * k, _mm256_castsi256_si128(r), _mm256_castsi256_si128(g),
-                               _mm256_castsi256_si128(b));
-            tc_hbd_store_rgb48(out + 96 * k + 48, _mm256_extracti128_si256(r, 1), _mm256_extracti128_si256(g, 1),
-                               _mm256_extracti128_si256(b, 1));
+            tc_store_rgb96(out + 96 * k, r, g, b);
         }
         tc_hbd_pixels(plan, luma, u_row, v_row, out, 16 * blocks);
     }

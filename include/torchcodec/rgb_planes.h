@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "torchcodec/colour.h"
+#include "torchcodec/yuv8_rgb.h"    /* the YUV -> RGB arithmetic in AVX2 lanes */
 
 #define TC_RGB_SHIFT 15                 /* swscale's RGB2YUV_SHIFT */
 
@@ -121,9 +122,7 @@ static inline void tc_yuv420_planes_row_c(const tc_rgb_matrix *m, const tc_colou
                                           const uint8_t *u, const uint8_t *v, int x0, int width, uint8_t *rgb,
                                           uint16_t *py, uint16_t *pu, uint16_t *pv)
 {
-    int x;
-    for (x = x0; x < width; x++)
-        tc_yuv8_to_rgb8(c, y[x], u[x / 2], v[x / 2], rgb + 3 * x, rgb + 3 * x + 1, rgb + 3 * x + 2);
+    tc_yuv8_row_c(c, y, u, v, x0, width, rgb);
     tc_rgb_planes_row_c(m, rgb, x0, width, py, pu, pv);
 }
 
@@ -210,34 +209,28 @@ __attribute__((target("avx2"))) static inline void tc_rgb16_planes(const tc_rgb_
 }
 
 /* tc_yuv420_planes_row_c for pixels [0, width), 16 at a time: colour.h's arithmetic in 16-bit lanes
- * (the instructions libswscale's converter uses: psubw, pmulhw, paddsw, then a clamp to 0..255),
- * the RGB kept in registers. */
+ * (yuv8_rgb.h's, the instructions libswscale's converter uses: psubw, pmulhw, paddsw, then a clamp
+ * to 0..255), the RGB kept in registers. */
 __attribute__((target("avx2"))) static void tc_yuv420_planes_row_avx2(const tc_rgb_matrix *m,
                                                                     const tc_colour_coeffs *c, const uint8_t *y,
                                                                     const uint8_t *u, const uint8_t *v, int width,
                                                                     uint8_t *rgb, uint16_t *py, uint16_t *pu,
                                                                     uint16_t *pv)
 {
-    const __m256i y_offset = _mm256_set1_epi16((int16_t)c->y_offset);
-    const __m256i y_coeff = _mm256_set1_epi16((int16_t)c->y_coeff);
-    const __m256i v2r = _mm256_set1_epi16((int16_t)c->v2r), u2b = _mm256_set1_epi16((int16_t)c->u2b);
-    const __m256i u2g = _mm256_set1_epi16((int16_t)c->u2g), v2g = _mm256_set1_epi16((int16_t)c->v2g);
-    const __m256i centre = _mm256_set1_epi16(1024), top = _mm256_set1_epi16(255), zero = _mm256_setzero_si256();
+    const tc_yuv8_lanes k = tc_yuv8_lanes_for(c);
+    const __m256i top = _mm256_set1_epi16(255), zero = _mm256_setzero_si256();
     int x = 0;
     for (; x + 16 <= width; x += 16) {
         const __m128i u8 = _mm_loadl_epi64((const __m128i *)(u + x / 2));
         const __m128i v8 = _mm_loadl_epi64((const __m128i *)(v + x / 2));
-        const __m256i y16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(y + x)));
-        const __m256i u16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u8, u8));     /* each sample twice */
-        const __m256i v16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v8, v8));
-        const __m256i yy = _mm256_sub_epi16(_mm256_slli_epi16(y16, 3), y_offset);
-        const __m256i uu = _mm256_sub_epi16(_mm256_slli_epi16(u16, 3), centre);
-        const __m256i vv = _mm256_sub_epi16(_mm256_slli_epi16(v16, 3), centre);
-        const __m256i luma = _mm256_mulhi_epi16(yy, y_coeff);
-        const __m256i green = _mm256_adds_epi16(_mm256_mulhi_epi16(uu, u2g), _mm256_mulhi_epi16(vv, v2g));
-        const __m256i r = _mm256_adds_epi16(luma, _mm256_mulhi_epi16(vv, v2r));
-        const __m256i g = _mm256_adds_epi16(luma, green);
-        const __m256i b = _mm256_adds_epi16(luma, _mm256_mulhi_epi16(uu, u2b));
+        const __m256i luma = tc_yuv8_luma16(&k, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(y + x))));
+        __m256i r, g, b;
+        /* each chroma sample twice: the terms come in pixel order */
+        tc_yuv8_chroma16(&k, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(u8, u8)),
+                         _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v8, v8)), &r, &g, &b);
+        r = _mm256_adds_epi16(luma, r);
+        g = _mm256_adds_epi16(luma, g);
+        b = _mm256_adds_epi16(luma, b);
         tc_rgb16_planes(m, _mm256_min_epi16(_mm256_max_epi16(r, zero), top),
                         _mm256_min_epi16(_mm256_max_epi16(g, zero), top),
                         _mm256_min_epi16(_mm256_max_epi16(b, zero), top), py + x, pu + x / 2, pv + x / 2);

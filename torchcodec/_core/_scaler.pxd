@@ -46,6 +46,22 @@ cdef struct ContextKey:
     int color_range
 
 
+cdef extern from "torchcodec/colour.h" nogil:
+    # The YUV -> RGB matrices in libswscale's x86 units (see the header).
+    ctypedef struct tc_colour_coeffs:
+        pass
+    tc_colour_coeffs tc_colour_coeffs_for(int matrix, int full_range)
+
+
+cdef extern from "torchcodec/yuv8_rgb.h" nogil:
+    # libswscale's 8-bit 4:2:0 and 4:2:2 -> RGB24 converter (x86), reproduced with AVX2 (see the header).
+    int tc_yuv8_vector_code
+    int tc_yuv8_vectors()
+    void tc_yuv8_convert_rows(const tc_colour_coeffs *c, int chroma_shift, const uint8_t *const *src,
+                              const int *src_stride, int width, uint8_t *dst, Py_ssize_t dst_stride, int row_begin,
+                              int row_end)
+
+
 cdef extern from "torchcodec/hbd_rgb.h" nogil:
     # libswscale's 9- to 12-bit 4:2:0 -> RGB24 conversion, reproduced in one pass (see the header).
     ctypedef struct tc_hbd_plan:
@@ -59,6 +75,17 @@ cdef extern from "torchcodec/hbd_rgb.h" nogil:
     int tc_hbd_vector_code
     void tc_hbd_convert_rows(const tc_hbd_plan *plan, const uint8_t *const *src, const int *src_stride,
                              uint8_t *dst, Py_ssize_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
+
+
+cdef struct FastPath:
+    # A one-pass conversion to RGB24 that gives swscale's bytes (see fast_path_for): hbd_rgb.h's plan
+    # for 9- to 12-bit 4:2:0 frames, or yuv8_rgb.h's rows for 8-bit 4:2:0 and 4:2:2 frames.
+    tc_hbd_plan *hbd            # the high-bit-depth plan, or NULL
+    int chroma_shift            # yuv8_rgb.h's rows: 1 (4:2:0) or 0 (4:2:2); -1: not these
+    tc_colour_coeffs coeffs     # their matrix
+    int width
+    int height
+    int bits                    # the samples' depth
 
 
 cdef struct FusedKey:
@@ -78,9 +105,6 @@ cdef extern from "torchcodec/rgb_planes.h" nogil:
     void tc_rgb_to_planes(const tc_rgb_matrix *m, const uint8_t *src, Py_ssize_t src_stride, int width, int rows,
                           uint16_t *y, Py_ssize_t y_stride, uint16_t *u, uint16_t *v, Py_ssize_t c_stride)
     int tc_rgb_planes_vectors(const tc_rgb_matrix *m)
-    ctypedef struct tc_colour_coeffs:
-        pass
-    tc_colour_coeffs tc_colour_coeffs_for(int matrix, int full_range)
     void tc_yuv420_to_planes(const tc_rgb_matrix *m, const tc_colour_coeffs *c, const uint8_t *const *src,
                              const int *src_stride, int first, int rows, int width, uint8_t *rgb, uint16_t *y,
                              Py_ssize_t y_stride, uint16_t *u, uint16_t *v, Py_ssize_t c_stride)
@@ -98,14 +122,15 @@ cdef class Scaler(FrameConverter):
     cdef Stage stages[MAX_STAGES]
     cdef readonly int num_stages    # 0: no transforms
     cdef bint single_resize         # the plan is one Resize and nothing else (see set_stages)
-    cdef tc_hbd_plan *fast          # swscale's high-bit-depth conversion for fast_key, reproduced (or NULL)
+    cdef FastPath fast              # swscale's conversion for fast_key, reproduced (when fast_active)
     cdef ContextKey fast_key        # what fast was decided for
     cdef bint fast_decided          # fast_key holds a decision
+    cdef bint fast_active           # the decision: frames of fast_key take fast
     cdef FusedKey fused_key         # what fused_verdict was decided for
     cdef int fused_verdict          # 1: resize frames of fused_key from their YUV planes; 0: not; -1: undecided
 
     cdef uint8_t *get_buffer(self, int which, size_t size) except NULL nogil
-    cdef tc_hbd_plan *fast_plan(self, const ContextKey *want, SwsContext *ctx) noexcept nogil
+    cdef const FastPath *fast_plan(self, const ContextKey *want, SwsContext *ctx) noexcept nogil
     cdef const AVFrame *rotate_frame(self, const AVFrame *frame, int rotation) except NULL nogil
     cdef const AVFrame *crop_frame(self, const AVFrame *frame, const Stage *stage) except NULL nogil
     cdef uint8_t *padded_output(self, Py_ssize_t *stride, int width, int height, int bpp) except NULL nogil

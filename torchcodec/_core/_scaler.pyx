@@ -6,6 +6,14 @@ explicitly, and the display rotation applied the way the CLI's autorotate does i
 are turned before the conversion: ``transpose=clock`` for 90°, ``hflip,vflip`` for 180°,
 ``transpose=cclock`` for 270°). float32 output is RGB48 divided by 65535.
 
+Two conversions that swscale makes are computed here instead, in one pass and exactly as swscale
+computes them: 8-bit 4:2:0 and 4:2:2 frames (include/torchcodec/yuv8_rgb.h: swscale's x86
+converter, 32 pixels a step with AVX2 where swscale takes 8) and 9- to 12-bit 4:2:0 frames
+(hbd_rgb.h: swscale's general scaler, for which it has no fast path). Each is used only for a
+geometry, format, matrix and range where it gave swscale's bytes on a frame of random samples
+(fast_path_for, agrees_with_swscale), and writes exactly the frame's width, so that tight memory
+needs no copy.
+
 Transforms (``torchcodec.transforms``) arrive as a plan of stages (see ``Stage`` in the .pxd), in
 the coordinates of the rotated frame, and are applied as TorchCodec 0.17 applies them: to the RGB
 image of the converted frame, in order (its filter graph ``format=rgb24,crop=w:h:x:y:exact=1,
@@ -104,7 +112,7 @@ cdef SwsContext *context_for(SwsContext **slot, ContextKey *have, const ContextK
 
 
 # Verdicts of fast_path_agrees for each (width, height, format, matrix, range) this process has met:
-# the high-bit-depth conversion of hbd_rgb.h is used only where it gave swscale's bytes.
+# a one-pass conversion (hbd_rgb.h, yuv8_rgb.h) is used only where it gave swscale's bytes.
 _fast_verdicts = {}
 
 
@@ -127,15 +135,58 @@ cdef int fast_path_bits(int pixel_format) noexcept nogil:
     return desc.comp[0].depth
 
 
-cdef tc_hbd_plan *plan_for(const ContextKey *want) noexcept nogil:
-    """hbd_rgb.h's plan for the conversion ``want`` describes, when it is one the file reproduces
-    (9-12 bit 4:2:0 to RGB24 at the same size, and a geometry tc_hbd_plan_new takes), else NULL."""
-    cdef int bits = fast_path_bits(want.src_format)
-    if (bits == 0 or want.dst_format != lavu.AV_PIX_FMT_RGB24 or want.dst_w != want.src_w
-            or want.dst_h != want.src_h):
-        return NULL
-    return tc_hbd_plan_new(want.src_w, want.src_h, bits, sws.sws_getCoefficients(want.colorspace),
-                           want.color_range == lavu.AVCOL_RANGE_JPEG)
+cdef int yuv8_chroma_shift(int pixel_format) noexcept nogil:
+    """For the 8-bit formats whose RGB24 conversion yuv8_rgb.h reproduces, the shift from a row to
+    its chroma row: 1 for 4:2:0, 0 for 4:2:2 (yuvj formats too: their range is the frame's, as
+    swscale is told); -1 for other formats."""
+    if pixel_format == lavu.AV_PIX_FMT_YUV420P or pixel_format == lavu.AV_PIX_FMT_YUVJ420P:
+        return 1
+    if pixel_format == lavu.AV_PIX_FMT_YUV422P or pixel_format == lavu.AV_PIX_FMT_YUVJ422P:
+        return 0
+    return -1
+
+
+cdef bint fast_path_for(const ContextKey *want, FastPath *path) noexcept nogil:
+    """Make ``path`` the one-pass form of the conversion ``want`` describes, when there is one (to
+    RGB24 at the same size with the CLI's flags: from 9- to 12-bit 4:2:0 where tc_hbd_plan_new
+    takes the geometry; from 8-bit 4:2:0 or 4:2:2 of even height, which swscale gives its unscaled
+    converter); else False, with ``path`` empty. Whether it gives swscale's bytes is decided apart
+    (agrees_with_swscale)."""
+    path.hbd = NULL
+    path.chroma_shift = -1
+    path.width, path.height = want.src_w, want.src_h
+    if (want.dst_format != lavu.AV_PIX_FMT_RGB24 or want.dst_w != want.src_w or want.dst_h != want.src_h
+            or want.flags != cli_sws_flags() or want.src_w <= 0 or want.src_h <= 0):
+        return False
+    if yuv8_chroma_shift(want.src_format) >= 0:
+        if want.src_h & 1:
+            return False
+        path.chroma_shift = yuv8_chroma_shift(want.src_format)
+        path.bits = 8
+        path.coeffs = tc_colour_coeffs_for(want.colorspace, want.color_range == lavu.AVCOL_RANGE_JPEG)
+        return True
+    path.bits = fast_path_bits(want.src_format)
+    if path.bits:
+        path.hbd = tc_hbd_plan_new(want.src_w, want.src_h, path.bits, sws.sws_getCoefficients(want.colorspace),
+                                   want.color_range == lavu.AVCOL_RANGE_JPEG)
+    return path.hbd != NULL
+
+
+cdef void fast_path_free(FastPath *path) noexcept nogil:
+    tc_hbd_plan_free(path.hbd)
+    path.hbd = NULL
+    path.chroma_shift = -1
+
+
+cdef void fast_rows(const FastPath *path, const uint8_t *const *src, const int *src_stride, uint8_t *dst,
+                    Py_ssize_t dst_stride, uint8_t *scratch) noexcept nogil:
+    """Convert a whole frame's planes with ``path`` into RGB24 at ``dst``, exactly path.width pixels a
+    row; ``scratch``: path.width bytes for the high-bit-depth rows' chroma (unused at 8 bits)."""
+    if path.hbd != NULL:
+        tc_hbd_convert_rows(path.hbd, src, src_stride, dst, dst_stride, 0, path.height, scratch)
+    else:
+        tc_yuv8_convert_rows(&path.coeffs, path.chroma_shift, src, src_stride, path.width, dst, dst_stride, 0,
+                             path.height)
 
 
 cdef object verdict_key(const ContextKey *want):
@@ -153,14 +204,15 @@ cdef inline unsigned random_value(unsigned *state, unsigned top) noexcept nogil:
 
 
 cdef void fill_random_samples(AVFrame *frame, int bits) noexcept nogil:
-    """Every sample of ``frame``'s three 4:2:0 planes (bytes for 8 bits, else 16-bit words) from
-    random_value over the depth's values."""
+    """Every sample of ``frame``'s three planes of planar YUV (bytes for 8 bits, else 16-bit words)
+    from random_value over the depth's values."""
+    cdef const AVPixFmtDescriptor *desc = lavu.av_pix_fmt_desc_get(<AVPixelFormat>frame.format)
     cdef unsigned state = 2463534242u, top = (1u << bits) - 1
     cdef int p, x, y, w, h
     cdef uint8_t *row
     for p in range(3):
-        w = frame.width if p == 0 else frame.width >> 1
-        h = frame.height if p == 0 else (frame.height + 1) >> 1
+        w = frame.width if p == 0 else -((-frame.width) >> desc.log2_chroma_w)      # AV_CEIL_RSHIFT
+        h = frame.height if p == 0 else -((-frame.height) >> desc.log2_chroma_h)
         for y in range(h):
             row = frame.data[p] + <Py_ssize_t>y * frame.linesize[p]
             for x in range(w):
@@ -170,38 +222,37 @@ cdef void fill_random_samples(AVFrame *frame, int bits) noexcept nogil:
                     (<uint16_t *>row)[x] = <uint16_t>random_value(&state, top)
 
 
-cdef bint same_rgb_rows(const tc_hbd_plan *plan, SwsContext *ctx, AVFrame *frame, uint8_t *expected,
+cdef bint same_rgb_rows(const FastPath *path, SwsContext *ctx, AVFrame *frame, uint8_t *expected,
                         uint8_t *actual, uint8_t *scratch, Py_ssize_t stride) noexcept nogil:
     cdef uint8_t *dst_planes[4]
     cdef int dst_strides[4]
     cdef int y
     dst_planes[0], dst_planes[1], dst_planes[2], dst_planes[3] = expected, NULL, NULL, NULL
     dst_strides[0], dst_strides[1], dst_strides[2], dst_strides[3] = <int>stride, 0, 0, 0
-    if sws.sws_scale(ctx, <const uint8_t *const *>frame.data, frame.linesize, 0, plan.height,
-                     dst_planes, dst_strides) != plan.height:
+    if sws.sws_scale(ctx, <const uint8_t *const *>frame.data, frame.linesize, 0, path.height,
+                     dst_planes, dst_strides) != path.height:
         return False
-    tc_hbd_convert_rows(plan, <const uint8_t *const *>frame.data, frame.linesize, actual, stride, 0,
-                        plan.height, scratch)
-    for y in range(plan.height):
-        if memcmp(expected + y * stride, actual + y * stride, <size_t>plan.width * 3) != 0:
+    fast_rows(path, <const uint8_t *const *>frame.data, frame.linesize, actual, stride, scratch)
+    for y in range(path.height):
+        if memcmp(expected + y * stride, actual + y * stride, <size_t>path.width * 3) != 0:
             return False
     return True
 
 
-cdef bint agrees_with_swscale(const tc_hbd_plan *plan, SwsContext *ctx, int pixel_format) noexcept nogil:
-    """Whether ``plan`` converts a frame of random samples to the bytes swscale's ``ctx`` gives.
+cdef bint agrees_with_swscale(const FastPath *path, SwsContext *ctx, int pixel_format) noexcept nogil:
+    """Whether ``path`` converts a frame of random samples to the bytes swscale's ``ctx`` gives.
     False too when memory or swscale fails (the caller then keeps swscale)."""
     cdef AVFrame *frame = lavu.av_frame_alloc()
-    cdef Py_ssize_t stride = padded_row(plan.width, 3)
-    cdef uint8_t *expected = <uint8_t *>malloc(padded_size(stride, plan.height))
-    cdef uint8_t *actual = <uint8_t *>malloc(padded_size(stride, plan.height))
-    cdef uint8_t *scratch = <uint8_t *>malloc(plan.width)
+    cdef Py_ssize_t stride = padded_row(path.width, 3)
+    cdef uint8_t *expected = <uint8_t *>malloc(padded_size(stride, path.height))
+    cdef uint8_t *actual = <uint8_t *>malloc(padded_size(stride, path.height))
+    cdef uint8_t *scratch = <uint8_t *>malloc(path.width)
     cdef bint same = False
     if frame != NULL and expected != NULL and actual != NULL and scratch != NULL:
-        frame.width, frame.height, frame.format = plan.width, plan.height, pixel_format
+        frame.width, frame.height, frame.format = path.width, path.height, pixel_format
         if lavu.av_frame_get_buffer(frame, 0) >= 0:
-            fill_random_samples(frame, plan.bits)
-            same = same_rgb_rows(plan, ctx, frame, expected, actual, scratch, stride)
+            fill_random_samples(frame, path.bits)
+            same = same_rgb_rows(path, ctx, frame, expected, actual, scratch, stride)
     lavu.av_frame_free(&frame)
     free(expected)
     free(actual)
@@ -211,31 +262,31 @@ cdef bint agrees_with_swscale(const tc_hbd_plan *plan, SwsContext *ctx, int pixe
 
 def fast_path_agrees(int width, int height, str pixel_format, int colorspace, int color_range,
                      bint vector_code=True):
-    """Whether the one-pass high-bit-depth conversion gives swscale's bytes for frames of this size,
-    pixel format (a name: "yuv420p10le"), AVColorSpace and AVColorRange, tried on random samples;
-    None where it does not apply (other formats, odd widths, very short frames). ``vector_code``
-    False tries the plain C rows that CPUs without AVX2 run; with True, False also where the plan
-    has no exact 16-bit form, which the AVX2 rows need (they would not run). For tests."""
-    cdef tc_hbd_plan *plan
+    """Whether the one-pass conversion (high bit depth, or 8 bits) gives swscale's bytes for frames
+    of this size, pixel format (a name: "yuv420p10le"), AVColorSpace and AVColorRange, tried on
+    random samples; None where none applies (other formats, odd widths at high bit depth, odd
+    heights at 8 bits, very short frames). ``vector_code`` False tries the plain C rows that CPUs
+    without AVX2 run; with True, False also where a high-bit-depth plan has no exact 16-bit form,
+    which the AVX2 rows need (they would not run). For tests."""
+    cdef FastPath path
     cdef SwsContext *ctx = NULL
     cdef ContextKey have, want
     want.src_w, want.src_h, want.src_format = width, height, lavu.av_get_pix_fmt(pixel_format.encode())
     want.dst_w, want.dst_h, want.dst_format = width, height, lavu.AV_PIX_FMT_RGB24
     want.flags, want.colorspace, want.color_range = cli_sws_flags(), colorspace, color_range
-    plan = plan_for(&want)
-    if plan == NULL:
+    if not fast_path_for(&want, &path):
         return None
-    global tc_hbd_vector_code
-    cdef int vectors = tc_hbd_vector_code
+    global tc_hbd_vector_code, tc_yuv8_vector_code
+    cdef int hbd_vectors = tc_hbd_vector_code, yuv8_vectors = tc_yuv8_vector_code
     try:
         context_for(&ctx, &have, &want)
-        tc_hbd_vector_code = vector_code
+        tc_hbd_vector_code = tc_yuv8_vector_code = vector_code
         with nogil:
-            agrees = agrees_with_swscale(plan, ctx, want.src_format)
-        return bool(agrees and (plan.has_vector_form or not vector_code))
+            agrees = agrees_with_swscale(&path, ctx, want.src_format)
+        return bool(agrees and (path.hbd == NULL or path.hbd.has_vector_form or not vector_code))
     finally:
-        tc_hbd_vector_code = vectors
-        tc_hbd_plan_free(plan)
+        tc_hbd_vector_code, tc_yuv8_vector_code = hbd_vectors, yuv8_vectors
+        fast_path_free(&path)
         sws.sws_freeContext(ctx)
 
 
@@ -640,8 +691,10 @@ cdef class Scaler(FrameConverter):
             self.buffer_sizes[i] = 0
         self.num_stages = 0
         self.single_resize = False
-        self.fast = NULL
+        self.fast.hbd = NULL
+        self.fast.chroma_shift = -1
         self.fast_decided = False
+        self.fast_active = False
         self.fused_verdict = -1
         if self.view == NULL:
             raise MemoryError("av_frame_alloc failed")
@@ -651,7 +704,7 @@ cdef class Scaler(FrameConverter):
         sws.sws_freeContext(self.ptr)
         for i in range(MAX_STAGES):
             sws.sws_freeContext(self.stage_ctx[i])
-        tc_hbd_plan_free(self.fast)
+        fast_path_free(&self.fast)
         lavu.av_frame_free(&self.rotated)
         lavu.av_frame_free(&self.view)       # its planes are borrowed: only the AVFrame is freed
         for i in range(NUM_BUFFERS):
@@ -701,34 +754,37 @@ cdef class Scaler(FrameConverter):
                     raise MemoryError(f"cannot allocate {size} bytes for colour conversion")
         return self.buffers[which]
 
-    cdef tc_hbd_plan *fast_plan(self, const ContextKey *want, SwsContext *ctx) noexcept nogil:
-        """The one-pass conversion (hbd_rgb.h) for frames that ``want`` describes, when it applies
-        and gives swscale's bytes for them (decided once per process and key), else NULL."""
+    cdef const FastPath *fast_plan(self, const ContextKey *want, SwsContext *ctx) noexcept nogil:
+        """The one-pass conversion (hbd_rgb.h, yuv8_rgb.h) of frames that ``want`` describes, when one
+        applies and gives swscale's bytes for them (decided once per process and key), else NULL.
+        The 8-bit rows are taken only as AVX2 code: their plain C form is slower than swscale's SIMD."""
         cdef int verdict     # 1: agrees, 0: differs, -1: not tried yet
         if self.fast_decided and same_key(&self.fast_key, want):
-            return self.fast
-        tc_hbd_plan_free(self.fast)
+            return &self.fast if self.fast_active else NULL
+        fast_path_free(&self.fast)
         self.fast_key = want[0]
         self.fast_decided = True
-        self.fast = plan_for(want)
-        if self.fast == NULL:
+        self.fast_active = False
+        if not fast_path_for(want, &self.fast) or (self.fast.hbd == NULL and not tc_yuv8_vectors()):
+            fast_path_free(&self.fast)
             return NULL
         with gil:
             verdict = _fast_verdicts.get(verdict_key(want), -1)
         if verdict < 0:
-            verdict = agrees_with_swscale(self.fast, ctx, want.src_format)
+            verdict = agrees_with_swscale(&self.fast, ctx, want.src_format)
             with gil:
                 _fast_verdicts[verdict_key(want)] = verdict
         if not verdict:
-            tc_hbd_plan_free(self.fast)
-            self.fast = NULL
-        return self.fast
+            fast_path_free(&self.fast)
+            return NULL
+        self.fast_active = True
+        return &self.fast
 
     @property
     def fast_path_active(self):
-        """Whether the last frame converted to RGB24 went through the one-pass high-bit-depth
-        conversion rather than swscale (for tests)."""
-        return self.fast != NULL
+        """Whether the last frame converted to RGB24 went through a one-pass conversion (high bit
+        depth, or 8-bit 4:2:0 and 4:2:2) rather than swscale (for tests)."""
+        return self.fast_active
 
     cdef const AVFrame *rotate_frame(self, const AVFrame *frame, int rotation) except NULL nogil:
         """The frame turned by ``rotation`` (into self.rotated, whose buffer is reused)."""
@@ -811,10 +867,10 @@ cdef class Scaler(FrameConverter):
         cdef ContextKey want
         frame_key(frame, width, height, dst_format, &want)
         cdef SwsContext *ctx = context_for(&self.ptr, &self.key, &want)
-        cdef const tc_hbd_plan *fast = self.fast_plan(&want, ctx)
+        cdef const FastPath *fast = self.fast_plan(&want, ctx)
         if fast != NULL:                # writes exactly width pixels a row: no padding needed
-            tc_hbd_convert_rows(fast, <const uint8_t *const *>frame.data, frame.linesize, dst, row_stride, 0,
-                                height, self.get_buffer(5, <size_t>width))
+            fast_rows(fast, <const uint8_t *const *>frame.data, frame.linesize, dst, row_stride,
+                      self.get_buffer(5, <size_t>width) if fast.hbd != NULL else NULL)
             return 0
         if not padded and width % 32:
             dst = self.padded_output(&row_stride, width, height, bpp)

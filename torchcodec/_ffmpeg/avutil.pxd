@@ -129,6 +129,8 @@ cdef extern from "libavutil/pixfmt.h" nogil:
         AV_PIX_FMT_NONE
         AV_PIX_FMT_YUV420P
         AV_PIX_FMT_YUVJ420P
+        AV_PIX_FMT_YUV422P
+        AV_PIX_FMT_YUVJ422P
         AV_PIX_FMT_RGB24
         AV_PIX_FMT_RGB48
         AV_PIX_FMT_GBRP
