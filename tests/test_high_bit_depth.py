@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 import reference
+from fast_conversion import MATRICES, RANGES, check_a_recorded_difference_keeps_swscale, raw_frames
 from torchcodec._core import _scaler
-from torchcodec.decoders import ColorConverter, Demuxer, VideoDecoder
+from torchcodec.decoders import ColorConverter, VideoDecoder
 from torchcodec.transforms import CenterCrop
 
-MATRICES = [1, 2, 4, 5, 6, 7, 9, 10]           # AVColorSpace: BT.709, unspecified, FCC, BT.601 x2, 240M, BT.2020
-RANGES = [1, 2]                                 # AVColorRange: limited (MPEG), full (JPEG)
 SIZES = [(320, 240), (34, 17), (66, 9), (1280, 720), (2, 64), (46, 30), (94, 20)]  # tails of 0 to 30 pixels
 TEN_BIT_FILES = ["h264_10bit.mp4", "hevc_10bit.mp4", "h264_bt601_10bit_fullrange.mp4", "hevc_bt2020_10bit.mp4",
                  "hevc_bt2020_10bit_fullrange.mp4"]
@@ -47,14 +46,6 @@ def test_it_gives_swscales_bytes_for_every_matrix_and_range(pixel_format, width,
 ])
 def test_where_it_does_not_apply_it_says_so(width, height, pixel_format):
     assert _scaler.fast_path_agrees(width, height, pixel_format, 1, 1) is None
-
-
-def raw_frames(path):
-    demuxer = Demuxer(path)
-    decoder = demuxer.streams[0].make_decoder()
-    for packet in demuxer:
-        yield from decoder.decode(packet)
-    yield from decoder.drain()
 
 
 @pytest.mark.parametrize("name", TEN_BIT_FILES)
@@ -92,19 +83,4 @@ def test_a_crop_of_a_ten_bit_frame_is_the_window_of_the_clis_whole_frame(media):
 
 def test_a_geometry_where_it_differed_from_swscale_is_converted_by_swscale(media, monkeypatch):
     """The verdict of the comparison with swscale decides: a recorded difference keeps swscale."""
-    name = "h264_10bit.mp4"
-    first = next(raw_frames(media[name]))
-    verdicts = {}
-    monkeypatch.setattr(_scaler, "_fast_verdicts", verdicts)
-    converter = ColorConverter()
-    converter.convert(first)
-    assert converter.impl.fast_path_active
-    assert list(verdicts.values()) == [1]
-    for recorded in list(verdicts):
-        verdicts[recorded] = 0
-    expected = reference.ffmpeg_rgb_frames(media[name])
-    converter = ColorConverter()
-    frames = [converter.convert(raw_frame) for raw_frame in raw_frames(media[name])]
-    assert not converter.impl.fast_path_active
-    for i, frame in enumerate(frames):
-        np.testing.assert_array_equal(np.asarray(frame.data).transpose(1, 2, 0), expected[i])
+    check_a_recorded_difference_keeps_swscale(media["h264_10bit.mp4"], monkeypatch)

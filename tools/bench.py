@@ -17,6 +17,7 @@ Run from the repository root, with this package installed in the current Python:
     python tools/bench.py --seek-modes exact     # skip seek_mode="approximate"
     python tools/bench.py encode [--only video]  # the encoding workloads instead (tools/bench_encode.py)
     python tools/bench.py images [--only jpeg]   # the image workloads (tools/bench_images.py)
+    python tools/bench.py targets                # the speed and memory targets, with verdicts
 
 Method: each measurement runs once to warm up, then N timed repeats; the table reports the
 BEST (minimum) of the N repeats, and their median. The best is the least disturbed by other work
@@ -1485,27 +1486,29 @@ def start_torchcodec(venv: Path, job: VideoJob, settings: RunSettings,
 # --------------------------------------------------------------------------------------------
 
 
+def bench_media(name: str) -> Path:
+    """The file ``name`` of tools/make_media.py's catalogue, made (and cached) when missing."""
+    spec = importlib.util.spec_from_file_location("make_media", Path(__file__).with_name("make_media.py"))
+    if spec is None or spec.loader is None or not Path(spec.origin or "").exists():
+        raise ImportError("tools/make_media.py not found")
+    make_media = importlib.util.module_from_spec(spec)
+    sys.modules["make_media"] = make_media  # its dataclasses look themselves up there
+    spec.loader.exec_module(make_media)
+    return Path(make_media.ensure_media([name])[name])
+
+
 def default_audio_file() -> Path:
     """tools/make_media.py's bench audio clip."""
-    spec = importlib.util.spec_from_file_location("make_media", Path(__file__).with_name("make_media.py"))
-    if spec is None or spec.loader is None:
-        raise SystemExit("tools/make_media.py not found: pass --audio-file")
-    make_media = importlib.util.module_from_spec(spec)
-    sys.modules["make_media"] = make_media
-    spec.loader.exec_module(make_media)
-    return Path(make_media.ensure_media([DEFAULT_AUDIO_FILE_NAME])[DEFAULT_AUDIO_FILE_NAME])
+    try:
+        return bench_media(DEFAULT_AUDIO_FILE_NAME)
+    except ImportError as exc:
+        raise SystemExit(f"{exc}: pass --audio-file") from exc
 
 
 def default_media_file() -> Path:
     """tools/make_media.py's bench file; or our own ffmpeg-made copy when that is unavailable."""
     try:
-        spec = importlib.util.spec_from_file_location("make_media", Path(__file__).with_name("make_media.py"))
-        if spec is None or spec.loader is None or not Path(spec.origin or "").exists():
-            raise ImportError("tools/make_media.py not found")
-        make_media = importlib.util.module_from_spec(spec)
-        sys.modules["make_media"] = make_media  # its dataclasses look themselves up there
-        spec.loader.exec_module(make_media)
-        return Path(make_media.ensure_media([DEFAULT_FILE_NAME])[DEFAULT_FILE_NAME])
+        return bench_media(DEFAULT_FILE_NAME)
     except Exception as exc:
         log(f"tools/make_media.py unusable ({type(exc).__name__}: {exc}); making the file with ffmpeg")
         return make_fallback_media(CACHE_DIR / DEFAULT_FILE_NAME)
@@ -1797,16 +1800,19 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
     return RunSettings(repeats=args.repeats, budget_s=args.budget)
 
 
+# ``bench.py NAME ...`` runs the module's main with the remaining arguments.
+SUBCOMMANDS = {
+    "encode": "bench_encode",    # 1080p H.264 and 60 s AAC/FLAC, vs TorchCodec, PyAV, the CLI
+    "images": "bench_images",    # 1080p JPEG, PNG and WebP, single and batched
+    "targets": "bench_targets",  # the speed and memory targets, each with its verdict, in one run
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["encode"]:                      # 1080p H.264 and 60 s AAC/FLAC, vs TorchCodec, PyAV, CLI
+    if argv[:1] and argv[0] in SUBCOMMANDS:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import bench_encode
-        return bench_encode.main(argv[1:])
-    if argv[:1] == ["images"]:               # 1080p JPEG, PNG and WebP, single and batched
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import bench_images
-        return bench_images.main(argv[1:])
+        return importlib.import_module(SUBCOMMANDS[argv[0]]).main(argv[1:])
     args = parse_args(argv)
     if args.no_index_cache:
         os.environ["TORCHCODEC_INDEX_CACHE"] = "0"      # before ours is imported
