@@ -85,3 +85,14 @@ def test_the_memory_probe_counts_the_decoded_batch(media):
 
 def test_a_verdict_word_says_met_missed_or_unmeasured():
     assert [Verdict("t", "1x", "b", met).word for met in (True, False, None)] == ["met", "NOT MET", "n/a"]
+
+
+def test_decode_work_groups_targets_by_the_key_frame_that_starts_them():
+    """tools/bench_decode_work.py seeks once per key frame: each target goes with the last key frame at
+    or before it, in display order, whatever the order of the request."""
+    import bench_decode_work
+
+    all_pts = [0, 10, 20, 30, 40, 50, 60, 70]
+    key_pts = [0, 40]
+    groups = bench_decode_work.group_by_key_frame([6, 1, 4, 3, 1], all_pts, key_pts)
+    assert groups == {0: [10, 30], 40: [40, 60]}

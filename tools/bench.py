@@ -22,7 +22,8 @@ Run from the repository root, with this package installed in the current Python:
 Method: each measurement runs once to warm up, then N timed repeats; the table reports the
 BEST (minimum) of the N repeats, and their median. The best is the least disturbed by other work
 on the machine (timeit's argument), so ratios use it. N is chosen per measurement so that the
-repeats take about ``--budget`` seconds (at least 3, at most 15) unless ``--repeats`` fixes it.
+repeats take about ``--budget`` seconds (at least 3, or ``--min-repeats``; at most 15) unless
+``--repeats`` fixes it.
 Every repeat opens a fresh decoder, so open time (and the packet scan of seek_mode="exact")
 always counts. For each workload and thread count all peers run back to back, so that a change of
 machine load hits them alike. Where a peer has several strategies (PyAV and OpenCV seeking), each
@@ -1009,9 +1010,6 @@ class FFmpegCliPeer(Peer):
     def batch(self, job: VideoJob, threads: int) -> Task:
         return self._task(job, threads, one_frame=False)
 
-    def alias(self, workload: Workload) -> str | None:
-        return "sequential" if workload.name == "batch" else None
-
     def overhead_task(self, workload: Workload, job: VideoJob, threads: int) -> Task | None:
         if workload.media == "audio":
             return self._run(self._audio_command(job, one_frame=True))
@@ -1782,6 +1780,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="fixed number of timed repeats (default: adaptive)")
     parser.add_argument("--budget", type=float, default=1.0,
                         help="seconds per measurement when choosing N adaptively (default 1)")
+    parser.add_argument("--min-repeats", type=int, default=RunSettings.min_repeats,
+                        help=f"fewest repeats when choosing N adaptively (default {RunSettings.min_repeats})")
     parser.add_argument("--quick", action="store_true", help="smoke run: no warm-up, 1 repeat")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random indices (default 0)")
     parser.add_argument("--json", type=Path, help="save machine info and every measurement here")
@@ -1797,7 +1797,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def settings_from(args: argparse.Namespace) -> RunSettings:
     if args.quick:
         return RunSettings(repeats=1, warmup=False)
-    return RunSettings(repeats=args.repeats, budget_s=args.budget)
+    return RunSettings(repeats=args.repeats, budget_s=args.budget, min_repeats=args.min_repeats,
+                       max_repeats=max(RunSettings.max_repeats, args.min_repeats))
 
 
 # ``bench.py NAME ...`` runs the module's main with the remaining arguments.
