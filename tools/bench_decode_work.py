@@ -23,6 +23,7 @@ import bisect
 import random
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -76,6 +77,60 @@ def best_of(tasks: dict[str, Callable[[], Any]], repeats: int) -> dict[str, floa
     return {name: min(values) for name, values in times.items()}
 
 
+@dataclass
+class DecodeWork:
+    """One measurement: the request, frames libavcodec output each way, best seconds of each task."""
+
+    path: str
+    indices: list[int]
+    key_frames: int
+    frames_out: dict[str, int]      # "every", "referenced"
+    best_s: dict[str, float]        # "every", "referenced", "ours"
+    repeats: int
+
+    @property
+    def every_over_referenced(self) -> float:
+        return self.best_s["every"] / self.best_s["referenced"]
+
+    @property
+    def ours_over_referenced(self) -> float:
+        return self.best_s["ours"] / self.best_s["referenced"]
+
+
+def measure(path: Path, seed: int, count: int, repeats: int) -> DecodeWork:
+    """The three tasks on bench.py's random draw of ``count`` frames (``seed``), best of ``repeats``."""
+    import av
+    from torchcodec.decoders import VideoDecoder
+
+    name = str(path.resolve())
+    with av.open(name) as container:
+        all_pts, key_pts = bench.pyav_scan_packets(container, container.streams.video[0])
+    indices = random.Random(seed).sample(range(len(all_pts)), min(count, len(all_pts)))
+    groups = group_by_key_frame(indices, all_pts, key_pts)
+    frames_out = {way: decode_targets(name, groups, only) for way, only in (("every", False), ("referenced", True))}
+    best = best_of({
+        "every": lambda: decode_targets(name, groups, False),
+        "referenced": lambda: decode_targets(name, groups, True),
+        "ours": lambda: VideoDecoder(name, num_ffmpeg_threads=1).get_frames_at(indices),
+    }, repeats)
+    return DecodeWork(name, indices, len(groups), frames_out, best, repeats)
+
+
+def format_work(work: DecodeWork) -> str:
+    import av
+
+    lines = [f"{work.path}: {len(work.indices)} frames at {sorted(work.indices)}, {work.key_frames} key frames to "
+             f"start from; PyAV {av.__version__} (its own FFmpeg), best of {work.repeats}"]
+    rows = [("every frame up to each target (libavcodec only)", "every", f"{work.frames_out['every']} frames"),
+            ("referenced frames and targets only (libavcodec only)", "referenced",
+             f"{work.frames_out['referenced']} frames"),
+            ("this package: open + get_frames_at (RGB included)", "ours", "")]
+    lines += [f"  {title:<54} {work.best_s[key] * 1e3:8.1f} ms  {note}" for title, key, note in rows]
+    lines.append(f"  decode work, every frame / referenced only: {work.every_over_referenced:.2f}x; "
+                 f"this package / referenced only: {work.ours_over_referenced:.2f}x")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--file", type=Path, help="video (default: bench.py's 1080p H.264 clip)")
@@ -83,30 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=bench.NUM_SAMPLED_FRAMES, help="frames in the request")
     parser.add_argument("--repeats", type=int, default=9)
     args = parser.parse_args(argv)
-    import av
-    from torchcodec.decoders import VideoDecoder
-
-    path = str((args.file or bench.default_media_file()).resolve())
-    with av.open(path) as container:
-        all_pts, key_pts = bench.pyav_scan_packets(container, container.streams.video[0])
-    indices = random.Random(args.seed).sample(range(len(all_pts)), min(args.count, len(all_pts)))
-    groups = group_by_key_frame(indices, all_pts, key_pts)
-    frames_out = {name: decode_targets(path, groups, only) for name, only in (("every", False), ("referenced", True))}
-    best = best_of({
-        "every": lambda: decode_targets(path, groups, False),
-        "referenced": lambda: decode_targets(path, groups, True),
-        "ours": lambda: VideoDecoder(path, num_ffmpeg_threads=1).get_frames_at(indices),
-    }, args.repeats)
-    print(f"{path}: {len(indices)} frames at {sorted(indices)}, {len(groups)} key frames to start from; "
-          f"PyAV {av.__version__} (its own FFmpeg), best of {args.repeats}")
-    rows = [("every frame up to each target (libavcodec only)", best["every"], f"{frames_out['every']} frames"),
-            ("referenced frames and targets only (libavcodec only)", best["referenced"],
-             f"{frames_out['referenced']} frames"),
-            ("this package: open + get_frames_at (RGB included)", best["ours"], "")]
-    for title, seconds, note in rows:
-        print(f"  {title:<54} {seconds * 1e3:8.1f} ms  {note}")
-    print(f"  decode work, every frame / referenced only: {best['every'] / best['referenced']:.2f}x; "
-          f"this package / referenced only: {best['ours'] / best['referenced']:.2f}x")
+    print(format_work(measure(args.file or bench.default_media_file(), args.seed, args.count, args.repeats)))
     return 0
 
 

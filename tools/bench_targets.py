@@ -10,7 +10,9 @@ It runs tools/bench.py twice in this process, on the files the targets name: the
 benchmark clip (GOP 60, B-frames) with the 60 s AAC clip, at threads=1; then the 720p 10-bit
 H.264 clip at threads=1 and 0. Both runs print their full tables (every peer, best and median,
 memory). Then it measures peak memory in fresh processes, and prints one row per target: the
-value measured, the bound, and whether it is met.
+value measured, the bound, and whether it is met. Last, with PyAV installed, what bounds the
+random-indices ratio (tools/bench_decode_work.py): the least decoding that request needs, against
+this package's time for it and against decoding every frame.
 
 A speed target is a ratio of best times in the same run, whose repeats bench.py takes round-robin:
 TorchCodec 0.17's best over ours (above 1: ours is faster), or ours over the ffmpeg CLI's
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import bench
+import bench_decode_work
 
 TEN_BIT_FILE_NAME = "bench_720p_h264_10bit.mp4"
 OURS, TORCHCODEC, CLI = "ours exact", "TorchCodec exact", "ffmpeg CLI +rgb24"
@@ -155,6 +158,24 @@ def memory_verdicts(path: Path, runs: int) -> list[Verdict]:
     ]
 
 
+def random_access_limit(path: Path, repeats: int) -> str:
+    """What bounds the random-indices ratio: the least decoding the request needs, with libavcodec
+    alone, against this package's whole request and against decoding every frame (as TorchCodec
+    does), timed round-robin (tools/bench_decode_work.py; needs PyAV)."""
+    try:
+        import av  # noqa: F401
+    except ImportError as exc:
+        return f"Random-access limit: not measured ({exc}; tools/bench_decode_work.py needs PyAV)"
+    work = bench_decode_work.measure(path, seed=0, count=bench.NUM_SAMPLED_FRAMES, repeats=repeats)
+    return ("Random-access limit (10 frames at random indices; tools/bench_decode_work.py):\n"
+            f"  this package's whole request takes {work.ours_over_referenced:.2f}x the least decoding it needs "
+            f"(libavcodec alone: {work.frames_out['referenced']} referenced frames and targets, "
+            f"{work.best_s['referenced'] * 1e3:.0f} ms);\n"
+            f"  decoding every frame up to the targets ({work.frames_out['every']} frames, as TorchCodec does) "
+            f"takes {work.every_over_referenced:.2f}x it: so TorchCodec's ratio to ours can exceed that only by "
+            f"its costs beyond decoding.")
+
+
 def format_verdicts(verdicts: list[Verdict]) -> str:
     width = max(len(v.title) for v in verdicts)
     lines = ["Targets (speed: TorchCodec 0.17's best / ours, or ours / the ffmpeg CLI's decode+rgb24; "
@@ -192,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             runs[name] = [bench.Measurement.from_json(row) for row in json.loads(saved.read_text())["results"]]
     verdicts = speed_verdicts(runs) + memory_verdicts(files["1080p"], args.memory_runs)
     print(format_verdicts(verdicts), flush=True)
+    print(random_access_limit(files["1080p"], args.min_repeats), flush=True)
     if args.json:
         (args.json / "targets.json").write_text(json.dumps([asdict(v) | {"verdict": v.word} for v in verdicts],
                                                            indent=1))

@@ -15,6 +15,7 @@ cdef class Resampler:
     cdef int out_rate
     cdef int out_channels
     cdef bint started               # the context has been given samples since it was (re)initialised
+    cdef bint copies                # output format, rate and layout are the input's: a copy, no swresample
 
     cdef int configure(self, const AVFrame *frame) except -1 nogil
     cdef int set_input(self, int in_format, AVChannelLayout *layout) except -1 nogil
@@ -22,4 +23,5 @@ cdef class Resampler:
     cdef int max_output(self, int in_samples) noexcept nogil
     cdef int convert(self, const AVFrame *frame, int offset, int count, float **out, int capacity) except -1 nogil
     cdef int convert_planes(self, const uint8_t **planes, int count, uint8_t **out, int capacity) except -1 nogil
+    cdef int copy_planes(self, const uint8_t **planes, int count, uint8_t **out) noexcept nogil
     cdef int drain(self, uint8_t **out, int capacity) except -1 nogil

@@ -23,6 +23,7 @@ from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg cimport swresample as swr
 from torchcodec._ffmpeg.avutil cimport AVChannelLayout, AVFrame, AVSampleFormat
 from libc.stdint cimport uint8_t
+from libc.string cimport memcpy
 
 
 cdef class Resampler:
@@ -86,6 +87,8 @@ cdef class Resampler:
         if self.in_rate != self.out_rate:
             with gil:
                 check_filter_memory(self)
+        self.copies = (self.in_format == self.out_format and self.in_rate == self.out_rate
+                       and lavu.av_channel_layout_compare(&self.in_layout, &self.out_layout) == 0)
         cdef int ret = swr.swr_alloc_set_opts2(
             &self.ptr, &self.out_layout, <AVSampleFormat>self.out_format, self.out_rate,
             &self.in_layout, <AVSampleFormat>self.in_format, self.in_rate, 0, NULL)
@@ -123,12 +126,27 @@ cdef class Resampler:
     cdef int convert_planes(self, const uint8_t **planes, int count, uint8_t **out, int capacity) except -1 nogil:
         """Convert ``count`` samples at ``planes`` (one per channel for planar input, else one) into
         ``out`` (planes of ``out_format``, room for ``capacity`` samples); returns the number written."""
-        cdef int n = swr.swr_convert(self.ptr, out, capacity, planes, count)
+        cdef int n
+        if self.copies and count <= capacity and not self.started:     # (started: swresample may hold samples)
+            return self.copy_planes(planes, count, out)
+        n = swr.swr_convert(self.ptr, out, capacity, planes, count)
         if n < 0:
             with gil:
                 check_av(n, "swr_convert", describe_conversion(self))
         self.started = True
         return n
+
+    cdef int copy_planes(self, const uint8_t **planes, int count, uint8_t **out) noexcept nogil:
+        """convert_planes where the output's format, rate and layout are the input's: what swresample
+        would write is the samples themselves, and it holds none back."""
+        cdef int bytes_per_sample = lavu.av_get_bytes_per_sample(<AVSampleFormat>self.in_format)
+        cdef int c, channels = self.in_layout.nb_channels
+        if lavu.av_sample_fmt_is_planar(<AVSampleFormat>self.in_format):
+            for c in range(channels):
+                memcpy(out[c], planes[c], <size_t>count * bytes_per_sample)
+        else:
+            memcpy(out[0], planes[0], <size_t>count * bytes_per_sample * channels)
+        return count
 
     cdef int drain(self, uint8_t **out, int capacity) except -1 nogil:
         """The samples still inside the resampler at the end of the stream."""
