@@ -1,8 +1,9 @@
-"""The output pool (torchcodec.set_output_pool): large CPU outputs reuse the memory of freed ones.
+"""The output pool (torchcodec.set_output_pool): CPU outputs of 256 KiB or more reuse the memory of freed ones.
 
 The references are the same requests with the pool off: every byte must be equal. The rest is the
 pool's own rules: only freed memory is handed out again, only to an output of about its size,
-within its bound in bytes and blocks, and small outputs are the bridge's own.
+within its bound in bytes and blocks (for large outputs and for medium ones), and small outputs
+are the bridge's own.
 """
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ import pytest
 
 import torchcodec
 from torchcodec import _memory, _outputs
-from torchcodec._core._host_array import POOL_MIN_BYTES, HostArray, output_pool_stats
-from torchcodec.decoders import VideoDecoder
+from torchcodec._core._host_array import MEDIUM_MIN_BYTES, POOL_MIN_BYTES, HostArray, output_pool_stats
+from torchcodec.decoders import AudioDecoder, VideoDecoder
 
 MIB = 1 << 20
 
@@ -47,6 +48,10 @@ def owner(array):
 
 def allocate(nbytes: int):
     return _outputs.allocate((nbytes,), "uint8", bridge="numpy").data
+
+
+def round_up(nbytes: int, unit: int) -> int:
+    return (nbytes + unit - 1) // unit * unit
 
 
 def test_a_freed_batch_is_reused_and_frames_are_unchanged(media):
@@ -82,10 +87,72 @@ def test_memory_in_use_is_never_handed_out(media):
 
 
 def test_small_outputs_are_the_bridges_own(media):
-    frame = VideoDecoder(media["h264_1080p.mp4"]).get_frame_at(0).data
-    assert frame.nbytes < POOL_MIN_BYTES and not isinstance(owner(frame), HostArray)
-    assert not isinstance(owner(allocate(POOL_MIN_BYTES - 1)), HostArray)
+    small = VideoDecoder(media["h264_bt709.mp4"]).get_frame_at(0).data          # 320x240 RGB: 225 KiB
+    assert small.nbytes < MEDIUM_MIN_BYTES and not isinstance(owner(small), HostArray)
+    frame = VideoDecoder(media["h264_1080p.mp4"]).get_frame_at(0).data          # 6 MiB: the medium class
+    assert MEDIUM_MIN_BYTES <= frame.nbytes < POOL_MIN_BYTES and isinstance(owner(frame), HostArray)
+    assert not isinstance(owner(allocate(MEDIUM_MIN_BYTES - 1)), HostArray)
+    assert isinstance(owner(allocate(MEDIUM_MIN_BYTES)), HostArray)
     assert isinstance(owner(allocate(POOL_MIN_BYTES)), HostArray)
+
+
+def test_medium_outputs_freed_together_are_all_reused():
+    """100 one-second stereo float32 audio ranges kept, then freed: the next 100 get the same memory
+    (glibc would trim its heap and fault it in again), and stay writable and apart."""
+    size = 2 * 48000 * 4
+    first = [allocate(size) for _ in range(100)]
+    where = {address(block) for block in first}
+    del first
+    assert output_pool_stats()[:2] == (100, 100 * round_up(size, 4096))
+    reused_before, allocated_before = output_pool_stats()[2:]
+    second = [allocate(size) for _ in range(100)]
+    assert {address(block) for block in second} == where
+    assert output_pool_stats()[2:] == (reused_before + 100, allocated_before)
+    for k, block in enumerate(second):
+        block[:] = k % 251
+    assert all(block[0] == block[-1] == k % 251 for k, block in enumerate(second))
+
+
+def test_a_medium_output_that_no_idle_block_fits_leaves_them_waiting():
+    kept = allocate(1 * MIB)
+    where = address(kept)
+    del kept
+    other = allocate(300 << 10)                  # 1 MiB is more than a quarter larger than asked
+    assert isinstance(owner(other), HostArray) and address(other) != where
+    assert output_pool_stats()[:2] == (1, MIB)
+    again = allocate(MIB - 4096)
+    assert address(again) == where and output_pool_stats()[0] == 0
+
+
+def test_the_medium_class_keeps_its_bounds():
+    blocks = [allocate(MEDIUM_MIN_BYTES) for _ in range(150)]
+    del blocks
+    count, idle = output_pool_stats()[:2]
+    assert count == 128 and idle == 128 * MEDIUM_MIN_BYTES     # at most 128 medium blocks wait
+    torchcodec.set_output_pool(0)
+    torchcodec.set_output_pool(_memory.DEFAULT_POOL_BYTES)
+    blocks = [allocate(8 * MIB) for _ in range(12)]
+    del blocks
+    count, idle = output_pool_stats()[:2]
+    assert count == 8 and idle == 64 * MIB                     # and at most 64 MiB of them
+    torchcodec.set_output_pool(2 * MIB)         # a smaller pool bounds the medium class too
+    assert output_pool_stats()[:2] == (0, 0)
+    assert not isinstance(owner(allocate(4 * MIB)), HostArray)
+    assert isinstance(owner(allocate(MIB)), HostArray)
+    torchcodec.set_output_pool(0)
+    assert not isinstance(owner(allocate(MIB)), HostArray)
+
+
+def test_audio_ranges_from_the_pool_equal_those_without_it(media):
+    path = media["aac_music_44100_8s.m4a"]
+    ranges = [(0.5, 1.5), (3.25, 4.25), (0.75, 1.75), (6.0, 7.0)]
+    decoder = AudioDecoder(path)
+    pooled = [decoder.get_samples_played_in_range(start, stop).data for start, stop in ranges]
+    assert all(isinstance(owner(samples), HostArray) for samples in pooled)
+    torchcodec.set_output_pool(0)
+    decoder = AudioDecoder(path)
+    for (start, stop), samples in zip(ranges, pooled):
+        np.testing.assert_array_equal(samples, decoder.get_samples_played_in_range(start, stop).data)
 
 
 def test_a_block_goes_only_to_an_output_of_about_its_size():

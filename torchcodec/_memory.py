@@ -181,18 +181,21 @@ _pool_configured = False                # set_output_pool has run (or the enviro
 
 
 def set_output_pool(nbytes: int) -> None:
-    """Keep up to ``nbytes`` bytes of freed large CPU outputs for reuse (process-wide; 0 turns the
-    pool off and frees what it holds).
+    """Keep up to ``nbytes`` bytes of freed CPU outputs for reuse (process-wide; 0 turns the pool
+    off and frees what it holds).
 
-    An output of 32 MiB or more (a batch of frames: 32 frames of 1080p RGB are 199 MB; long audio)
-    is allocated by torchcodec instead of the bridge's ``empty``, and when its last array is freed
-    its memory waits for the next output of about the same size (at most a quarter larger), which
-    then skips the kernel's page faults and zeroing of fresh memory. At most four blocks wait, the
-    oldest freed first; an output that none of them fits frees them all before it is allocated,
-    so that idle memory never adds to a peak. The default, 512 MiB, also comes from
-    ``TORCHCODEC_OUTPUT_POOL`` (bytes, or ``"1G"``-style; ``0`` turns it off). Smaller outputs are the bridge's (``numpy.empty``,
-    ``torch.empty``), whose allocator already recycles them. Under the default memory limit (the
-    memory available now), a request that would be refused first frees the idle blocks.
+    An output of 256 KiB or more (a frame of 480p RGB and up, a second of stereo audio, a batch of
+    frames) is allocated by torchcodec instead of the bridge's ``empty``, and when its last array
+    is freed its memory waits for the next output of about the same size (at most a quarter
+    larger), which then skips the kernel's page faults and zeroing of fresh memory. Large outputs
+    (32 MiB or more: 32 frames of 1080p RGB are 199 MB): at most four blocks wait, the oldest freed
+    first, and an output that none of them fits frees them all before it is allocated, so that
+    idle memory never adds to a peak. Medium ones (256 KiB to 32 MiB): at most 128 blocks and
+    64 MiB (or ``nbytes``, if smaller) wait, the oldest freed first. The default, 512 MiB, also
+    comes from ``TORCHCODEC_OUTPUT_POOL`` (bytes, or ``"1G"``-style; ``0`` turns it off). Smaller
+    outputs are the bridge's (``numpy.empty``, ``torch.empty``), whose allocator recycles them.
+    Under the default memory limit (the memory available now), a request that would be refused
+    first frees the idle blocks.
     """
     global _pool_configured
     if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 0:

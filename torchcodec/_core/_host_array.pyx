@@ -126,98 +126,136 @@ cdef class HostArray:
 
 # ---- the output pool -------------------------------------------------------------------------------
 #
-# glibc hands every allocation above 32 MiB to the kernel with mmap and back with munmap when it is
-# freed, so each new batch of frames (32 frames of 1080p RGB: 199 MB) faults in and zeroes fresh
-# pages: 35 ms per batch, against 10 ms to write memory used before (measured: a 199 MB batch
-# takes 22% longer than 32 single frames, which glibc recycles). The pool keeps the memory of large
-# outputs after their last array is freed and hands it to the next output of about the same size
-# (an output that none fits frees the idle blocks first).
-# Outputs below POOL_MIN_BYTES are left to the bridge's library (glibc recycles them itself).
+# Fresh memory costs page faults (2.6 us each on the project's VM): an output written into memory
+# used before is cheaper than one in memory the kernel has to fault in and zero. glibc does not
+# keep freed memory for the next output: it hands every allocation above 32 MiB to the kernel with
+# mmap and back with munmap when it is freed, so each new batch of frames (32 frames of 1080p RGB:
+# 199 MB) faults in and zeroes fresh pages (35 ms per batch, against 10 ms to write memory used
+# before); and when many medium outputs are freed together (100 one-second audio ranges of 384 KB),
+# the top of its heap is trimmed back to the kernel, so the next 100 fault in again (13,600 faults,
+# half of the time of those 100 ranges). The pool keeps the memory of outputs after their last array
+# is freed and hands it to the next output of about the same size, in two classes:
+#   - large (POOL_MIN_BYTES and up): at most 4 blocks, up to the pool's size in bytes; 2 MiB aligned,
+#     transparent huge pages advised; an output that no idle block fits frees the idle blocks first,
+#     so that they never add to a peak of memory;
+#   - medium (MEDIUM_MIN_BYTES up to POOL_MIN_BYTES): at most MEDIUM_SLOTS blocks and MEDIUM_LIMIT
+#     bytes (or the pool's size, if smaller); an output that none fits gets new memory, the idle
+#     blocks staying for the sizes they fit.
+# Outputs below MEDIUM_MIN_BYTES are left to the bridge's library (malloc recycles them itself).
 
 cdef enum:
-    POOL_SLOTS = 4                  # idle blocks kept at most
-POOL_MIN_BYTES = 32 << 20           # glibc's largest mmap threshold: smaller outputs are recycled by malloc
+    POOL_SLOTS = 4                  # idle large blocks kept at most
+    MEDIUM_SLOTS = 128              # idle medium blocks kept at most
+POOL_MIN_BYTES = 32 << 20           # glibc's largest mmap threshold: the large class from here
+MEDIUM_MIN_BYTES = 256 << 10        # above glibc's default mmap threshold: the medium class from here
+cdef size_t MEDIUM_LIMIT = 64 << 20 # idle medium bytes kept at most
 cdef size_t POOL_ALIGN = 2 << 20    # a transparent huge page: fewer page faults on first use
+cdef size_t MEDIUM_ALIGN = 4096     # a page: a medium block is whole pages
 cdef size_t pool_limit = 512 << 20  # idle bytes kept at most (set_output_pool)
-cdef char *idle_data[POOL_SLOTS]
-cdef size_t idle_size[POOL_SLOTS]
-cdef int idle_count = 0
-cdef size_t idle_bytes = 0
 cdef unsigned long long pool_reused = 0, pool_allocated = 0
 
 
-cdef char *pool_remove(int k) noexcept nogil:
-    """Take idle block ``k`` out of the pool (the others keep their order, oldest first)."""
-    global idle_count, idle_bytes
-    cdef char *data = idle_data[k]
+cdef struct Pool:
+    char *data[MEDIUM_SLOTS]        # idle blocks, oldest first
+    size_t size[MEDIUM_SLOTS]
+    int count
+    int slots                       # blocks kept at most
+    size_t bytes
+    size_t limit                    # idle bytes kept at most
+    size_t align
+    bint large                      # huge pages advised; a miss frees the idle blocks first
+
+
+cdef Pool large_pool, medium_pool
+large_pool.count = medium_pool.count = 0
+large_pool.bytes = medium_pool.bytes = 0
+large_pool.slots, large_pool.align, large_pool.large = POOL_SLOTS, POOL_ALIGN, True
+medium_pool.slots, medium_pool.align, medium_pool.large = MEDIUM_SLOTS, MEDIUM_ALIGN, False
+
+
+cdef void set_limits(size_t max_bytes) noexcept nogil:
+    global pool_limit
+    pool_limit = max_bytes
+    large_pool.limit = max_bytes
+    medium_pool.limit = min(max_bytes, MEDIUM_LIMIT)
+
+
+set_limits(pool_limit)
+
+
+cdef char *pool_remove(Pool *pool, int k) noexcept nogil:
+    """Take idle block ``k`` out of ``pool`` (the others keep their order, oldest first)."""
+    cdef char *data = pool.data[k]
     cdef int i
-    idle_bytes -= idle_size[k]
-    for i in range(k + 1, idle_count):
-        idle_data[i - 1], idle_size[i - 1] = idle_data[i], idle_size[i]
-    idle_count -= 1
+    pool.bytes -= pool.size[k]
+    for i in range(k + 1, pool.count):
+        pool.data[i - 1], pool.size[i - 1] = pool.data[i], pool.size[i]
+    pool.count -= 1
     return data
 
 
-cdef void pool_trim(size_t keep_bytes, int keep_count) noexcept nogil:
+cdef void pool_trim(Pool *pool, size_t keep_bytes, int keep_count) noexcept nogil:
     """Free the oldest idle blocks until at most ``keep_count`` blocks and ``keep_bytes`` remain."""
-    while idle_count and (idle_count > keep_count or idle_bytes > keep_bytes):
-        free(pool_remove(0))
+    while pool.count and (pool.count > keep_count or pool.bytes > keep_bytes):
+        free(pool_remove(pool, 0))
 
 
-cdef void pool_release(char *data, size_t size) noexcept nogil:
+cdef void pool_release(Pool *pool, char *data, size_t size) noexcept nogil:
     """Keep a block whose last array is gone, the oldest idle blocks making room for it; free it
     when it is larger than the pool."""
-    global idle_count, idle_bytes
-    if size > pool_limit:
+    if size > pool.limit:
         free(data)
         return
-    pool_trim(pool_limit - size, POOL_SLOTS - 1)
-    idle_data[idle_count], idle_size[idle_count] = data, size
-    idle_count += 1
-    idle_bytes += size
+    pool_trim(pool, pool.limit - size, pool.slots - 1)
+    pool.data[pool.count], pool.size[pool.count] = data, size
+    pool.count += 1
+    pool.bytes += size
 
 
-cdef char *pool_take(size_t nbytes, size_t *size) noexcept nogil:
+cdef char *pool_take(Pool *pool, size_t nbytes, size_t *size) noexcept nogil:
     """An idle block of at least ``nbytes`` and at most a quarter more (the smallest that fits; its
-    size in ``size``), or a new one, allocated after the idle blocks are freed (so that they never
-    add to a peak of memory); NULL when memory runs out."""
+    size in ``size``), or a new one (for the large class allocated after the idle blocks are freed,
+    so that they never add to a peak of memory); NULL when memory runs out."""
     global pool_reused, pool_allocated
     cdef int i, best = -1
     cdef char *data = NULL
-    for i in range(idle_count):
-        if nbytes <= idle_size[i] <= nbytes + nbytes // 4 and (best < 0 or idle_size[i] < idle_size[best]):
+    for i in range(pool.count):
+        if nbytes <= pool.size[i] <= nbytes + nbytes // 4 and (best < 0 or pool.size[i] < pool.size[best]):
             best = i
     if best >= 0:
-        size[0] = idle_size[best]
+        size[0] = pool.size[best]
         pool_reused += 1
-        return pool_remove(best)
-    pool_trim(0, 0)
-    size[0] = (nbytes + POOL_ALIGN - 1) // POOL_ALIGN * POOL_ALIGN
-    if posix_memalign(<void **>&data, POOL_ALIGN, size[0]) != 0:
+        return pool_remove(pool, best)
+    if pool.large:
+        pool_trim(pool, 0, 0)
+    size[0] = (nbytes + pool.align - 1) // pool.align * pool.align
+    if posix_memalign(<void **>&data, pool.align, size[0]) != 0:
         return NULL
-    madvise(data, size[0], MADV_HUGEPAGE)       # advice only: a kernel without THP ignores it
+    if pool.large:
+        madvise(data, size[0], MADV_HUGEPAGE)       # advice only: a kernel without THP ignores it
     pool_allocated += 1
     return data
 
 
 cdef class PooledBlock:
-    """Host memory from the output pool: back to the pool when the last array over it is freed."""
+    """Host memory from the output pool: back to its class of the pool when the last array over it is freed."""
     cdef char *data
     cdef size_t size
+    cdef Pool *pool
 
     def __init__(self, *args, **kwargs):
         raise TypeError("PooledBlock objects are made by torchcodec's output allocation, not directly")
 
     def __dealloc__(self):
         if self.data != NULL:
-            pool_release(self.data, self.size)
+            pool_release(self.pool, self.data, self.size)
 
 
 def pooled_array(tuple shape, str dtype):
     """A C-contiguous HostArray of ``shape`` and ``dtype`` (a name of DTYPES) in memory from the
     output pool, writable, uninitialised (as ``numpy.empty``); None when the output is smaller than
-    POOL_MIN_BYTES, of a dtype a HostArray cannot hold (bool), or the pool is off. MemoryError when
-    memory runs out."""
+    MEDIUM_MIN_BYTES or larger than its class of the pool, of a dtype a HostArray cannot hold (bool),
+    or the pool is off. MemoryError when memory runs out."""
     cdef Py_ssize_t dims[HOST_ARRAY_MAX_NDIM]
     cdef Py_ssize_t steps[HOST_ARRAY_MAX_NDIM]
     cdef int ndim = len(shape), i
@@ -228,20 +266,23 @@ def pooled_array(tuple shape, str dtype):
         dims[i] = shape[i]
         steps[i] = nbytes
         nbytes *= dims[i]
-    if nbytes < POOL_MIN_BYTES or nbytes > <Py_ssize_t>pool_limit:
+    cdef Pool *pool = &large_pool if nbytes >= POOL_MIN_BYTES else &medium_pool
+    if nbytes < MEDIUM_MIN_BYTES or nbytes > <Py_ssize_t>pool.limit:
         return None
     cdef PooledBlock block = PooledBlock.__new__(PooledBlock)
-    block.data = pool_take(nbytes, &block.size)
+    block.pool = pool
+    block.data = pool_take(pool, nbytes, &block.size)
     if block.data == NULL:
         raise MemoryError(f"cannot allocate {nbytes} bytes for an output of shape {shape}")
     return host_array(block, block.data, ndim, dims, steps, dtype, False)
 
 
 def set_output_pool(size_t max_bytes):
-    """Keep at most ``max_bytes`` of freed large outputs (0: none); idle blocks beyond it are freed now."""
-    global pool_limit
-    pool_limit = max_bytes
-    pool_trim(pool_limit, POOL_SLOTS)
+    """Keep at most ``max_bytes`` of freed large outputs (0: none), and of medium ones at most
+    MEDIUM_LIMIT of it; idle blocks beyond it are freed now."""
+    set_limits(max_bytes)
+    pool_trim(&large_pool, large_pool.limit, large_pool.slots)
+    pool_trim(&medium_pool, medium_pool.limit, medium_pool.slots)
 
 
 def output_pool_limit():
@@ -251,11 +292,14 @@ def output_pool_limit():
 
 def release_idle():
     """Free every idle block now (the pool stays on); the bytes freed."""
-    cdef size_t freed = idle_bytes
-    pool_trim(0, 0)
+    cdef size_t freed = large_pool.bytes + medium_pool.bytes
+    pool_trim(&large_pool, 0, 0)
+    pool_trim(&medium_pool, 0, 0)
     return freed
 
 
 def output_pool_stats():
-    """(idle blocks, idle bytes, outputs that reused a block, blocks allocated): for tests and tools/bench.py."""
-    return idle_count, idle_bytes, pool_reused, pool_allocated
+    """(idle blocks, idle bytes, outputs that reused a block, blocks allocated), both classes together:
+    for tests and tools/bench.py."""
+    return (large_pool.count + medium_pool.count, large_pool.bytes + medium_pool.bytes, pool_reused,
+            pool_allocated)
