@@ -1560,6 +1560,11 @@ def plan_audio_ranges(path: Path, seed: int) -> list[list[float]]:
     return [[start, round(start + AUDIO_RANGE_SECONDS, 3)] for start in starts]
 
 
+def random_indices(count: int, wanted: int, seed: int) -> list[int]:
+    """The random10 workload's frames: ``wanted`` distinct indices of ``count``, in the order drawn."""
+    return random.Random(seed).sample(range(count), min(wanted, count))
+
+
 def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int,
              audio_path: Path | None = None) -> VideoJob:
     info = probe_video(path)
@@ -1568,7 +1573,7 @@ def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int,
         raise SystemExit(f"{path}: no video frames")
     wanted = min(NUM_SAMPLED_FRAMES, count)
     uniform = [round(k * (count - 1) / max(wanted - 1, 1)) for k in range(wanted)]
-    randoms = random.Random(seed).sample(range(count), wanted)
+    randoms = random_indices(count, wanted, seed)
     # mid-file and half a frame past a frame start, so that no library hits a boundary case
     frame_s = 1.0 / info["fps"] if info["fps"] else 0.0
     timestamp = info["begin_s"] + 0.55 * info["duration_s"] + 0.5 * frame_s
@@ -1622,15 +1627,20 @@ def baseline_name(rows: list[Measurement]) -> str:
     return "TorchCodec"
 
 
+def find_row(rows: list[Measurement], workload: str, threads: int, peer: str) -> Measurement | None:
+    """The measurement of ``peer`` on ``workload`` at ``threads`` that gave numbers, or None."""
+    for row in rows:
+        if row.workload == workload and row.threads == threads and row.peer == peer and row.status == "ok":
+            return row
+    return None
+
+
 def ratio_against(row: Measurement, rows: list[Measurement], baseline: str) -> str:
     if row.status != "ok":
         return ""
     mode = "approx" if row.seek_mode == "approximate" else "exact"
-    for other in rows:
-        if (other.peer == f"{baseline} {mode}" and other.workload == row.workload
-                and other.threads == row.threads and other.status == "ok"):
-            return f"{row.min_s / other.min_s:.2f}"
-    return "-"
+    other = find_row(rows, row.workload, row.threads, f"{baseline} {mode}")
+    return f"{row.min_s / other.min_s:.2f}" if other is not None else "-"
 
 
 def format_table(rows: list[Measurement], baseline: str) -> str:

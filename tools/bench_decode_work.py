@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import random
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -71,9 +69,7 @@ def best_of(tasks: dict[str, Callable[[], Any]], repeats: int) -> dict[str, floa
     times: dict[str, list[float]] = {name: [] for name in tasks}
     for _ in range(repeats):
         for name, task in tasks.items():
-            start = time.perf_counter()
-            task()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(bench.time_once(task)[0])
     return {name: min(values) for name, values in times.items()}
 
 
@@ -105,7 +101,7 @@ def measure(path: Path, seed: int, count: int, repeats: int) -> DecodeWork:
     name = str(path.resolve())
     with av.open(name) as container:
         all_pts, key_pts = bench.pyav_scan_packets(container, container.streams.video[0])
-    indices = random.Random(seed).sample(range(len(all_pts)), min(count, len(all_pts)))
+    indices = bench.random_indices(len(all_pts), count, seed)
     groups = group_by_key_frame(indices, all_pts, key_pts)
     frames_out = {way: decode_targets(name, groups, only) for way, only in (("every", False), ("referenced", True))}
     best = best_of({

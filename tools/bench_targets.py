@@ -84,39 +84,36 @@ BENCH_RUNS = {
 }
 
 # A fresh process's job: decode every frame of argv[1] at threads=1, one at a time ("sequential") or
-# in batches of 32 with one batch alive at a time ("batch"); print its peak RSS in MB. The peak is
-# VmHWM, which starts anew with the process's image; ru_maxrss would not do: Linux keeps it across
-# execve, so a child of a large parent reports at least the parent's size at the fork.
+# as bench.py's batch workload does ("batch"); print its peak RSS in MB. The peak is VmHWM
+# (bench.resident_kb), which starts anew with the process's image; ru_maxrss would not do: Linux
+# keeps it across execve, so a child of a large parent reports at least the parent's size at the fork.
+# argv[3]: this folder, for bench.py (which imports only the standard library).
 MEMORY_PROBE = """
 import sys
+sys.path.insert(0, sys.argv[3])
+import bench
 from torchcodec.decoders import VideoDecoder
 decoder = VideoDecoder(sys.argv[1], num_ffmpeg_threads=1)
 if sys.argv[2] == "batch":
-    batch = None
-    for start in range(0, len(decoder), 32):
-        batch = None
-        batch = decoder.get_frames_in_range(start, min(start + 32, len(decoder)))
+    bench.TorchCodecApiPeer._all_in_batches(decoder)
 else:
     for frame in decoder:
         pass
-with open("/proc/self/status") as status:
-    print(next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024)
+print(bench.resident_kb()[1] / 1024)
 """
 
 
 def best_time(rows: list[bench.Measurement], workload: str, threads: int, peer: str) -> float | None:
-    for row in rows:
-        if row.workload == workload and row.threads == threads and row.peer == peer and row.status == "ok":
-            return row.min_s
-    return None
+    row = bench.find_row(rows, workload, threads, peer)
+    return row.min_s if row is not None else None
 
 
 def peak_rss_mb(path: Path, job: str, runs: int) -> float:
     """The largest peak RSS of ``runs`` fresh processes doing ``job`` on ``path``."""
     peaks = []
     for _ in range(runs):
-        done = subprocess.run([sys.executable, "-P", "-c", MEMORY_PROBE, str(path), job], capture_output=True,
-                              text=True, check=True, cwd=tempfile.gettempdir())
+        done = subprocess.run([sys.executable, "-P", "-c", MEMORY_PROBE, str(path), job, str(Path(__file__).parent)],
+                              capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
         peaks.append(float(done.stdout.strip().splitlines()[-1]))
     return max(peaks)
 
@@ -146,7 +143,7 @@ def speed_verdicts(runs: dict[str, list[bench.Measurement]]) -> list[Verdict]:
 
 
 def memory_verdicts(path: Path, runs: int) -> list[Verdict]:
-    batch_output_mb = 32 * FRAME_BYTES_1080P / 2**20
+    batch_output_mb = bench.BATCH_SIZE * FRAME_BYTES_1080P / 2**20
     batch_peak = peak_rss_mb(path, "batch", runs)
     sequential_peak = peak_rss_mb(path, "sequential", runs)
     return [

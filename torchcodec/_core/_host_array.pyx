@@ -151,7 +151,6 @@ MEDIUM_MIN_BYTES = 256 << 10        # above glibc's default mmap threshold: the 
 cdef size_t MEDIUM_LIMIT = 64 << 20 # idle medium bytes kept at most
 cdef size_t POOL_ALIGN = 2 << 20    # a transparent huge page: fewer page faults on first use
 cdef size_t MEDIUM_ALIGN = 4096     # a page: a medium block is whole pages
-cdef size_t pool_limit = 512 << 20  # idle bytes kept at most (set_output_pool)
 cdef unsigned long long pool_reused = 0, pool_allocated = 0
 
 
@@ -161,26 +160,23 @@ cdef struct Pool:
     int count
     int slots                       # blocks kept at most
     size_t bytes
-    size_t limit                    # idle bytes kept at most
+    size_t limit                    # idle bytes kept at most (the large class's: set_output_pool)
     size_t align
     bint large                      # huge pages advised; a miss frees the idle blocks first
 
 
-cdef Pool large_pool, medium_pool
-large_pool.count = medium_pool.count = 0
-large_pool.bytes = medium_pool.bytes = 0
+cdef Pool large_pool, medium_pool     # static: no idle blocks yet
 large_pool.slots, large_pool.align, large_pool.large = POOL_SLOTS, POOL_ALIGN, True
 medium_pool.slots, medium_pool.align, medium_pool.large = MEDIUM_SLOTS, MEDIUM_ALIGN, False
 
 
 cdef void set_limits(size_t max_bytes) noexcept nogil:
-    global pool_limit
-    pool_limit = max_bytes
+    """The pool's size: the large class's bound, and the medium class's up to MEDIUM_LIMIT."""
     large_pool.limit = max_bytes
     medium_pool.limit = min(max_bytes, MEDIUM_LIMIT)
 
 
-set_limits(pool_limit)
+set_limits(512 << 20)
 
 
 cdef char *pool_remove(Pool *pool, int k) noexcept nogil:
@@ -259,7 +255,7 @@ def pooled_array(tuple shape, str dtype):
     cdef Py_ssize_t dims[HOST_ARRAY_MAX_NDIM]
     cdef Py_ssize_t steps[HOST_ARRAY_MAX_NDIM]
     cdef int ndim = len(shape), i
-    if pool_limit == 0 or not 0 < ndim <= HOST_ARRAY_MAX_NDIM or dtype not in DTYPES:
+    if large_pool.limit == 0 or not 0 < ndim <= HOST_ARRAY_MAX_NDIM or dtype not in DTYPES:
         return None
     cdef Py_ssize_t nbytes = DTYPES[dtype][1]
     for i in range(ndim - 1, -1, -1):
@@ -287,7 +283,7 @@ def set_output_pool(size_t max_bytes):
 
 def output_pool_limit():
     """The idle bytes the pool may keep (``set_output_pool``)."""
-    return pool_limit
+    return large_pool.limit
 
 
 def release_idle():
