@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "torchcodec/cpu.h"
 #include "torchcodec/yuv8_rgb.h"    /* tc_store_rgb96 */
 
 #define TC_HBD_TABLE_SIZE 2048      /* swscale's luma table: 1024 + 2 * YUVRGB_TABLE_LUMA_HEADROOM */
@@ -633,7 +634,7 @@ static void tc_hbd_convert_rows(const tc_hbd_plan *plan, const uint8_t *const sr
                                 uint8_t *dst, ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
 {
 #ifdef TC_HBD_AVX2
-    if (tc_hbd_vector_code && plan->has_vector_form && __builtin_cpu_supports("avx2")) {
+    if (tc_hbd_vector_code && plan->has_vector_form && tc_cpu_has_avx2()) {
         tc_hbd_rows_avx2(plan, src, src_stride, dst, dst_stride, row_begin, row_end, scratch);
         return;
     }

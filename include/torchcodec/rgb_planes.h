@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "torchcodec/colour.h"
+#include "torchcodec/cpu.h"
 #include "torchcodec/yuv8_rgb.h"    /* the YUV -> RGB arithmetic in AVX2 lanes */
 
 #define TC_RGB_SHIFT 15                 /* swscale's RGB2YUV_SHIFT */
@@ -246,7 +247,7 @@ static int tc_rgb_planes_vector_code = 1;   /* 0: the plain C rows everywhere (t
 static inline int tc_rgb_planes_vectors(const tc_rgb_matrix *m)
 {
 #ifdef TC_RGB_PLANES_AVX2
-    return tc_rgb_planes_vector_code && m->has_vector_form && __builtin_cpu_supports("avx2");
+    return tc_rgb_planes_vector_code && m->has_vector_form && tc_cpu_has_avx2();
 #else
     (void)m;
     return 0;

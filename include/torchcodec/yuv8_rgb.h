@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "torchcodec/colour.h"
+#include "torchcodec/cpu.h"
 
 /* Pixels [x0, width) of one row: pixel x takes chroma sample x / 2 of `u` and `v`. */
 static inline void tc_yuv8_row_c(const tc_colour_coeffs *c, const uint8_t *y, const uint8_t *u, const uint8_t *v,
@@ -171,7 +172,7 @@ static int tc_yuv8_vector_code = 1;     /* 0: the plain C rows everywhere (tests
 static inline int tc_yuv8_vectors(void)
 {
 #ifdef TC_YUV8_AVX2
-    return tc_yuv8_vector_code && __builtin_cpu_supports("avx2");
+    return tc_yuv8_vector_code && tc_cpu_has_avx2();
 #else
     return 0;
 #endif
