@@ -21,8 +21,8 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-P", "-m", "torchcodec", *args], capture_output=True, text=True)
 
 
-def _decoders_of_the_ffmpeg_cli() -> set[str]:
-    text = subprocess.run([reference.FFMPEG, "-hide_banner", "-decoders"], capture_output=True, text=True,
+def _codecs_of_the_ffmpeg_cli(kind: str = "decoders") -> set[str]:
+    text = subprocess.run([reference.FFMPEG, "-hide_banner", f"-{kind}"], capture_output=True, text=True,
                           check=True).stdout
     names = set()
     for line in text.split("------", 1)[1].splitlines():
@@ -40,9 +40,21 @@ def test_info_json_reports_the_ffmpeg_build_and_its_decoders():
     assert info["torchcodec"] == torchcodec.__version__ and info["distribution"] == "torchcodec-cython"
     assert info["torchcodec_api"] == ".".join(torchcodec.__version__.split(".")[:2])
     assert info["ffmpeg"]["ffmpeg"] == reference.ffmpeg_version()
-    cli_decoders = _decoders_of_the_ffmpeg_cli()
+    cli_decoders = _codecs_of_the_ffmpeg_cli("decoders")
     assert info["decoders"] == {name: name in cli_decoders for name in _cli._DECODERS}
     assert info["decoders"]["h264"] is True
+    cli_encoders = _codecs_of_the_ffmpeg_cli("encoders")
+    assert info["encoders"] == {name: name in cli_encoders for name in _cli._ENCODERS}
+    licence = subprocess.run([reference.FFMPEG, "-hide_banner", "-L"], capture_output=True, text=True,
+                             check=True).stdout
+    # "LGPL version 2.1 or later" <-> the CLI's "GNU Lesser General Public License ... version 2.1"
+    kind, _, version = info["ffmpeg_license"].split()[:3]
+    licence = " ".join(licence.split())
+    assert {"LGPL": "GNU Lesser General Public License", "GPL": "GNU General Public License"}[kind] in licence
+    assert f"version {version} of the License" in licence, (info["ffmpeg_license"], licence[:300])
+    from torchcodec import _image
+    assert info["image_codecs"] == {name: None if built else _image.LIBRARIES[name][1]
+                                    for name, built in _image.available().items()}
     cuda = info["cuda"]
     assert (cuda["reason"] is None) == cuda["available"], "a reason exactly when unavailable"
     assert (cuda["nvdec_reason"] is None) == cuda["nvdec_available"]

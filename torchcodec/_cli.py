@@ -30,6 +30,10 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Decoders that `info` reports, by FFmpeg's name: the codecs people ask about first.
 _DECODERS = ("h264", "hevc", "vp8", "vp9", "av1", "libdav1d", "libaom-av1", "mpeg4", "mpeg2video", "prores",
              "mjpeg", "png", "aac", "mp3", "flac", "opus", "libopus", "vorbis", "pcm_s16le")
+# Encoders that `info` reports: what VideoEncoder/AudioEncoder choose by default or are asked for
+# most (CPU and NVENC).
+_ENCODERS = ("libx264", "libx265", "h264_nvenc", "hevc_nvenc", "av1_nvenc", "libvpx-vp9", "libaom-av1",
+             "libsvtav1", "mpeg4", "aac", "libmp3lame", "flac", "libopus", "libvorbis", "alac")
 _BATCH = 8           # frames decoded per request by `frames`, between two progress updates
 
 
@@ -109,7 +113,7 @@ def _numpy() -> Any:
 
 def _info(args: argparse.Namespace) -> dict[str, Any]:
     import torchcodec
-    from torchcodec import _cuda, _install
+    from torchcodec import _cuda, _image, _install
     from torchcodec._core import _info as core_info
     from torchcodec._cuda import _build_config
 
@@ -130,7 +134,11 @@ def _info(args: argparse.Namespace) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "ffmpeg": torchcodec.ffmpeg_versions(),
+        "ffmpeg_license": core_info.ffmpeg_license(),
         "decoders": {name: core_info.has_decoder(name) for name in _DECODERS},
+        "encoders": {name: core_info.has_encoder(name) for name in _ENCODERS},
+        "image_codecs": {name: None if built else _image.LIBRARIES[name][1]
+                         for name, built in _image.available().items()},
         "output_libraries": {name: importlib_util.find_spec(name) is not None for name in ("numpy", "torch", "jax",
                                                                                             "cupy")},
         "default_bridge": torchcodec.get_bridge(),
@@ -168,15 +176,25 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
                         "location": info["location"], "python": info["python"], "platform": info["platform"],
                         "default bridge": info["default_bridge"],
                         "output libraries": ", ".join(k for k, v in info["output_libraries"].items() if v) or "none"}),
-        ("FFmpeg", dict(info["ffmpeg"])),
-        ("decoders", {"available": ", ".join(k for k, v in info["decoders"].items() if v),
-                      "missing": ", ".join(k for k, v in info["decoders"].items() if not v) or None}),
+        ("FFmpeg", {**info["ffmpeg"], "license": info["ffmpeg_license"]}),
+        ("decoders", _available_and_missing(info["decoders"])),
+        ("encoders", _available_and_missing(info["encoders"])),
+        ("image codecs", {"available": ", ".join(k for k, v in info["image_codecs"].items() if v is None),
+                          "missing": "; ".join(f"{k} (built without {v})" for k, v in info["image_codecs"].items()
+                                               if v is not None) or None}),
         ("CUDA", {"built with CUDA": "yes" if cuda["built"] else "no",
+                  "run-time libraries": "libcuda.so.1, libnvcuvid.so.1, libnvidia-encode.so.1 (opened when needed; "
+                                        "nothing CUDA is linked)",
                   "kernels": "yes" if cuda["kernels"] else "no",
                   "CUDA": "available" if cuda["available"] else f"unavailable: {cuda['reason']}",
                   "NVDEC": "available" if cuda["nvdec_available"] else f"unavailable: {cuda['nvdec_reason']}"}),
     ], out)
     return EXIT_OK
+
+
+def _available_and_missing(found: dict[str, bool]) -> dict[str, Optional[str]]:
+    return {"available": ", ".join(k for k, v in found.items() if v) or None,
+            "missing": ", ".join(k for k, v in found.items() if not v) or None}
 
 
 def _json_value(value: Any) -> Any:

@@ -31,3 +31,15 @@ def has_decoder(str name) -> bool:
     """Whether the FFmpeg loaded at run time has a decoder called ``name`` (FFmpeg's name, e.g.
     "h264", "libdav1d")."""
     return lavc.avcodec_find_decoder_by_name(name.encode()) != NULL
+
+
+def has_encoder(str name) -> bool:
+    """Whether the FFmpeg loaded at run time has an encoder called ``name`` (FFmpeg's name, e.g.
+    "libx264", "h264_nvenc")."""
+    return lavc.avcodec_find_encoder_by_name(name.encode()) != NULL
+
+
+def ffmpeg_license() -> str:
+    """The licence libavcodec was configured under ("LGPL version 2.1 or later", "GPL version 2
+    or later", ...), as libavcodec reports it."""
+    return lavc.avcodec_license().decode()

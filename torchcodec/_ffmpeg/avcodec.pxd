@@ -161,6 +161,7 @@ cdef extern from "libavcodec/avcodec.h" nogil:
     int avcodec_parameters_from_context(AVCodecParameters *par, const AVCodecContext *codec)
     void avcodec_flush_buffers(AVCodecContext *avctx)
     unsigned avcodec_version()
+    const char *avcodec_license()
 
 
 cdef extern from "libavcodec/bsf.h" nogil:
