@@ -22,13 +22,15 @@ toolchain_setup() {
   fi
   zig=$("$venv/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
   mkdir -p "$bin"
+  # -O2 -g0 come first, so a build's own flags override them: without an -O flag zig's clang works in
+  # its Debug mode, which adds UBSan traps to C code and links a debug libc++ (12 MB for libheif).
   # Links get --undefined-version: version scripts that name symbols a build leaves out (zlib's,
   # for one) are accepted, as GNU ld accepts them; lld, zig's linker, refuses them by default.
   for tool in cc c++; do
     cat >"$bin/$tool" <<WRAPPER
 #!/bin/sh
-for arg; do case \$arg in -c|-S|-E|-M|-MM) exec "$zig" $tool -target x86_64-linux-gnu.$GLIBC_FLOOR "\$@" ;; esac; done
-exec "$zig" $tool -target x86_64-linux-gnu.$GLIBC_FLOOR -Wl,--undefined-version "\$@"
+for arg; do case \$arg in -c|-S|-E|-M|-MM) exec "$zig" $tool -target x86_64-linux-gnu.$GLIBC_FLOOR -O2 -g0 "\$@" ;; esac; done
+exec "$zig" $tool -target x86_64-linux-gnu.$GLIBC_FLOOR -O2 -g0 -Wl,--undefined-version "\$@"
 WRAPPER
   done
   for tool in ar ranlib; do printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$zig" "$tool" >"$bin/$tool"; done

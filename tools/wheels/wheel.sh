@@ -2,7 +2,8 @@
 # added, then proved. Sourced by tools/build_wheels.sh; needs REPO, WORK, PREFIX, OUT, CUDA, log()
 # and the toolchain's environment (tools/wheels/toolchain.sh).
 
-BUILD_PIP=("meson-python==0.22.1" "meson==1.12.1" "ninja==1.13.2" "Cython==3.3.1")
+# (pip first: an older one, such as pyenv's 3.10's, has no -C for meson-python's settings)
+BUILD_PIP=("pip==25.3" "meson-python==0.22.1" "meson==1.12.1" "ninja==1.13.2" "Cython==3.3.1")
 PLATFORM=manylinux_2_28_x86_64
 # Every image codec the libraries provide is required (a missing one fails the build); AVIF's
 # library is not among them (tools/wheels/libraries.sh says why).
@@ -86,7 +87,7 @@ prove_wheel() {
   rm -rf "$dir" && mkdir -p "$dir"
   "$python" -m venv "$dir/venv"
   "$dir/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel" numpy
-  "$dir/venv/bin/python" -P "$REPO/tools/wheels/proof.py" references "$dir"
+  "$dir/venv/bin/python" -I "$REPO/tools/wheels/proof.py" references "$dir"   # (-I: 3.10 has no -P)
   mapfile -t hidden < <(ls /usr/lib/x86_64-linux-gnu/lib{avformat,avcodec,avutil,avfilter,avdevice,swscale,swresample,postproc,dav1d,turbojpeg,jpeg,png16,webp,webpdemux,webpmux,sharpyuv,gif,avif,heif,de265,mp3lame,opus,vpx,x264,x265,aom}.so* 2>/dev/null)
   : >"$dir/empty"
   # shellcheck disable=SC2016  # expanded by the inner shell
@@ -94,7 +95,7 @@ prove_wheel() {
     dir=$1; shift
     for f in "$@"; do mount --bind "$dir/empty" "$f"; done
     echo "   hidden: $# system libraries (FFmpeg, image and codec libraries)"
-    "$dir/venv/bin/python" -P "$0" check "$dir"
+    "$dir/venv/bin/python" -I "$0" check "$dir"
     "$dir/venv/bin/torchcodec" info | sed "s/^/   | /"
   ' "$REPO/tools/wheels/proof.py" "$dir" "${hidden[@]}"
 }
