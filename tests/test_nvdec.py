@@ -61,6 +61,7 @@ PRELUDE = """
 import ctypes, gc, json, os, sys
 sys.path.insert(0, ".")
 import nvdec_probe
+from torchcodec import _cuda
 from torchcodec._cuda import _driver, _nvdec, _nvdec_cache, _nvdec_caps
 from torchcodec._core._demuxer import Demuxer
 cuda = ctypes.CDLL("libcuda.so.1")
@@ -109,7 +110,7 @@ def samples(bytes_per_sample):
 def finish(out):
     # drop every decoder, empty the cache, and report the counters with the test's output
     gc.collect()
-    _nvdec_cache.set_nvdec_cache_capacity(0)
+    _cuda.set_nvdec_cache_capacity(0)
     out["counters"] = counters()
     print(json.dumps(out))
 """
@@ -434,9 +435,9 @@ def destroyed_codecs():
     made = created_by_codec()
     return [made[line[len("destroy("):-1]] for line in log().splitlines() if line.startswith("destroy(")]
 
-out = {{"default": _nvdec_cache.get_nvdec_cache_capacity()}}
+out = {{"default": _cuda.get_nvdec_cache_capacity()}}
 try:
-    _nvdec_cache.set_nvdec_cache_capacity(-1)
+    _cuda.set_nvdec_cache_capacity(-1)
 except ValueError as error:
     out["negative"] = str(error)
 """
@@ -468,7 +469,7 @@ finish(out)
 
 def test_capacity_zero_destroys_decoders_when_their_user_goes(stubs, media):
     code = CACHE.format(paths=cache_paths(media)) + """
-_nvdec_cache.set_nvdec_cache_capacity(0)
+_cuda.set_nvdec_cache_capacity(0)
 decoder = decode("h264_bframes.mp4")
 out["live"] = counters()["decoders_destroyed"]
 del decoder
@@ -484,7 +485,7 @@ finish(out)
 
 def test_the_least_recently_used_decoder_is_evicted_beyond_the_capacity(stubs, media):
     code = CACHE.format(paths=cache_paths(media)) + """
-_nvdec_cache.set_nvdec_cache_capacity(2)
+_cuda.set_nvdec_cache_capacity(2)
 for name in ("h264_bframes.mp4", "hevc_bframes.mp4", "vp9.webm"):
     decode(name)                       # each returned to the cache when the decoder goes
 out["evicted"] = destroyed_codecs()
@@ -493,7 +494,7 @@ out["created_after_hevc"] = counters()["decoders_created"]
 decode("h264_bframes.mp4")             # evicted: made again, and vp9 is now the least recently used
 out["created_after_h264"] = counters()["decoders_created"]
 out["evicted_after"] = destroyed_codecs()
-_nvdec_cache.set_nvdec_cache_capacity(1)
+_cuda.set_nvdec_cache_capacity(1)
 out["shrunk"] = destroyed_codecs()
 finish(out)
 """

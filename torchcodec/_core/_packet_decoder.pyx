@@ -30,6 +30,10 @@ from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecContext, AVPacket
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVPixelFormat
 
+import numbers
+
+from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
+
 cdef extern from *:
     """
     /* libavutil/hwcontext_cuda.h's AVCUDADeviceContext (the same from FFmpeg 4 to 7), declared here so
@@ -540,6 +544,15 @@ cdef AudioPacketDecoder open_audio_decoder(Demuxer demuxer, int stream_index):
     decoder.open_codec(demuxer, stream_index, 1)
     decoder.finish_open(decoder.ptr.codec)
     return decoder
+
+
+def check_threads(num_ffmpeg_threads):
+    """``num_ffmpeg_threads`` as an int >= 0 (TypeError/ValueError, also RuntimeErrors, otherwise)."""
+    if isinstance(num_ffmpeg_threads, bool) or not isinstance(num_ffmpeg_threads, numbers.Integral):
+        raise InvalidArgumentTypeError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+    if not 0 <= num_ffmpeg_threads < 2**31:
+        raise InvalidArgumentError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+    return int(num_ffmpeg_threads)
 
 
 def make_video_decoder(Demuxer demuxer not None, int stream_index, int num_threads=1, int cuda_device=-1,

@@ -15,14 +15,14 @@ from torchcodec import _outputs
 from torchcodec import _index_cache as index_cache
 from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
 from torchcodec._core._demuxer import IndexScan, unselected_demuxer
+from torchcodec._core._devices import CpuFallbackStatus, device_parts, parse_device
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 from torchcodec._core._frame_index import FrameIndex
-from torchcodec._core._packet_decoder import make_video_decoder
+from torchcodec._core._packet_decoder import check_threads, make_video_decoder
 from torchcodec._core._video_reader import Match, Request, VideoReader
 from torchcodec._frame import Frame, FrameBatch
 from torchcodec._memory import check_request
 from torchcodec._source import SourceLike
-from torchcodec._cuda import _backend
 from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream, reading_demuxer
 from torchcodec._core._metadata import VideoStreamMetadata, video_metadata
 from torchcodec.transforms._decoder_transforms import Resize, convert_transforms, make_plan
@@ -98,10 +98,10 @@ class VideoDecoder(Reopenable):
         if custom_frame_mappings is not None and seek_mode == "approximate":
             raise ValueError("custom_frame_mappings gives exact timestamps; it cannot be combined with "
                              "seek_mode='approximate' (use the default seek_mode='exact')")
-        num_ffmpeg_threads = _backend.check_threads(num_ffmpeg_threads)
-        self._device_index = _backend.parse_device(device)
+        num_ffmpeg_threads = check_threads(num_ffmpeg_threads)
+        device_name, self._device_index = parse_device(device)
         if self._device_index is not None:
-            _backend.check_cuda_usable(device, bool(transforms))
+            device_parts(device_name).check_usable(device, bool(transforms))
         transforms = convert_transforms(transforms)      # refused before the source is opened
 
         self._dimension_order = dimension_order
@@ -156,7 +156,8 @@ class VideoDecoder(Reopenable):
         self._cuda = None
         converter = None
         if self._device_index is not None:
-            self._cuda = _backend.CudaParts(self._device_index, demuxer, self.stream_index, int(num_ffmpeg_threads))
+            self._cuda = device_parts(device_name).video_parts(self._device_index, demuxer, self.stream_index,
+                                                               int(num_ffmpeg_threads))
             decoder, converter = self._cuda.decoder, self._cuda.converter
         else:
             decoder = make_video_decoder(demuxer, self.stream_index, int(num_ffmpeg_threads))
@@ -304,11 +305,11 @@ class VideoDecoder(Reopenable):
             yield self.get_frame_at(i).data
 
     @property
-    def cpu_fallback(self) -> _backend.CpuFallbackStatus:
+    def cpu_fallback(self) -> CpuFallbackStatus:
         """Whether a CUDA decoder decodes on the CPU, and why: falsy when it does not (and always for
         CPU decoders); ``str()`` says which and why, ``.reason`` gives the reason alone."""
         if self._cuda is None:
-            return _backend.CpuFallbackStatus(backend="CPU")
+            return CpuFallbackStatus(backend="CPU")
         return self._cuda.fallback_status()
 
     @property
@@ -642,7 +643,7 @@ class VideoDecoder(Reopenable):
         self._check_fork()
         with self._lock:
             if stream is not None:
-                self._cuda.frame_converter.set_stream(stream)
+                self._cuda.set_stream(stream)
             run(self._engine, address, frame_stride, row_stride, self._height, self._width,
                 self._output_dtype == "float32", pts, durations)
 
