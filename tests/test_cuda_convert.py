@@ -53,7 +53,7 @@ from torchcodec._core._packet_decoder import make_video_decoder
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._color_converter import converter_over
 from torchcodec._core._video_reader import VideoReader
-from torchcodec._source import open_source
+from torchcodec._core._source import open_source
 from torchcodec.decoders import VideoDecoder
 sys.path.insert(0, ".")
 import device_frames
@@ -468,7 +468,7 @@ from torchcodec._core._packet_decoder import cuda_hwaccel_unavailable_reason, ma
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._color_converter import converter_over
 from torchcodec._core._video_reader import VideoReader
-from torchcodec._source import open_source
+from torchcodec._core._source import open_source
 from torchcodec.decoders import VideoDecoder
 torchcodec.set_bridge("numpy")
 out = {"reason": cuda_hwaccel_unavailable_reason()}
@@ -518,7 +518,7 @@ from torchcodec._core._packet_decoder import make_video_decoder
 from torchcodec._core._demuxer import Demuxer
 from torchcodec._core._color_converter import converter_over
 from torchcodec._core._video_reader import VideoReader
-from torchcodec._source import open_source
+from torchcodec._core._source import open_source
 from torchcodec.decoders import VideoDecoder
 
 torchcodec.set_bridge("numpy")

@@ -23,7 +23,7 @@ from torchcodec._core._error import InvalidArgumentError
 from torchcodec._core._frame_index cimport FrameIndex, IndexBuilder, closest_ticks, ticks_to_seconds
 from torchcodec._core import _metadata
 from torchcodec._core._devices import device_parts, parse_device
-from torchcodec._source import is_url, open_source
+from torchcodec._core._source import is_url, open_source
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu

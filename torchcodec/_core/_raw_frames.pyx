@@ -10,7 +10,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memcpy
 
 from torchcodec._core._frame_index cimport ticks_to_seconds
-from torchcodec._core._host_array cimport HostArray, host_array
+from torchcodec._outputs._host_array cimport HostArray, host_array
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational

@@ -15,7 +15,7 @@ from libc.stdlib cimport malloc
 from libc.string cimport memcpy
 
 
-from torchcodec._core._error import MemoryLimitError
+from torchcodec._memory import MemoryLimitError
 from torchcodec._memory import check_request
 
 

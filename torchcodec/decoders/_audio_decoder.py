@@ -15,7 +15,7 @@ from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeErr
 from torchcodec._frame import AudioSamples
 from torchcodec._memory import check_request
 from torchcodec._logging import forwards_ffmpeg_log
-from torchcodec._source import SourceLike
+from torchcodec._core._source import SourceLike
 from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream, reading_demuxer
 from torchcodec._core._metadata import AudioStreamMetadata, audio_metadata
 

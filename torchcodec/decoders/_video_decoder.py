@@ -22,7 +22,7 @@ from torchcodec._core._packet_decoder import check_threads, make_video_decoder
 from torchcodec._core._video_reader import Match, Request, VideoReader
 from torchcodec._frame import Frame, FrameBatch
 from torchcodec._memory import check_request
-from torchcodec._source import SourceLike
+from torchcodec._core._source import SourceLike
 from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream, reading_demuxer
 from torchcodec._core._metadata import VideoStreamMetadata, video_metadata
 from torchcodec.transforms._decoder_transforms import Resize, convert_transforms, make_plan

@@ -1,14 +1,20 @@
-"""HostArray: host memory that another object owns, described as a strided array.
+"""The output pool: the memory of large CPU outputs, kept after their last array is freed for the
+next output of about the same size (``torchcodec.set_output_pool``, ``TORCHCODEC_OUTPUT_POOL``).
 
-The building blocks hand out the decoder's own samples without a copy (``RawFrame.planes``): each
-plane is a HostArray over the frame's buffer, holding a reference to the frame so that the memory
-lives as long as any array made from it. The output adapters turn it into the bridge's array type
-(numpy through the buffer protocol or ``__array_interface__``; torch over its byte ``extent``,
-viewed with its strides; jax through numpy), so the result is a native array viewing FFmpeg's
-memory.
+``torchcodec._outputs.allocate`` takes numpy's and torch's CPU outputs of 256 KiB or more from
+here (``pooled_array``: a HostArray over a pooled block); the memory limit
+(torchcodec._memory) frees the idle blocks (``release_idle``) before it refuses a request.
 """
-from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE
+import numbers
+import os
+import warnings
+
 from libc.stdlib cimport free
+
+from torchcodec._outputs._host_array cimport HOST_ARRAY_MAX_NDIM, host_array
+
+from torchcodec._outputs._host_array import DTYPES
+from torchcodec._sizes import parse_size
 
 cdef extern from "stdlib.h" nogil:
     int posix_memalign(void **memptr, size_t alignment, size_t size)
@@ -17,115 +23,7 @@ cdef extern from "sys/mman.h" nogil:
     int madvise(void *addr, size_t length, int advice)
     int MADV_HUGEPAGE
 
-DTYPES = {"uint8": (b"B", 1, "|u1"), "uint16": (b"H", 2, "<u2"), "int16": (b"h", 2, "<i2"), "int32": (b"i", 4, "<i4"),
-          "int64": (b"q", 8, "<i8"), "float32": (b"f", 4, "<f4"), "float64": (b"d", 8, "<f8")}
 
-
-cdef HostArray host_array(object owner, char *data, int ndim, const Py_ssize_t *shape,
-                          const Py_ssize_t *strides, str dtype, bint readonly):
-    """A HostArray of ``ndim`` dimensions (shape, byte strides) at ``data``, kept alive by ``owner``."""
-    if not 0 < ndim <= HOST_ARRAY_MAX_NDIM:
-        raise ValueError(f"a HostArray has 1 to {HOST_ARRAY_MAX_NDIM} dimensions, not {ndim}")
-    cdef HostArray array = HostArray.__new__(HostArray)
-    cdef int i
-    array.base = owner
-    array.data = data
-    array.ndim = ndim
-    array.format, array.itemsize, _ = DTYPES[dtype]
-    array.dtype = dtype
-    array.readonly = readonly
-    for i in range(ndim):
-        array.dims[i] = shape[i]
-        array.steps[i] = strides[i]
-    return array
-
-
-cdef class HostArray:
-    """A strided view of host memory owned by another object (see the module's documentation)."""
-
-    def __init__(self, *args, **kwargs):
-        raise TypeError("HostArray objects are made by torchcodec (e.g. RawFrame.planes), not directly")
-
-    @property
-    def shape(self):
-        return tuple(self.dims[i] for i in range(self.ndim))
-
-    @property
-    def strides(self):
-        """Bytes between consecutive elements along each dimension."""
-        return tuple(self.steps[i] for i in range(self.ndim))
-
-    @property
-    def address(self):
-        return <size_t>self.data
-
-    @property
-    def owner(self):
-        """The object that owns the memory."""
-        return self.base
-
-    @property
-    def extent(self):
-        """(low, high): the byte addresses that the elements lie within (strides may be negative)."""
-        cdef Py_ssize_t low = 0, high = 0, i
-        for i in range(self.ndim):
-            if self.dims[i] == 0:
-                return <size_t>self.data, <size_t>self.data
-            if self.steps[i] < 0:
-                low += (self.dims[i] - 1) * self.steps[i]
-            else:
-                high += (self.dims[i] - 1) * self.steps[i]
-        return <size_t>(self.data + low), <size_t>(self.data + high + self.itemsize)
-
-    def bytes_view(self):
-        """A 1-D uint8 HostArray over ``extent``, kept alive by the same owner (for libraries that
-        wrap flat memory, then view it with this array's strides)."""
-        low, high = self.extent
-        cdef Py_ssize_t size = high - low
-        cdef Py_ssize_t step = 1
-        return host_array(self.base, <char *><size_t>low, 1, &size, &step, "uint8", self.readonly)
-
-    def __len__(self):
-        return self.dims[0]
-
-    def __repr__(self):
-        return f"HostArray(shape={self.shape}, strides={self.strides}, dtype={self.dtype})"
-
-    @property
-    def __array_interface__(self):
-        return {"version": 3, "shape": self.shape, "typestr": DTYPES[self.dtype][2],
-                "data": (<size_t>self.data, bool(self.readonly)), "strides": self.strides}
-
-    def __getbuffer__(self, Py_buffer *view, int flags):
-        cdef Py_ssize_t i, expected
-        if (flags & PyBUF_WRITABLE) and self.readonly:
-            raise BufferError("this HostArray is read-only")
-        if (flags & PyBUF_STRIDES) != PyBUF_STRIDES:
-            expected = self.itemsize               # without strides, the consumer assumes C order
-            for i in range(self.ndim - 1, -1, -1):
-                if self.dims[i] > 1 and self.steps[i] != expected:
-                    raise BufferError("this HostArray is strided: ask for a strided buffer (PyBUF_STRIDES)")
-                expected *= self.dims[i]
-        view.buf = self.data
-        view.obj = self
-        view.len = self.itemsize
-        for i in range(self.ndim):
-            view.len *= self.dims[i]
-        view.readonly = self.readonly
-        view.itemsize = self.itemsize
-        view.format = <char *>self.format if (flags & PyBUF_FORMAT) else NULL
-        view.ndim = self.ndim
-        view.shape = self.dims if (flags & PyBUF_ND) == PyBUF_ND else NULL
-        view.strides = self.steps if (flags & PyBUF_STRIDES) == PyBUF_STRIDES else NULL
-        view.suboffsets = NULL
-        view.internal = NULL
-
-    def __releasebuffer__(self, Py_buffer *view):
-        pass
-
-
-# ---- the output pool -------------------------------------------------------------------------------
-#
 # Fresh memory costs page faults (2.6 us each on the project's VM): an output written into memory
 # used before is cheaper than one in memory the kernel has to fault in and zero. glibc does not
 # keep freed memory for the next output: it hands every allocation above 32 MiB to the kernel with
@@ -247,7 +145,7 @@ cdef class PooledBlock:
             pool_release(self.pool, self.data, self.size)
 
 
-def pooled_array(tuple shape, str dtype):
+cdef object take_array(tuple shape, str dtype):
     """A C-contiguous HostArray of ``shape`` and ``dtype`` (a name of DTYPES) in memory from the
     output pool, writable, uninitialised (as ``numpy.empty``); None when the output is smaller than
     MEDIUM_MIN_BYTES or larger than its class of the pool, of a dtype a HostArray cannot hold (bool),
@@ -273,17 +171,12 @@ def pooled_array(tuple shape, str dtype):
     return host_array(block, block.data, ndim, dims, steps, dtype, False)
 
 
-def set_output_pool(size_t max_bytes):
+cdef void set_pool_size(size_t max_bytes) noexcept nogil:
     """Keep at most ``max_bytes`` of freed large outputs (0: none), and of medium ones at most
     MEDIUM_LIMIT of it; idle blocks beyond it are freed now."""
     set_limits(max_bytes)
     pool_trim(&large_pool, large_pool.limit, large_pool.slots)
     pool_trim(&medium_pool, medium_pool.limit, medium_pool.slots)
-
-
-def output_pool_limit():
-    """The idle bytes the pool may keep (``set_output_pool``)."""
-    return large_pool.limit
 
 
 def release_idle():
@@ -299,3 +192,61 @@ def output_pool_stats():
     for tests and tools/bench.py."""
     return (large_pool.count + medium_pool.count, large_pool.bytes + medium_pool.bytes, pool_reused,
             pool_allocated)
+
+
+# ---- the setting ---------------------------------------------------------------------------------
+
+POOL_VARIABLE = "TORCHCODEC_OUTPUT_POOL"
+DEFAULT_POOL_BYTES = 512 << 20
+_pool_configured = False                # set_output_pool has run (or the environment was read)
+
+
+def set_output_pool(nbytes):
+    """Keep up to ``nbytes`` bytes of freed CPU outputs for reuse (process-wide; 0 turns the pool
+    off and frees what it holds).
+
+    An output of 256 KiB or more (a frame of 480p RGB and up, a second of stereo audio, a batch of
+    frames) is allocated by torchcodec instead of the bridge's ``empty``, and when its last array
+    is freed its memory waits for the next output of about the same size (at most a quarter
+    larger), which then skips the kernel's page faults and zeroing of fresh memory. Large outputs
+    (32 MiB or more: 32 frames of 1080p RGB are 199 MB): at most four blocks wait, the oldest freed
+    first, and an output that none of them fits frees them all before it is allocated, so that
+    idle memory never adds to a peak. Medium ones (256 KiB to 32 MiB): at most 128 blocks and
+    64 MiB (or ``nbytes``, if smaller) wait, the oldest freed first. The default, 512 MiB, also
+    comes from ``TORCHCODEC_OUTPUT_POOL`` (bytes, or ``"1G"``-style; ``0`` turns it off). Smaller
+    outputs are the bridge's (``numpy.empty``, ``torch.empty``), whose allocator recycles them.
+    Under the default memory limit (the memory available now), a request that would be refused
+    first frees the idle blocks.
+    """
+    global _pool_configured
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 0:
+        raise ValueError(f"the output pool's size must be an int >= 0 (bytes), got {nbytes!r}")
+    set_pool_size(int(nbytes))
+    _pool_configured = True
+
+
+def get_output_pool():
+    """The bytes of freed outputs the pool may keep (see ``set_output_pool``; 0: off)."""
+    if not _pool_configured:
+        set_output_pool(_environment_pool())
+    return large_pool.limit
+
+
+def pooled_array(tuple shape, str dtype):
+    """A HostArray for a CPU output of ``shape`` and ``dtype`` from the pool, or None (too small, or
+    off): see ``take_array``."""
+    if not _pool_configured:
+        set_output_pool(_environment_pool())
+    return take_array(shape, dtype)
+
+
+def _environment_pool():
+    text = os.environ.get(POOL_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_POOL_BYTES
+    nbytes = parse_size(text)
+    if nbytes is not None:
+        return nbytes
+    warnings.warn(f"ignoring {POOL_VARIABLE}={text!r}: it must be a number of bytes, optionally with a K, M, G or "
+                  f"T suffix (powers of 1024), e.g. '1G', or 0 to turn the pool off", RuntimeWarning, stacklevel=4)
+    return DEFAULT_POOL_BYTES
