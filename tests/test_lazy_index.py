@@ -19,7 +19,7 @@ import torchcodec
 from torchcodec import _index_cache as index_cache
 from torchcodec._core._frame_index import IndexBuilder
 from torchcodec.decoders import VideoDecoder
-from torchcodec.decoders import _video_decoder
+from torchcodec.decoders import _factory
 
 # Files of the formats whose probe can be skipped (mov, Matroska): the lazy index applies to them.
 LAZY_FILES = ["h264_bframes.mp4", "h264_editlist.mp4", "h264_vfr.mkv", "h264_offset2.5s.mkv", "h264_offset2.5s.mp4",
@@ -39,12 +39,12 @@ def no_cache(monkeypatch):
 
 
 def opened(source, lazy_index: bool, **kwargs) -> VideoDecoder:
-    saved = _video_decoder._LAZY_INDEX
-    _video_decoder._LAZY_INDEX = lazy_index
+    saved = _factory.LAZY_INDEX
+    _factory.LAZY_INDEX = lazy_index
     try:
         return VideoDecoder(source, **kwargs)
     finally:
-        _video_decoder._LAZY_INDEX = saved
+        _factory.LAZY_INDEX = saved
 
 
 def eager(source, **kwargs) -> VideoDecoder:
@@ -69,7 +69,7 @@ def same_batch(a, b):
 
 def index_entries(decoder):
     """(pts, key flag, duration) of every entry of the decoder's index as it stands."""
-    index = decoder._index
+    index = decoder._frames.index
     return list(zip([index.pts(i) for i in range(len(index))], np.asarray(index.is_key_frame).tolist(),
                     np.asarray(index.duration_seconds).tolist()))
 
@@ -252,13 +252,13 @@ def long_video(tmp_path_factory):
 
 def test_early_requests_read_only_the_start_of_the_file(long_video):
     decoder = lazy(long_video)
-    assert decoder._scan is not None and len(decoder._index) == 0      # nothing read at construction
+    assert decoder._frames.scan is not None and len(decoder._frames.index) == 0      # nothing read at construction
     decoder.get_frame_at(10)
-    known = len(decoder._index)
-    assert 10 + _video_decoder._LAZY_MARGIN < known < 200 and decoder._scan is not None
+    known = len(decoder._frames.index)
+    assert 10 + _factory.LAZY_MARGIN < known < 200 and decoder._frames.scan is not None
     decoder.get_frame_played_at(2.0)
-    assert decoder._scan is not None and len(decoder._index) < 200
-    assert len(decoder) == 360 and decoder._scan is None
+    assert decoder._frames.scan is not None and len(decoder._frames.index) < 200
+    assert len(decoder) == 360 and decoder._frames.scan is None
     assert decoder.metadata.num_frames == 360 and decoder.metadata.end_stream_seconds == 12.0
 
 
@@ -303,7 +303,7 @@ def test_pickled_lazy_decoder_and_the_cache_get_the_whole_index(long_video, tmp_
     assert len(first) == 360
     assert set(index_cache.lookup(str(long_video)).indices) == {first.stream_index}
     again = lazy(long_video)
-    assert again._scan is None and again._from_cache and len(again._index) == 360
+    assert again._frames.scan is None and again._from_cache and len(again._frames.index) == 360
     same_frame(again.get_frame_at(300), eager(long_video).get_frame_at(300))
 
 
@@ -315,18 +315,18 @@ def test_a_file_opened_before_is_scanned_whole_once(long_video, tmp_path, monkey
     torchcodec.set_index_cache(True, directory=tmp_path / "cache")
     first = lazy(long_video)
     same_frame(first.get_frame_played_at(3.0), eager(long_video).get_frame_played_at(3.0))
-    assert first._scan is not None
+    assert first._frames.scan is not None
     del first
     second = lazy(long_video)
-    assert second._scan is None and second._from_cache and len(second._index) == 360
+    assert second._frames.scan is None and second._from_cache and len(second._frames.index) == 360
     assert set(index_cache.lookup(str(long_video)).indices) == {second.stream_index}
     third = lazy(long_video)
-    assert third._scan is None and len(third._index) == 360
+    assert third._frames.scan is None and len(third._frames.index) == 360
     same_frame(third.get_frame_played_at(3.0), eager(long_video).get_frame_played_at(3.0))
 
 
 @pytest.mark.parametrize("name", EAGER_FILES)
 def test_other_formats_scan_at_construction(media, name):
     decoder = lazy(media[name])
-    assert decoder._scan is None
+    assert decoder._frames.scan is None
     assert index_entries(decoder) == index_entries(eager(media[name]))

@@ -123,7 +123,7 @@ class ColorConverter:
 def _get_key_frame_indices(decoder: Any) -> Any:
     """TorchCodec's private ``VideoDecoder._get_key_frame_indices()`` (its tests compare the blocks'
     key frames with it): the key frames of the decoder's scanned index, through the public FrameIndex."""
-    return decoder._index.key_frame_indices
+    return decoder._frames.index.key_frame_indices
 
 
 _VideoDecoder._get_key_frame_indices = _get_key_frame_indices     # type: ignore[attr-defined]
