@@ -100,14 +100,14 @@ def decodable_packets(rng, count):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_builder_final_entries_are_a_prefix_of_the_full_sort(seed):
+def test_builder_final_entries_are_a_prefix_of_the_full_sort(seed, engine_probe):
     rng = random.Random(seed)
     packets = decodable_packets(rng, 200)
     expected = full_sort(packets)
     builder = IndexBuilder((1, 90000))
     final_counts = []
     for k, packet in enumerate(packets):
-        builder._add(*packet)
+        engine_probe.index_add(builder, *packet)
         index = builder.index
         got = [index.pts(i) for i in range(len(index))]
         assert got == [e[0] for e in expected[:len(got)]]
@@ -117,7 +117,7 @@ def test_builder_final_entries_are_a_prefix_of_the_full_sort(seed):
         final_counts.append(len(got))
     assert builder.ordered and not builder.ended
     assert final_counts[-1] > 150               # most entries were final before the end
-    builder._end()
+    engine_probe.index_end(builder)
     index = builder.index
     assert builder.ended and not builder.prefix_changed
     assert [index.pts(i) for i in range(len(index))] == [e[0] for e in expected]
@@ -127,17 +127,17 @@ def test_builder_final_entries_are_a_prefix_of_the_full_sort(seed):
     assert np.asarray(index.key_frame_indices).tolist() == keys
 
 
-def test_builder_end_time_is_the_latest_frame_end():
+def test_builder_end_time_is_the_latest_frame_end(engine_probe):
     builder = IndexBuilder((1, 1000))
     for packet in [(0, 0, 40, True, 0), (80, 10, 40, False, 1), (40, 20, 100, False, 2), (60, 30, 10, False, 3)]:
-        builder._add(*packet)
-    builder._end()
+        engine_probe.index_add(builder, *packet)
+    engine_probe.index_end(builder)
     assert builder.end_ticks == 140            # 40 + 100: not the last pts's end (80 + 40)
     assert builder.index.end_stream_seconds_from_content == 0.14
 
 
 @pytest.mark.parametrize("breaker", ["pts_before_dts", "dts_backwards", "no_pts", "pts_before_final"])
-def test_builder_out_of_order_packets_end_sorted_like_the_whole_scan(breaker):
+def test_builder_out_of_order_packets_end_sorted_like_the_whole_scan(breaker, engine_probe):
     packets = decodable_packets(random.Random(3), 100)
     k = 60
     pts, dts, duration, key, pos = packets[k]
@@ -152,10 +152,10 @@ def test_builder_out_of_order_packets_end_sorted_like_the_whole_scan(breaker):
         packets.append((5, packets[-1][1] + 10, 10, False, 99999))
     builder = IndexBuilder((1, 90000))
     for packet in packets:
-        builder._add(*packet)
+        engine_probe.index_add(builder, *packet)
     assert not builder.ordered
     before = [builder.index.pts(i) for i in range(len(builder.index))]
-    builder._end()
+    engine_probe.index_end(builder)
     index = builder.index
     after = [index.pts(i) for i in range(len(index))]
     assert after == [e[0] for e in full_sort(packets)]
@@ -165,12 +165,12 @@ def test_builder_out_of_order_packets_end_sorted_like_the_whole_scan(breaker):
         assert before and builder.prefix_changed
 
 
-def test_builder_without_dts_keeps_entries_pending_until_the_end():
+def test_builder_without_dts_keeps_entries_pending_until_the_end(engine_probe):
     builder = IndexBuilder((1, 1000))
     for k, pts in enumerate([0, 30, 10, 20]):
-        builder._add(pts, None, 10, k == 0, k)
+        engine_probe.index_add(builder, pts, None, 10, k == 0, k)
     assert len(builder.index) == 0 and builder.ordered
-    builder._end()
+    engine_probe.index_end(builder)
     assert [builder.index.pts(i) for i in range(4)] == [0, 10, 20, 30]
 
 

@@ -101,17 +101,18 @@ def host(array):
 """
 
 
-def build_helper(name: str, directory: pathlib.Path) -> pathlib.Path:
-    """Compile the test helper tests/cuda_stubs/<name>.pyx into ``directory`` against the installed
-    package's .pxd files and headers (as a downstream extension would): Cython, then the C compiler
-    with pkg-config's FFmpeg flags. Import it with ``directory`` on sys.path."""
+def build_helper(name: str, directory: pathlib.Path, folder: pathlib.Path = STUBS) -> pathlib.Path:
+    """Compile the test helper <folder>/<name>.pyx (default: tests/cuda_stubs) into ``directory``
+    against the installed package's .pxd files and headers (as a downstream extension would):
+    Cython, then the C compiler with pkg-config's FFmpeg flags. Import it with ``directory`` on
+    sys.path."""
     import torchcodec
     directory.mkdir(parents=True, exist_ok=True)
     package_parent = pathlib.Path(torchcodec.__file__).resolve().parent.parent
     c_file = directory / f"{name}.c"
     subprocess.run([sys.executable, "-m", "cython", "-3", "-I", str(package_parent), "-o", str(c_file),
-                    str(STUBS / f"{name}.pyx")], check=True, capture_output=True)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libavformat", "libavcodec", "libavutil"],
+                    str(folder / f"{name}.pyx")], check=True, capture_output=True)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libavformat", "libavcodec", "libavutil", "libswscale"],
                            capture_output=True, text=True, check=True).stdout.split()
     subprocess.run([CC, "-shared", "-fPIC", "-O1", "-I", torchcodec.get_include(), "-I",
                     sysconfig.get_paths()["include"], str(c_file), *flags, "-o",

@@ -557,10 +557,10 @@ def check_threads(num_ffmpeg_threads):
 
 def make_video_decoder(Demuxer demuxer not None, int stream_index, int num_threads=1, int cuda_device=-1,
                        size_t cuda_context=0):
-    """``open_video_decoder`` for Python callers (the VideoStream block, the CUDA backends, tests)."""
+    """``open_video_decoder`` for Python callers (the VideoStream block, the CUDA backends)."""
     return open_video_decoder(demuxer, stream_index, num_threads, cuda_device, cuda_context)
 
 
 def make_audio_decoder(Demuxer demuxer not None, int stream_index):
-    """``open_audio_decoder`` for Python callers (the AudioStream block, tests)."""
+    """``open_audio_decoder`` for Python callers (the AudioStream block)."""
     return open_audio_decoder(demuxer, stream_index)

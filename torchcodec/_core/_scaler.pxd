@@ -148,3 +148,15 @@ cdef class Scaler(FrameConverter):
                         AVPixelFormat rgb_format, bint padded) except -1 nogil
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                      int width, int height, bint as_float) except -1 nogil
+
+
+# The comparisons with swscale that decide where the one-pass conversions and the planes route run
+# (tests/engine_probe.pyx calls them too, for geometries of its own).
+cdef SwsContext *context_for(SwsContext **slot, ContextKey *have, const ContextKey *want) except NULL nogil
+cdef bint fast_path_for(const ContextKey *want, FastPath *path) noexcept nogil
+cdef void fast_path_free(FastPath *path) noexcept nogil
+cdef bint agrees_with_swscale(const FastPath *path, SwsContext *ctx, int pixel_format) noexcept nogil
+cdef bint takes_planes_route(const ContextKey *want) noexcept nogil
+cdef void resize_key(const Stage *stage, int rgb_format, int colorspace, ContextKey *key) noexcept nogil
+cdef bint same_resize(const ContextKey *resize, const ContextKey *frame) noexcept nogil
+cdef int vector_rows(int enabled) noexcept nogil

@@ -188,8 +188,8 @@ def release_idle():
 
 
 def output_pool_stats():
-    """(idle blocks, idle bytes, outputs that reused a block, blocks allocated), both classes together:
-    for tests and tools/bench.py."""
+    """The pool's counters (docs/guide/performance.md): (idle blocks, idle bytes, outputs that
+    reused a block, blocks allocated), both classes together."""
     return (large_pool.count + medium_pool.count, large_pool.bytes + medium_pool.bytes, pool_reused,
             pool_allocated)
 
