@@ -1,7 +1,7 @@
 """The building blocks (torchcodec.decoders.Demuxer, the packet decoders, the converters), checked
 against the ffmpeg/ffprobe CLI and against the decoders built from them.
 
-TorchCodec 0.17's own block outputs are compared by tools/compare_blocks_with_torchcodec.py (both
+TorchCodec 0.17's own block outputs are compared by tools/compat/compare_blocks.py (both
 packages in one run); these tests pin the behaviour with independent references."""
 from __future__ import annotations
 

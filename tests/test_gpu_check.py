@@ -1,5 +1,5 @@
-"""tools/gpu_check.py in its dry run (--device cpu) and against the stub driver, its tolerance table
-(tools/gpu_tolerances.py), tools/gpu_check.sh's dry run, and tools/gpu_bundle.sh's FFmpeg
+"""tools/gpu/check.py in its dry run (--device cpu) and against the stub driver, its tolerance table
+(tools/gpu/gpu_tolerances.py), tools/gpu_check.sh's dry run, and tools/gpu_bundle.sh's FFmpeg
 configuration.
 
 The dry run compares the CPU decoder with itself, so every difference must be 0: that checks the
@@ -27,11 +27,11 @@ import reference
 from torchcodec._cuda import _build_config
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-GPU_CHECK = REPO / "tools" / "gpu_check.py"
+GPU_CHECK = REPO / "tools" / "gpu" / "check.py"
 GPU_CHECK_SH = REPO / "tools" / "gpu_check.sh"
 sys.path.insert(0, str(REPO / "tools"))
 sys.path.insert(0, str(REPO / "tests" / "cuda_stubs"))
-import gpu_tolerances  # noqa: E402
+from gpu import gpu_tolerances  # noqa: E402
 from stub_build import CC, CXX, build_emulating_libcuda, build_stub  # noqa: E402
 GPU_BUNDLE = REPO / "tools" / "gpu_bundle.sh"
 FILES = ("h264_bframes.mp4", "hevc_bframes.mp4")
@@ -297,27 +297,19 @@ def test_gpu_check_sh_out_of_budget_still_writes_every_steps_row(tmp_path):
     assert table[-1].startswith(f"{sum(line.endswith('| FAIL |') for line in table)} rows FAILED or ERRORED")
 
 
-def load_gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check", GPU_CHECK)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_check"] = module                 # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_frame_differences_counts_what_differs():
-    gpu_check = load_gpu_check()
+    from gpu.decoding import frame_differences
     expected = np.full((2, 4, 5, 3), 100, np.uint8)
     actual = expected.copy()
     actual[0, 1, 2, 0] = 103           # +3
     actual[1, 3, 4, 2] = 99            # -1 (no uint8 wrap-around)
-    found = gpu_check.frame_differences(actual, expected)
+    found = frame_differences(actual, expected)
     assert found == {"max_abs_diff": 3.0, "mean_abs_diff": 4 / expected.size,
                      "fraction_differing": 2 / expected.size}
     with pytest.raises(ValueError, match="shape"):
-        gpu_check.frame_differences(actual[:1], expected)
+        frame_differences(actual[:1], expected)
     with pytest.raises(ValueError, match="dtype"):
-        gpu_check.frame_differences(actual.astype(np.float32), expected)
+        frame_differences(actual.astype(np.float32), expected)
 
 
 # --------------------------------------------------------------------------------------------

@@ -160,10 +160,10 @@ def test_a_frame_geometry_where_it_differed_is_resized_through_rgb(media, monkey
 
 
 def test_the_route_benchmark_runs_each_route(media):
-    """tools/bench_resize_routes.py turns routes off through the verdict dictionaries above."""
-    tool = Path(__file__).resolve().parent.parent / "tools" / "bench_resize_routes.py"
-    result = subprocess.run([sys.executable, str(tool), "--file", str(media["h264_bframes.mp4"]), "--size", "96", "160",
-                             "--repeats", "1"], capture_output=True, text=True, check=True)
+    """tools/bench/resize_routes.py turns routes off through the verdict dictionaries above."""
+    tool = Path(__file__).resolve().parent.parent / "tools" / "bench.py"
+    result = subprocess.run([sys.executable, str(tool), "resize-routes", "--file", str(media["h264_bframes.mp4"]),
+                             "--size", "96", "160", "--repeats", "1"], capture_output=True, text=True, check=True)
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines[1:]] == ["swscale", "planes", "yuv"], result.stdout
     assert lines[1].endswith("swscale/this 1.00")

@@ -1,4 +1,4 @@
-"""pytest plugin for tools/run_torchcodec_tests.py: lets TorchCodec's test files import, and sorts outcomes.
+"""pytest plugin for tools/compat/run_torchcodec_tests.py: lets TorchCodec's test files import, and sorts outcomes.
 
 Loaded with ``-p _torchcodec_test_shim`` before TorchCodec's conftest. It reads the ``torchcodec``
 imports of every file in TorchCodec's test folder (``$TORCHCODEC_TEST_SHIM_TESTS``) and gives each

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Image decoding speed against TorchCodec 0.17, torchvision.io, Pillow and OpenCV, in one run.
 
-    .venv/bin/python -P tools/bench_images.py [--repeats 3] [--threads 2] [--corpus DIR]
+    .venv/bin/python -P tools/bench/images.py [--repeats 3] [--threads 2] [--corpus DIR]
         [--tc-python /work/tcvenv/bin/python] [--only jpeg,png,webp] [--ceiling]
 
 Workloads (the corpus is made once with ffmpeg and Pillow and cached in --corpus): 500 1080p JPEGs

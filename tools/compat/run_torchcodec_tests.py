@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run TorchCodec's own public-API test files against this package, and sort the outcomes.
 
-    python tools/run_torchcodec_tests.py CHECKOUT [--python PY] [--files test_decoders.py ...] [-- PYTEST ARGS]
+    python tools/compat/run_torchcodec_tests.py CHECKOUT [--python PY] [--files test_decoders.py ...] [-- PYTEST ARGS]
 
 CHECKOUT is a checkout of meta-pytorch/torchcodec outside this repository (``fetch`` it, then
 ``git --git-dir=... archive HEAD | tar -x -C DIR``). Its tests run from that checkout, with a
@@ -30,8 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-TOOLS = Path(__file__).resolve().parent
-REPO = TOOLS.parent
+COMPAT = Path(__file__).resolve().parent
+REPO = COMPAT.parent.parent
 PUBLIC_API_FILES = ("test_decoders.py", "test_samplers.py", "test_transform_ops.py", "test_frame_dataclasses.py",
                     "test_metadata.py", "test_policy.py", "test_logging.py", "test_version.py")
 
@@ -54,7 +54,7 @@ def main() -> int:
         raise SystemExit(f"{checkout} has no test/conftest.py: not a checkout of meta-pytorch/torchcodec")
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "outcomes.json"
-        path = [str(TOOLS), str(TOOLS / "_torchcodec_test_site"), os.environ.get("PYTHONPATH")]   # see its sitecustomize
+        path = [str(COMPAT), str(COMPAT / "_torchcodec_test_site"), os.environ.get("PYTHONPATH")]   # see its sitecustomize
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, path)),
                    TORCHCODEC_TEST_SHIM_REPORT=str(report), TORCHCODEC_TEST_SHIM_TESTS=str(checkout / "test"))
         extra = args.pytest_args

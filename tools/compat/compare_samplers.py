@@ -5,8 +5,8 @@ For each case both sides call ``torch.manual_seed(seed)`` and then the sampler w
 arguments (ours under the torch bridge with ``generator=None``), so matching clip timestamps show
 that our random draws are TorchCodec's, in the same order. Errors are compared by type.
 
-    python tools/compare_samplers_with_torchcodec.py               # this package's venv (with torch)
-    python tools/compare_samplers_with_torchcodec.py --tc-venv DIR # TorchCodec's venv (default: bench's)
+    python tools/compat/compare_samplers.py               # this package's venv (with torch)
+    python tools/compat/compare_samplers.py --tc-venv DIR # TorchCodec's venv (default: bench's)
 
 TorchCodec has our import name, so its side runs in its own venv, in a subprocess started with
 ``--side torchcodec`` (cases as JSON on stdin, results as JSON on stdout, frames as raw files).
@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-TOOLS = Path(__file__).resolve().parent
+TOOLS = Path(__file__).resolve().parent.parent
 DEFAULT_TC_VENV = Path.home() / ".cache" / "torchcodec-bench" / "tc-venv"
 FILES = ("h264_bframes.mp4", "h264_offset2.5s.mp4", "h264_vfr.mkv", "h264_25fps_2s.mp4")
 

@@ -24,20 +24,24 @@ import json
 import os
 import sys
 import traceback
+import types
 import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
-TOOLS_DIR = Path(__file__).resolve().parent
+TOOLS_DIR = Path(__file__).resolve().parent.parent
 
 
 def import_bench() -> Any:
-    """bench.py from this folder; the repository root must not shadow TorchCodec's package."""
-    sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+    """The bench package's modules (tools/bench/); the repository root must not shadow TorchCodec's
+    package."""
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", str(Path(__file__).resolve().parent))]
     sys.path.insert(0, str(TOOLS_DIR))
-    import bench
+    from bench import measure, peers, workloads
 
-    return bench
+    return types.SimpleNamespace(VideoJob=workloads.VideoJob, RunSettings=workloads.RunSettings,
+                                 WORKLOADS=workloads.WORKLOADS, TorchCodecApiPeer=peers.TorchCodecApiPeer,
+                                 write_raw_frames=measure.write_raw_frames)
 
 
 def load_torchcodec() -> Any:

@@ -11,7 +11,7 @@ benchmark clip (GOP 60, B-frames) with the 60 s AAC clip, at threads=1; then the
 H.264 clip at threads=1 and 0. Both runs print their full tables (every peer, best and median,
 memory). Then it measures peak memory in fresh processes, and prints one row per target: the
 value measured, the bound, and whether it is met. Last, with PyAV installed, what bounds the
-random-indices ratio (tools/bench_decode_work.py): the least decoding that request needs, against
+random-indices ratio (tools/bench/decode_work.py): the least decoding that request needs, against
 this package's time for it and against decoding every frame.
 
 A speed target is a ratio of best times in the same run, whose repeats bench.py takes round-robin:
@@ -29,10 +29,8 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-import bench
-import bench_decode_work
+from bench import cli, decode_work, report, workloads
 
 TEN_BIT_FILE_NAME = "bench_720p_h264_10bit.mp4"
 OURS, TORCHCODEC, CLI = "ours exact", "TorchCodec exact", "ffmpeg CLI +rgb24"
@@ -53,7 +51,7 @@ class SpeedTarget:
     against: str
     bound: float
 
-    def value(self, rows: list[bench.Measurement]) -> float | None:
+    def value(self, rows: list[workloads.Measurement]) -> float | None:
         ours, theirs = (best_time(rows, self.workload, self.threads, peer) for peer in (OURS, self.against))
         if ours is None or theirs is None:
             return None
@@ -85,26 +83,26 @@ BENCH_RUNS = {
 
 # A fresh process's job: decode every frame of argv[1] at threads=1, one at a time ("sequential") or
 # as bench.py's batch workload does ("batch"); print its peak RSS in MB. The peak is VmHWM
-# (bench.resident_kb), which starts anew with the process's image; ru_maxrss would not do: Linux
+# (measure.resident_kb), which starts anew with the process's image; ru_maxrss would not do: Linux
 # keeps it across execve, so a child of a large parent reports at least the parent's size at the fork.
 # argv[3]: this folder, for bench.py (which imports only the standard library).
 MEMORY_PROBE = """
 import sys
 sys.path.insert(0, sys.argv[3])
-import bench
+from bench import measure, peers
 from torchcodec.decoders import VideoDecoder
 decoder = VideoDecoder(sys.argv[1], num_ffmpeg_threads=1)
 if sys.argv[2] == "batch":
-    bench.TorchCodecApiPeer._all_in_batches(decoder)
+    peers.TorchCodecApiPeer._all_in_batches(decoder)
 else:
     for frame in decoder:
         pass
-print(bench.resident_kb()[1] / 1024)
+print(measure.resident_kb()[1] / 1024)
 """
 
 
-def best_time(rows: list[bench.Measurement], workload: str, threads: int, peer: str) -> float | None:
-    row = bench.find_row(rows, workload, threads, peer)
+def best_time(rows: list[workloads.Measurement], workload: str, threads: int, peer: str) -> float | None:
+    row = report.find_row(rows, workload, threads, peer)
     return row.min_s if row is not None else None
 
 
@@ -112,7 +110,8 @@ def peak_rss_mb(path: Path, job: str, runs: int) -> float:
     """The largest peak RSS of ``runs`` fresh processes doing ``job`` on ``path``."""
     peaks = []
     for _ in range(runs):
-        done = subprocess.run([sys.executable, "-P", "-c", MEMORY_PROBE, str(path), job, str(Path(__file__).parent)],
+        tools = str(Path(__file__).resolve().parent.parent)
+        done = subprocess.run([sys.executable, "-P", "-c", MEMORY_PROBE, str(path), job, tools],
                               capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
         peaks.append(float(done.stdout.strip().splitlines()[-1]))
     return max(peaks)
@@ -130,7 +129,7 @@ class Verdict:
         return "n/a" if self.met is None else "met" if self.met else "NOT MET"
 
 
-def speed_verdicts(runs: dict[str, list[bench.Measurement]]) -> list[Verdict]:
+def speed_verdicts(runs: dict[str, list[workloads.Measurement]]) -> list[Verdict]:
     verdicts = []
     for target in SPEED_TARGETS:
         value = target.value(runs[target.run])
@@ -143,7 +142,7 @@ def speed_verdicts(runs: dict[str, list[bench.Measurement]]) -> list[Verdict]:
 
 
 def memory_verdicts(path: Path, runs: int) -> list[Verdict]:
-    batch_output_mb = bench.BATCH_SIZE * FRAME_BYTES_1080P / 2**20
+    batch_output_mb = workloads.BATCH_SIZE * FRAME_BYTES_1080P / 2**20
     batch_peak = peak_rss_mb(path, "batch", runs)
     sequential_peak = peak_rss_mb(path, "sequential", runs)
     return [
@@ -158,13 +157,13 @@ def memory_verdicts(path: Path, runs: int) -> list[Verdict]:
 def random_access_limit(path: Path, repeats: int) -> str:
     """What bounds the random-indices ratio: the least decoding the request needs, with libavcodec
     alone, against this package's whole request and against decoding every frame (as TorchCodec
-    does), timed round-robin (tools/bench_decode_work.py; needs PyAV)."""
+    does), timed round-robin (tools/bench/decode_work.py; needs PyAV)."""
     try:
         import av  # noqa: F401
     except ImportError as exc:
-        return f"Random-access limit: not measured ({exc}; tools/bench_decode_work.py needs PyAV)"
-    work = bench_decode_work.measure(path, seed=0, count=bench.NUM_SAMPLED_FRAMES, repeats=repeats)
-    return ("Random-access limit (10 frames at random indices; tools/bench_decode_work.py):\n"
+        return f"Random-access limit: not measured ({exc}; tools/bench/decode_work.py needs PyAV)"
+    work = decode_work.measure(path, seed=0, count=workloads.NUM_SAMPLED_FRAMES, repeats=repeats)
+    return ("Random-access limit (10 frames at random indices; tools/bench/decode_work.py):\n"
             f"  this package's whole request takes {work.ours_over_referenced:.2f}x the least decoding it needs "
             f"(libavcodec alone: {work.frames_out['referenced']} referenced frames and targets, "
             f"{work.best_s['referenced'] * 1e3:.0f} ms);\n"
@@ -193,21 +192,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="fewest repeats of each measurement (default 7: a best of 3 of the 2-s workloads "
                              "varies by 10 %% on a shared machine)")
     parser.add_argument("--memory-runs", type=int, default=3, help="fresh processes per memory target (default 3)")
-    parser.add_argument("--tc-venv", type=Path, default=bench.DEFAULT_TC_VENV)
+    parser.add_argument("--tc-venv", type=Path, default=workloads.DEFAULT_TC_VENV)
     parser.add_argument("--json", type=Path, help="a folder for both runs' measurements and the verdicts")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed or not measured")
     args = parser.parse_args(argv)
 
-    files = {"1080p": bench.default_media_file(), "10bit": bench.bench_media(TEN_BIT_FILE_NAME)}
-    runs: dict[str, list[bench.Measurement]] = {}
+    files = {"1080p": report.default_media_file(), "10bit": report.bench_media(TEN_BIT_FILE_NAME)}
+    runs: dict[str, list[workloads.Measurement]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for name, run_args in BENCH_RUNS.items():
             saved = (args.json or Path(scratch)) / f"bench_{name}.json"
             common = ["--file", str(files[name]), "--seek-modes", "exact", "--budget", str(args.budget),
                       "--min-repeats", str(args.min_repeats),
                       "--tc-venv", str(args.tc_venv), "--json", str(saved)]
-            bench.main(run_args + common)
-            runs[name] = [bench.Measurement.from_json(row) for row in json.loads(saved.read_text())["results"]]
+            cli.main(run_args + common)
+            runs[name] = [workloads.Measurement.from_json(row) for row in json.loads(saved.read_text())["results"]]
     verdicts = speed_verdicts(runs) + memory_verdicts(files["1080p"], args.memory_runs)
     print(format_verdicts(verdicts), flush=True)
     print(random_access_limit(files["1080p"], args.min_repeats), flush=True)
@@ -215,7 +214,3 @@ def main(argv: list[str] | None = None) -> int:
         (args.json / "targets.json").write_text(json.dumps([asdict(v) | {"verdict": v.word} for v in verdicts],
                                                            indent=1))
     return 1 if args.strict and not all(v.met for v in verdicts) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

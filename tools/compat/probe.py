@@ -16,10 +16,10 @@ durations, shapes and the data itself. The comparison prints every difference:
                     and of TorchCodec's test media; whole floats that TorchCodec gives as ints
                     count as the same, a deliberate difference)
 
-    python tools/probe_torchcodec.py                          # our corpus (tools/make_media.py)
-    python tools/probe_torchcodec.py --tc-checkout DIR        # also TorchCodec's test/resources
-    python tools/probe_torchcodec.py --only resize -v         # one group of cases, every verdict
-    python tools/probe_torchcodec.py --all-media              # every video file of both corpora
+    python tools/compat/probe.py                          # our corpus (tools/make_media.py)
+    python tools/compat/probe.py --tc-checkout DIR        # also TorchCodec's test/resources
+    python tools/compat/probe.py --only resize -v         # one group of cases, every verdict
+    python tools/compat/probe.py --all-media              # every video file of both corpora
 
 TorchCodec has our import name, so its side runs in its own venv (``--tc-venv``, default the
 benchmark's, created by ``tools/bench.py`` if missing) in a subprocess started with ``--side``.
@@ -37,7 +37,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-TOOLS = Path(__file__).resolve().parent
+TOOLS = Path(__file__).resolve().parent.parent
 DEFAULT_TC_VENV = Path.home() / ".cache" / "torchcodec-bench" / "tc-venv"
 
 # Files of tools/make_media.py and of TorchCodec's test/resources (when a checkout is given).
@@ -390,9 +390,9 @@ def main() -> int:
     if args.only in (None, "metadata"):
         todo += [c for path in described for c in metadata_cases(path)]
     todo = [c for c in todo if (args.only is None or c["group"] == args.only) and (args.file is None or c["file"] == args.file)]
-    import bench
+    from bench.torchcodec_venv import ensure_tc_venv
 
-    tc_python = bench.ensure_tc_venv(args.tc_venv)
+    tc_python = ensure_tc_venv(args.tc_venv)
     with tempfile.TemporaryDirectory() as scratch:
         command = [str(tc_python), "-P", str(Path(__file__).resolve()), "--side", "torchcodec", "--scratch", scratch]
         for folder in media:

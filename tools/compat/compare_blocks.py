@@ -21,8 +21,8 @@ For every file of the corpus (tools/make_media.py), both sides run the same publ
 Arrays are compared byte for byte (float arrays: the largest difference is reported when they
 differ). Exception types count as the same when ours is an instance of TorchCodec's.
 
-    python tools/compare_blocks_with_torchcodec.py --tc-venv DIR     # TorchCodec 0.17's venv
-    python tools/compare_blocks_with_torchcodec.py --files h264_bframes.mp4 -v
+    python tools/compat/compare_blocks.py --tc-venv DIR     # TorchCodec 0.17's venv
+    python tools/compat/compare_blocks.py --files h264_bframes.mp4 -v
 
 TorchCodec has our import name, so its side runs in its own venv (with numpy installed), in a
 subprocess started with ``--side torchcodec``. Exit status 0 when every case agrees.
@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-TOOLS = Path(__file__).resolve().parent
+TOOLS = Path(__file__).resolve().parent.parent
 DEFAULT_TC_VENV = Path.home() / ".cache" / "torchcodec-bench" / "tc-venv"
 FILES = ("h264_bframes.mp4", "h264_aac.mp4", "h264_rotate90.mp4", "h264_10bit.mp4", "h264_yuv444_161x121.mp4",
          "h264_bt709_fullrange.mp4", "h264_editlist.mp4", "h264_offset2.5s.mkv", "h264_vfr.mkv", "hevc_bframes.mp4",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run a Python of a sanitizer build (tools/sanitize.sh, tools/fuzz.sh) with the ASan runtime preloaded.
 #
-#   bash tools/asan_run.sh VENV/bin/python [arguments...]
+#   bash tools/fuzz/asan_run.sh VENV/bin/python [arguments...]
 #
 # The extension modules are built with -fsanitize=address,undefined, but Python itself is not: the
 # ASan runtime must be the first library loaded, hence LD_PRELOAD. Where atheris is installed in

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How much decoding a random-access request needs at least, against what this package spends on it.
 
-    python tools/bench_decode_work.py                              # bench.py's random10 request
-    python tools/bench_decode_work.py --file clip.mp4 --seed 3 --count 10 --repeats 9
+    python tools/bench.py decode-work                              # bench.py's random10 request
+    python tools/bench.py decode-work --file clip.mp4 --seed 3 --count 10 --repeats 9
 
 For the frames that ``tools/bench.py``'s random10 workload asks for (the same seed and draw), with
 libavcodec alone (PyAV, one thread, no conversion to RGB, the same seek to each target's key frame):
@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import bench
+from bench.library_peers import pyav_scan_packets
+from bench.measure import time_once
+from bench.report import default_media_file, random_indices
+from bench.workloads import NUM_SAMPLED_FRAMES
 
 
 def group_by_key_frame(indices: list[int], all_pts: list[int], key_pts: list[int]) -> dict[int, list[int]]:
@@ -69,7 +71,7 @@ def best_of(tasks: dict[str, Callable[[], Any]], repeats: int) -> dict[str, floa
     times: dict[str, list[float]] = {name: [] for name in tasks}
     for _ in range(repeats):
         for name, task in tasks.items():
-            times[name].append(bench.time_once(task)[0])
+            times[name].append(time_once(task)[0])
     return {name: min(values) for name, values in times.items()}
 
 
@@ -100,8 +102,8 @@ def measure(path: Path, seed: int, count: int, repeats: int) -> DecodeWork:
 
     name = str(path.resolve())
     with av.open(name) as container:
-        all_pts, key_pts = bench.pyav_scan_packets(container, container.streams.video[0])
-    indices = bench.random_indices(len(all_pts), count, seed)
+        all_pts, key_pts = pyav_scan_packets(container, container.streams.video[0])
+    indices = random_indices(len(all_pts), count, seed)
     groups = group_by_key_frame(indices, all_pts, key_pts)
     frames_out = {way: decode_targets(name, groups, only) for way, only in (("every", False), ("referenced", True))}
     best = best_of({
@@ -131,12 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--file", type=Path, help="video (default: bench.py's 1080p H.264 clip)")
     parser.add_argument("--seed", type=int, default=0, help="bench.py's --seed (default 0)")
-    parser.add_argument("--count", type=int, default=bench.NUM_SAMPLED_FRAMES, help="frames in the request")
+    parser.add_argument("--count", type=int, default=NUM_SAMPLED_FRAMES, help="frames in the request")
     parser.add_argument("--repeats", type=int, default=9)
     args = parser.parse_args(argv)
-    print(format_work(measure(args.file or bench.default_media_file(), args.seed, args.count, args.repeats)))
+    print(format_work(measure(args.file or default_media_file(), args.seed, args.count, args.repeats)))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 """Encode the same frames and samples with the same settings through TorchCodec 0.17 and through this
 package, and compare what comes out.
 
-    .venv/bin/python -P tools/compare_encoders_with_torchcodec.py [--tc-python /work/tcvenv/bin/python] [-v]
+    .venv/bin/python -P tools/compat/compare_encoders.py [--tc-python /work/tcvenv/bin/python] [-v]
 
 TorchCodec has our import name, so its side runs in its own venv, in a subprocess started from a
 directory outside this repository with ``--side torchcodec`` (inputs as .npy files, cases as JSON
@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_TC_PYTHON = Path("/work/tcvenv/bin/python")
 
 

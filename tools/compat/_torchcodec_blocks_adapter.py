@@ -5,9 +5,9 @@ import ``torchcodec.decoders._blocks``: the blocks as they were before TorchCode
 (``VideoDemuxer``/``AudioDemuxer`` became ``Demuxer(streams=...)`` with ``VideoStream.make_decoder``
 and ``scan``; ``StreamIndex`` became ``FrameIndex``; ``RawFrame.pix_fmt``/``colorspace``/
 ``rotation_degrees`` became ``pixel_format``/``color_space``/``rotation``). So that those tests run
-against this package, tools/_torchcodec_test_shim.py installs this module under that private name.
+against this package, tools/compat/_torchcodec_test_shim.py installs this module under that private name.
 Every call goes to the public 0.17 blocks (``torchcodec.decoders``); only the names are translated,
-no behaviour is added. Used by tools/run_torchcodec_tests.py, never shipped.
+no behaviour is added. Used by tools/compat/run_torchcodec_tests.py, never shipped.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Encoding speed against TorchCodec 0.17, PyAV and the ffmpeg CLI, with the same settings.
 
-    .venv/bin/python -P tools/bench_encode.py [--repeats 5] [--only video|audio] [--match TEXT] [--frames 300]
+    .venv/bin/python -P tools/bench/encode.py [--repeats 5] [--only video|audio] [--match TEXT] [--frames 300]
     .venv/bin/python -P tools/bench.py encode [same options]
 
 Workloads (each the best of ``--repeats`` wall-clock runs, writing a file in a scratch folder; the

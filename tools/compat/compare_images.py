@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Decode the same images with this package and with TorchCodec 0.17, and print every difference.
 
-    .venv/bin/python -P tools/compare_images_with_torchcodec.py [--tc-python /work/tcvenv/bin/python]
+    .venv/bin/python -P tools/compat/compare_images.py [--tc-python /work/tcvenv/bin/python]
         [--tc-checkout /work/tcsrc] [--keep DIR] [-v]
 
 Builds a corpus of images (Pillow: JPEG in every subsampling, progressive, gray, CMYK, all eight EXIF

@@ -1,6 +1,6 @@
 """Throughput of decoders in parallel threads, and the cost of each output library.
 
-    python tools/bench_threads.py [--file F] [--frames N]
+    python tools/bench.py threads [--file F] [--frames N]
 
 1. Thread scaling: N frames decoded by 1 decoder in 1 thread, then by 2 decoders in 2 threads
    (each with num_ffmpeg_threads=1), reported as frames/s and the speed-up. The engine releases
@@ -21,11 +21,11 @@ import time
 import torchcodec
 from torchcodec.decoders import VideoDecoder
 
-HERE = pathlib.Path(__file__).resolve().parent
+TOOLS = pathlib.Path(__file__).resolve().parent.parent
 
 
 def default_file() -> pathlib.Path:
-    sys.path.insert(0, str(HERE))      # tools/ (scripts run with python -P do not have it)
+    sys.path.insert(0, str(TOOLS))     # tools/ (scripts run with python -P do not have it)
     import make_media
     return make_media.ensure_media(["bench_1080p_h264.mp4"])["bench_1080p_h264.mp4"]
 
@@ -50,11 +50,11 @@ def best(function, repeats: int = 3) -> float:
     return min(function() for _ in range(repeats))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--file", type=pathlib.Path)
     parser.add_argument("--frames", type=int, default=120)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     path = args.file or default_file()
     print(f"file: {path}; {args.frames} frames per decoder; best of 3")
     with torchcodec.bridge("numpy"):
@@ -80,6 +80,3 @@ def _timed(function) -> float:
     function()
     return time.perf_counter() - start
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,7 +11,7 @@ A route is turned off by making its comparison with swscale answer "differs" (th
 dictionaries), as a CPU or FFmpeg release where it differed would. Prints the best and median
 wall time of each route and the ratios to the swscale route.
 
-    python tools/bench_resize_routes.py --file media-cache/bench_1080p_h264.mp4 --size 256 256
+    python tools/bench.py resize-routes --file media-cache/bench_1080p_h264.mp4 --size 256 256
 """
 from __future__ import annotations
 
@@ -48,13 +48,13 @@ def _decode_all(path: str, size: tuple[int, int], threads: int) -> None:
         decoder.get_frames_in_range(start, min(len(decoder), start + BATCH))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--file", required=True)
     parser.add_argument("--size", type=int, nargs=2, default=(256, 256), metavar=("HEIGHT", "WIDTH"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     routes = ["swscale", "planes", "yuv"]
     times: dict[str, list[float]] = {route: [] for route in routes}
     planes_verdicts, fused_verdicts = _scaler._planes_verdicts, _scaler._fused_verdicts
@@ -73,7 +73,4 @@ def main() -> None:
         runs = times[route][1:]
         print(f"  {route:8s} best {min(runs):8.1f} ms  median {statistics.median(runs):8.1f} ms  "
               f"swscale/this {base / min(runs):.2f}")
-
-
-if __name__ == "__main__":
-    main()
+    return 0
