@@ -11,7 +11,7 @@ from torchcodec._core._raw_frames cimport RawFrame, take_raw_frame
 from torchcodec._cuda._converter cimport CudaConverter
 from torchcodec._cuda._device_frame cimport FrameUploader
 from torchcodec._cuda._driver cimport FrameSync
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVHWFramesContext, AVPixelFormat, AVRational
 

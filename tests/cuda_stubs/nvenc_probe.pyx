@@ -3,7 +3,7 @@
 write one RGB frame (device memory) into a frame of its FFmpeg CUDA pool, as the NVENC encoder's
 nogil path does, and hands back that frame's NV12 planes for the test to read."""
 from torchcodec._cuda._nvenc cimport CudaFrameWriter
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVFrame
 from libc.stdint cimport uint8_t

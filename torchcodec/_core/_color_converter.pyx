@@ -9,7 +9,7 @@ pixels are swscale's, byte-equal to ``ffmpeg -vf format=rgb24`` (see _scaler.pyx
 from libc.math cimport round
 from libc.stdint cimport uint8_t
 
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._core._raw_frames cimport RawFrame
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg.avutil cimport AVFrame
@@ -78,7 +78,7 @@ cdef class ColorConverter:
             self.device = "cpu"
         else:
             self.device = f"{name}:{index}"
-            self.impl = device_parts(self.device).frame_converter(index)
+            self.impl = device_parts(self.device).device_converter(index)
 
     def __reduce__(self):
         raise TypeError("ColorConverter cannot be pickled, copied or sent to another process: it is a handle to an "
@@ -126,8 +126,8 @@ cdef class ColorConverter:
         return Frame(memory.finish(_outputs.nchw(memory.data)), raw_frame.pts_seconds, raw_frame.duration_seconds)
 
 
-def converter_over(FrameConverter impl not None, device, output_dtype="uint8"):
-    """A ColorConverter converting with ``impl`` (a FrameConverter: a device's, such as the CUDA
+def converter_over(DeviceConverter impl not None, device, output_dtype="uint8"):
+    """A ColorConverter converting with ``impl`` (a DeviceConverter: a device's, such as the CUDA
     wing's CudaConverter) on ``device`` ("cuda:N")."""
     cdef ColorConverter converter = ColorConverter.__new__(ColorConverter)
     converter.impl = impl

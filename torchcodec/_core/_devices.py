@@ -68,8 +68,8 @@ class DeviceParts(Protocol):
     def packet_decoder(self, demuxer: Any, stream_index: int, index: int, num_threads: int) -> Any:
         """``VideoStream.make_decoder(device=...)``: a VideoPacketDecoder whose RawFrames are on the device."""
 
-    def frame_converter(self, index: int) -> Any:
-        """The FrameConverter of ``ColorConverter(device=...)``."""
+    def device_converter(self, index: int) -> Any:
+        """The DeviceConverter of ``ColorConverter(device=...)``."""
 
     def convert_raw_frame(self, converter: Any, raw_frame: Any, rotation: int, width: int, height: int,
                           dtype: str) -> Any:

@@ -1,7 +1,7 @@
 # The Scaler owns a SwsContext: decoded frames to RGB in caller-provided memory, rotation applied,
 # then the decoder's transforms (crops and resizes), planned once as a short list of stages.
 from libc.stdint cimport uint8_t, uint16_t
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVPixelFormat
 from torchcodec._ffmpeg cimport swscale as sws
 from torchcodec._ffmpeg.swscale cimport SwsContext
@@ -110,7 +110,7 @@ cdef extern from "torchcodec/rgb_planes.h" nogil:
                              Py_ssize_t y_stride, uint16_t *u, uint16_t *v, Py_ssize_t c_stride)
 
 
-cdef class Scaler(FrameConverter):
+cdef class Scaler(DeviceConverter):
     cdef SwsContext *ptr                        # decoded frames to RGB
     cdef ContextKey key                         # what ptr was made for
     cdef SwsContext *stage_ctx[MAX_STAGES]      # resizes of the stages: RGB, or 14-bit planes, to RGB

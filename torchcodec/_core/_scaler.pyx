@@ -38,7 +38,7 @@ from libc.stdint cimport uint8_t, uint16_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy, memset
 
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._core._error cimport check_av
 
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -604,7 +604,7 @@ cdef bint is_chroma_plane(const AVPixFmtDescriptor *desc, int plane) noexcept no
     return (plane == 1 or plane == 2) and not (desc.flags & lavu.AV_PIX_FMT_FLAG_RGB)
 
 
-cdef class Scaler(FrameConverter):
+cdef class Scaler(DeviceConverter):
     def __cinit__(self):
         cdef int i
         self.ptr = NULL

@@ -49,12 +49,12 @@ class CudaVideoParts:
     def __init__(self, device_index: int, demuxer: Any, stream_index: int, num_threads: int) -> None:
         from torchcodec._cuda import _converter, _driver     # built in every CUDA build (see the gate)
         self.context = _driver.load_driver().context(device_index)
-        self.frame_converter = _converter.CudaConverter(self.context)
-        self.converter = converter_over(self.frame_converter, f"cuda:{device_index}")
+        self.device_converter = _converter.CudaConverter(self.context)
+        self.converter = converter_over(self.device_converter, f"cuda:{device_index}")
         self.decoder, self.status = choose_decoder(self.context, demuxer, stream_index, num_threads)
 
     def set_stream(self, stream: int) -> None:
-        self.frame_converter.set_stream(stream)
+        self.device_converter.set_stream(stream)
 
     def fallback_status(self) -> CpuFallbackStatus:
         """The status, settled for the ffmpeg backend once its first frame told whether CUDA decoded it."""
@@ -97,7 +97,7 @@ class CudaDevice:
         decoder._upload_to(_device_frame.FrameUploader(context), f"cuda:{index}")
         return decoder
 
-    def frame_converter(self, index: int) -> Any:
+    def device_converter(self, index: int) -> Any:
         """The CUDA converter (kernels) of ``ColorConverter(device="cuda:N")``."""
         self.check_usable(f"cuda:{index}", False)
         from torchcodec._cuda import _converter, _driver

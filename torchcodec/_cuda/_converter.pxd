@@ -1,10 +1,10 @@
 # The CUDA frame converter: decoded frames (NVDEC surfaces, FFmpeg CUDA hwaccel frames, or host
 # frames of the CPU fallback) to RGB in device memory, with the kernels of kernels/colour.cu.
 from libc.stdint cimport uint8_t
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver
 from torchcodec._core._scaler cimport Scaler
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
@@ -12,7 +12,7 @@ cdef enum:
     NUM_COLOUR_KERNELS = 4      # tc_convert_yuv{8,16}_to_rgb{8,f}, indexed by 2 * wide + as_float
 
 
-cdef class CudaConverter(FrameConverter):
+cdef class CudaConverter(DeviceConverter):
     cdef readonly CudaContext context
     cdef CudaDriver driver
     cdef object modules                 # (colour, copy) CudaModules, shared by the context's converters

@@ -2,7 +2,7 @@
 kernels/colour.cu (launch interface: include/torchcodec/kernels.h; see docs/cuda_kernels.md,
 "The converter").
 
-``CudaConverter`` implements the engine's FrameConverter for device memory. It takes three kinds of
+``CudaConverter`` implements the engine's DeviceConverter for device memory. It takes three kinds of
 frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the stream set with
 ``set_stream`` (the output library's stream):
 
@@ -33,13 +33,13 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._core._raw_frames cimport RawFrame
 from torchcodec._cuda._device_frame cimport download_frame
 from torchcodec._cuda._driver cimport (CudaContext, CudaDriver, CudaModule, FrameSync, check_cu, check_cu_nogil,
                                             launch_kernel, stream_wait_event)
 from torchcodec._core._scaler cimport Scaler
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVHWFramesContext, AVPixelFormat, AVPixFmtDescriptor
 
@@ -182,7 +182,7 @@ cdef unsigned blocks(int64_t count, int per_block) noexcept nogil:
     return <unsigned>((count + per_block - 1) // per_block)
 
 
-cdef class CudaConverter(FrameConverter):
+cdef class CudaConverter(DeviceConverter):
     """Converts decoded frames to RGB in device memory of ``context``'s device (see the module doc).
 
     ``convert``'s ``dst`` is a device pointer to ``height`` rows of ``width`` packed RGB pixels

@@ -3,7 +3,7 @@
 from libc.stdint cimport uint8_t
 from torchcodec._core._encoder cimport StreamEncoder
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame
 
 

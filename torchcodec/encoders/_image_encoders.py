@@ -10,7 +10,7 @@ from typing import Any, Union
 from torchcodec import _outputs
 from torchcodec._image import codec
 from torchcodec._core._error import InvalidArgumentError
-from torchcodec.encoders._common import bytes_to_array
+from torchcodec.encoders._encoded_bytes import bytes_to_array
 
 __all__ = ["JpegEncoder", "PngEncoder"]
 

@@ -1,11 +1,13 @@
-"""The FrameConverter interface (see _converter.pxd): the Scaler and the CUDA converter implement it."""
+"""DeviceConverter: a device's conversion of decoded frames to RGB in memory on that device, which a
+ColorConverter holds: the Scaler (swscale, host memory) on the CPU, the CudaConverter (kernels,
+device memory) on CUDA. Declared in _device_converter.pxd."""
 from libc.stdint cimport uint8_t
 from libc.string cimport memcpy
 
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
-cdef class FrameConverter:
+cdef class DeviceConverter:
     """Converts decoded frames to RGB in caller-provided memory; subclasses implement ``convert``."""
 
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,

@@ -1,10 +1,11 @@
-# FrameConverter: what the video engine converts decoded frames with, into caller-provided memory:
-# the CPU Scaler (swscale, host memory) or the CUDA converter (kernels, device memory).
+# DeviceConverter: a device's conversion of decoded frames to RGB, into caller-provided memory on that
+# device, which a ColorConverter holds: the Scaler (swscale, host memory) on the CPU, the
+# CudaConverter (kernels, device memory) on CUDA.
 from libc.stdint cimport uint8_t
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
-cdef class FrameConverter:
+cdef class DeviceConverter:
     # convert: write ``frame``, turned ``rotation`` degrees clockwise, as ``height`` rows of
     #   ``width`` packed RGB pixels (uint8, or float32 in [0, 1] when ``as_float``) at ``dst``, rows
     #   ``row_stride`` bytes apart. ``dst`` is host memory for the Scaler, device memory for CUDA.
