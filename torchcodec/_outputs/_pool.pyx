@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """The output pool: the memory of large CPU outputs, kept after their last array is freed for the
 next output of about the same size (``torchcodec.set_output_pool``, ``TORCHCODEC_OUTPUT_POOL``).
 
@@ -201,7 +202,7 @@ DEFAULT_POOL_BYTES = 512 << 20
 _pool_configured = False                # set_output_pool has run (or the environment was read)
 
 
-def set_output_pool(nbytes):
+def set_output_pool(nbytes: int) -> None:
     """Keep up to ``nbytes`` bytes of freed CPU outputs for reuse (process-wide; 0 turns the pool
     off and frees what it holds).
 
@@ -225,7 +226,7 @@ def set_output_pool(nbytes):
     _pool_configured = True
 
 
-def get_output_pool():
+def get_output_pool() -> int:
     """The bytes of freed outputs the pool may keep (see ``set_output_pool``; 0: off)."""
     if not _pool_configured:
         set_output_pool(_environment_pool())
@@ -240,7 +241,7 @@ def pooled_array(tuple shape, str dtype):
     return take_array(shape, dtype)
 
 
-def _environment_pool():
+def _environment_pool() -> int:
     text = os.environ.get(POOL_VARIABLE, "").strip()
     if not text:
         return DEFAULT_POOL_BYTES
