@@ -203,13 +203,16 @@ def test_av1_encoders_round_trip(frames, tmp_path, container, codec, options):
     np.testing.assert_array_equal(VideoDecoder(str(path)).get_frames_in_range(0, COUNT).data, as_nchw(decoded))
 
 
-def test_gif(tmp_path):
+def test_gif_decodes_to_the_clis_encoding_of_the_same_frames(tmp_path):
     frames = cli_frames(64, 48, 4)
-    path = tmp_path / "out.gif"
-    VideoEncoder(frames, frame_rate=10).to_file(path)
-    stream = reference.ffprobe_stream(path, 0)
-    assert stream["codec_name"] == "gif"
-    assert reference.ffmpeg_rgb_frames(path).shape == (4, 48, 64, 3)
+    ours, theirs = tmp_path / "ours.gif", tmp_path / "cli.gif"
+    VideoEncoder(frames, frame_rate=10).to_file(ours)
+    cli_encode(frames, theirs, frame_rate="10")
+    assert reference.ffprobe_stream(ours, 0)["codec_name"] == "gif"
+    decoded = reference.ffmpeg_rgb_frames(ours)
+    assert decoded.shape == (4, 48, 64, 3)
+    np.testing.assert_array_equal(decoded, reference.ffmpeg_rgb_frames(theirs))
+    assert [f["pts_seconds"] for f in reference.ffprobe_frames(ours, 0)] == [0.0, 0.1, 0.2, 0.3]
 
 
 def test_frame_timestamps_follow_the_frame_rate(frames, tmp_path):
