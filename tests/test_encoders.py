@@ -167,8 +167,10 @@ def test_h264_decodes_to_the_clis_encoding_with_the_same_settings(frames, tmp_pa
     assert psnr(as_nchw(decoded), frames) > 30
 
 
-@pytest.mark.parametrize("container,codec,min_psnr", [("webm", "vp9", 30), ("avi", "mpeg4", 25), ("mov", "h264", 30),
-                                                      ("mkv", "h264", 30)])
+# PSNR floors under the measured values (vp9 33.9, mpeg4 32.9, h264 31.4 dB; libx264's mbtree makes
+# its output vary slightly within a process, see NO_MBTREE).
+@pytest.mark.parametrize("container,codec,min_psnr", [("webm", "vp9", 33), ("avi", "mpeg4", 32), ("mov", "h264", 30.5),
+                                                      ("mkv", "h264", 30.5)])
 def test_container_default_codecs_reach_a_psnr(frames, tmp_path, container, codec, min_psnr):
     path = tmp_path / f"out.{container}"
     VideoEncoder(frames, frame_rate=30).to_file(path)
@@ -186,12 +188,12 @@ def test_codec_names_and_encoder_names_choose_the_codec(frames, tmp_path, codec,
     assert reference.ffprobe_stream(path, 0)["codec_name"] == expected
 
 
-@pytest.mark.parametrize("container,codec,options", [
-    ("mp4", "libsvtav1", dict(crf=35, preset=12)),
-    ("mkv", "libaom-av1", dict(crf=35, extra_options={"cpu-used": 8})),
-    ("webm", "av1", dict(crf=35, extra_options={"cpu-used": 8})),
+@pytest.mark.parametrize("container,codec,options,min_psnr", [       # measured PSNR: 30.9, 34.7, 34.7 dB
+    ("mp4", "libsvtav1", dict(crf=35, preset=12), 30),
+    ("mkv", "libaom-av1", dict(crf=35, extra_options={"cpu-used": 8}), 34),
+    ("webm", "av1", dict(crf=35, extra_options={"cpu-used": 8}), 34),
 ])
-def test_av1_encoders_round_trip(frames, tmp_path, container, codec, options):
+def test_av1_encoders_round_trip(frames, tmp_path, container, codec, options, min_psnr):
     path = tmp_path / f"out.{container}"
     VideoEncoder(frames, frame_rate=30).to_file(path, codec=codec, **options)
     stream = reference.ffprobe_stream(path, 0)
@@ -199,7 +201,7 @@ def test_av1_encoders_round_trip(frames, tmp_path, container, codec, options):
     assert Fraction(stream["avg_frame_rate"]) == 30
     decoded = reference.ffmpeg_rgb_frames(path)
     assert decoded.shape == (COUNT, HEIGHT, WIDTH, 3)
-    assert psnr(as_nchw(decoded), frames) > 28
+    assert psnr(as_nchw(decoded), frames) > min_psnr
     np.testing.assert_array_equal(VideoDecoder(str(path)).get_frames_in_range(0, COUNT).data, as_nchw(decoded))
 
 
@@ -403,14 +405,18 @@ def test_audio_decodes_to_the_clis_encoding_with_the_same_settings(tmp_path, ext
         assert reference.ffprobe_stream(ours, 0)[key] == reference.ffprobe_stream(theirs, 0)[key]
 
 
-@pytest.mark.parametrize("ext,min_snr", [("mp3", 20), ("m4a", 15), ("ogg", 30), ("opus", 30)])
+# The SNR floors sit about 1 dB under the measured values (mp3 26.0, m4a 19.5, ogg 39.2, opus 42.7 dB):
+# a default bit rate or channel mapping gone wrong costs more. The decoded length is the CLI's, and
+# differs from the input's by the codec's framing (m4a +128: 47 AAC frames of 1024; ogg -128).
+@pytest.mark.parametrize("ext,min_snr", [("mp3", 25), ("m4a", 18.5), ("ogg", 38), ("opus", 41.5)])
 def test_lossy_audio_reaches_an_snr(tmp_path, ext, min_snr):
     rate = 48_000
     samples = tone(rate=rate)
     path = tmp_path / f"out.{ext}"
     AudioEncoder(samples, sample_rate=rate).to_file(path)
     decoded = AudioDecoder(str(path)).get_all_samples().data
-    assert decoded.shape[0] == 2 and abs(decoded.shape[1] - samples.shape[1]) < 2048
+    assert decoded.shape == reference.ffmpeg_audio_samples(path).shape
+    assert decoded.shape[0] == 2 and abs(decoded.shape[1] - samples.shape[1]) <= 128
     n = min(decoded.shape[1], samples.shape[1])
     assert snr(samples[:, 1000:n - 1000], decoded[:, 1000:n - 1000]) > min_snr
 
@@ -479,9 +485,11 @@ def test_video_and_audio_in_small_calls_equal_one_shot(frames):
     data = one.getvalue()
     video = VideoDecoder(data, stream_index=0)
     assert len(video) == COUNT
-    assert psnr(video.get_frames_in_range(0, COUNT).data, frames) > 40
+    # lossless yuv444p: only the RGB -> YUV -> RGB rounding is lost (measured 52.8 dB); the audio is
+    # Matroska's default codec, lossy (measured 38.8 dB)
+    assert psnr(video.get_frames_in_range(0, COUNT).data, frames) > 52
     audio = AudioDecoder(data, stream_index=1).get_all_samples()
-    assert audio.data.shape[0] == 2 and snr(samples, audio.data[:, :samples.shape[1]]) > 20
+    assert audio.data.shape[0] == 2 and snr(samples, audio.data[:, :samples.shape[1]]) > 38
 
 
 def test_memory_stays_flat_over_ten_thousand_frames(tmp_path):
