@@ -105,6 +105,9 @@ int cuDevicePrimaryCtxRelease(int device)
     return SUCCESS;
 }
 
+/* The name the driver's headers map cuDevicePrimaryCtxRelease to (tests call libcuda through ctypes). */
+int cuDevicePrimaryCtxRelease_v2(int device) { return cuDevicePrimaryCtxRelease(device); }
+
 /* Whether the context on top of this thread's stack is a primary context that was released by every
  * retainer (libnvcuvid_stub.c counts CUVID calls made so). */
 int stub_current_context_released(void);
