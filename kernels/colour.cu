@@ -9,16 +9,17 @@
 namespace {
 
 // One plane of frame z as converted: sample (x, y) at origin + x * x_step + y * y_step, the stored
-// word shifted right by `shift` (16-bit kernels).
+// word shifted right by `shift` (16-bit kernels). Offsets within a plane are 32-bit: a plane spans
+// less than 2 GiB.
 template <typename T>
 struct Plane {
     const char *origin;
-    int64_t x_step, y_step;
+    int32_t x_step, y_step;
     int shift;
 
     __device__ __forceinline__ Plane(const tc_yuv_to_rgb_params &p, int k, int z)
-        : origin((const char *)p.planes[k] + (int64_t)z * p.src_batch_stride), x_step(p.x_steps[k]),
-          y_step(p.y_steps[k]), shift(sizeof(T) == 1 ? 0 : p.sample_shift)
+        : origin((const char *)p.planes[k] + (int64_t)z * p.src_batch_stride), x_step((int32_t)p.x_steps[k]),
+          y_step((int32_t)p.y_steps[k]), shift(sizeof(T) == 1 ? 0 : p.sample_shift)
     {
     }
 
@@ -104,26 +105,29 @@ __device__ __forceinline__ void convert(const tc_yuv_to_rgb_params &p)
     const Plane<In> luma(p, 0, z), cb(p, 1, z), cr(p, 2, z);
     Out *out = (Out *)p.dst + z * p.dst_batch_stride + y * p.dst_row_stride + x0 * p.dst_col_stride;
     int32_t rgb[3];
-    if (p.route == TC_ROUTE_X86_RGB24 || p.route == TC_ROUTE_TABLE_RGB48) {
-        // 8-bit 4:2:0: the chroma sample of the pixels' 2x2 block.
-        const int32_t u = cb.at(tx, y >> 1), v = cr.at(tx, y >> 1);
-        for (int k = 0; k < count; k++) {
-            const int32_t s = luma.at(x0 + k, y);
-            if (p.route == TC_ROUTE_X86_RGB24) {
-                uint8_t r, g, b;
-                tc_yuv8_to_rgb8(&p.coeffs.x86, s, u, v, &r, &g, &b);
-                rgb[0] = r;
-                rgb[1] = g;
-                rgb[2] = b;
-            } else {
-                tc_sws_table_rgb(&p.coeffs, s, u, v, rgb);
-                for (int c = 0; c < 3; c++)
-                    rgb[c] *= 257;
+    if constexpr (sizeof(In) == 1) {
+        if (p.route == TC_ROUTE_X86_RGB24 || p.route == TC_ROUTE_TABLE_RGB48) {
+            // yuv420p of even height: the chroma sample of the pixels' 2x2 block.
+            const int32_t u = cb.at(tx, y >> 1), v = cr.at(tx, y >> 1);
+            for (int k = 0; k < count; k++) {
+                const int32_t s = luma.at(x0 + k, y);
+                if constexpr (sizeof(Out) == 1) {      // TC_ROUTE_X86_RGB24
+                    uint8_t r, g, b;
+                    tc_yuv8_to_rgb8(&p.coeffs.x86, s, u, v, &r, &g, &b);
+                    rgb[0] = r;
+                    rgb[1] = g;
+                    rgb[2] = b;
+                } else {                                // TC_ROUTE_TABLE_RGB48
+                    tc_sws_table_rgb(&p.coeffs, s, u, v, rgb);
+                    for (int c = 0; c < 3; c++)
+                        rgb[c] *= 257;
+                }
+                store(out + k * p.dst_col_stride, p.dst_chan_stride, rgb);
             }
-            store(out + k * p.dst_col_stride, p.dst_chan_stride, rgb);
+            return;
         }
-        return;
     }
+    // The general scaler: RGB24 routes for uint8 output, TC_ROUTE_RGB48 for float32.
     const General<In> g(p);
     const bool per_pixel = tc_sws_full_chroma(p.route, p.chroma == TC_CHROMA_420, p.width);
     int32_t u_sum = 0, v_sum = 0;
@@ -134,12 +138,14 @@ __device__ __forceinline__ void convert(const tc_yuv_to_rgb_params &p)
             v_sum = g.sum(cr, cx, y);
         }
         const int32_t l = g.luma(luma, x0 + k, y);
-        if (p.route == TC_ROUTE_PACKED_RGB24)
-            tc_sws_packed_rgb24(&p.coeffs, l, u_sum, v_sum, rgb);
-        else if (p.route == TC_ROUTE_FULL_RGB24)
-            tc_sws_full_rgb24(&p.coeffs, l, u_sum, v_sum, rgb);
-        else
+        if constexpr (sizeof(Out) == 1) {
+            if (p.route == TC_ROUTE_PACKED_RGB24)
+                tc_sws_packed_rgb24(&p.coeffs, l, u_sum, v_sum, rgb);
+            else
+                tc_sws_full_rgb24(&p.coeffs, l, u_sum, v_sum, rgb);
+        } else {
             tc_sws_rgb48(&p.coeffs, l, u_sum, v_sum, rgb);
+        }
         store(out + k * p.dst_col_stride, p.dst_chan_stride, rgb);
     }
 }
