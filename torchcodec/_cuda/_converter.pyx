@@ -23,8 +23,10 @@ frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the str
   the kernels cannot read (a 4:2:2 or RGB source decoded on the CPU, uploaded as it was) come back
   to the host (the host waits for their upload) and go the Scaler's way, as their host frame would.
 
-Rotation (0, 90, 180, 270 degrees clockwise) costs nothing: the kernel walks the source and writes
-each pixel where the rotated image has it, through the destination strides (negative ones included).
+The kernels give the CPU path's bytes: each frame takes the route swscale would take for it
+(include/torchcodec/swscale_rgb.h), with swscale's chroma filters, computed here once per frame
+geometry and kept in device memory (``filters``). Rotation (0, 90, 180, 270 degrees clockwise) is
+the planes' steps: the kernels read the frame turned as the CPU turns it before converting.
 Every driver call runs with the context pushed (popped again on errors) and is checked.
 """
 import threading
