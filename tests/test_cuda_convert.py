@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 
@@ -23,7 +22,7 @@ import pytest
 from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, CXX, build_emulating_libcuda, build_helper, run_python  # noqa: E402
+from stub_build import build_converting_stub, run_python  # noqa: E402
 from corpus import make_media  # noqa: E402
 
 MEDIA = make_media.MEDIA_DIR
@@ -32,13 +31,7 @@ MEDIA = make_media.MEDIA_DIR
 @pytest.fixture(scope="module")
 def stub(tmp_path_factory, media):
     """Directory of the stub libcuda.so.1 running the kernels on the CPU, and the device_frames helper."""
-    if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS):
-        pytest.skip("this build has no CUDA driver loader or no kernels (-Dcuda=disabled, no ffnvcodec, no nvcc)")
-    if CC is None or CXX is None or shutil.which("pkg-config") is None:
-        pytest.skip("no C/C++ compiler or pkg-config to build the stub library and the test helper")
-    directory = build_emulating_libcuda(tmp_path_factory.mktemp("cuda_convert"))
-    build_helper("device_frames", directory)
-    return directory
+    return build_converting_stub(tmp_path_factory.mktemp("cuda_convert"))
 
 
 # Prologue of every subprocess: the stub's counters and log, device memory from the stub's

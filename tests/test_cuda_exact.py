@@ -14,29 +14,21 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, CXX, build_emulating_libcuda, build_helper, run_python  # noqa: E402
+from stub_build import build_converting_stub, run_python  # noqa: E402
 
 TESTS = pathlib.Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="module")
 def stub(tmp_path_factory):
-    if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS):
-        pytest.skip("this build has no CUDA driver loader or no kernels (-Dcuda=disabled, no ffnvcodec, no nvcc)")
-    if CC is None or CXX is None or shutil.which("pkg-config") is None:
-        pytest.skip("no C/C++ compiler or pkg-config to build the stub library and the test helper")
-    directory = build_emulating_libcuda(tmp_path_factory.mktemp("cuda_exact"))
-    build_helper("device_frames", directory)
-    return directory
+    return build_converting_stub(tmp_path_factory.mktemp("cuda_exact"))
 
 
 PROLOGUE = """
