@@ -197,7 +197,8 @@ for as_float in (False, True):
     stub.stub_clear_log()
     diff = np.abs(decode(stream, index, [0, 2], 64, 96, as_float).astype(float) -
                   cpu_frames(path, [0, 2], as_float).astype(float))
-    out[str(as_float)] = [float(diff.max()), [line.split(",")[0] for line in log() if line.startswith("cuLaunchKernel")]]
+    out[str(as_float)] = [float(diff.max()),
+                          [line.split(",")[0] for line in log() if line.startswith("cuLaunchKernel")]]
 finish(out)
 """
     out = run(code, stub)

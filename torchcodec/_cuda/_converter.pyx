@@ -491,7 +491,7 @@ cdef class CudaConverter(FrameConverter):
         # The CPU path converts the frame turned by the rotation, of `width` x `height`: so do the
         # kernels, reading the planes through rotated steps. Its samples: `bits`-bit (NVDEC's 16-bit
         # surfaces say their content's depth through their FrameSync), each a stored word >> shift.
-        bits = sync.bits if sync != NULL and sync.bits > 8 and layout.size == 2 else layout.depth
+        bits = sync.bits if sync != NULL and layout.size == 2 and 8 < sync.bits <= layout.depth else layout.depth
         memset(&params, 0, sizeof(params))
         params.width, params.height = width, height
         params.chroma = layout.chroma
@@ -519,7 +519,7 @@ cdef class CudaConverter(FrameConverter):
                     plane_bytes[k] *= layout.size * (2 if k and layout.interleaved else 1)
                 self.upload_planes(frame, layout.num_planes, plane_rows, plane_bytes, planes, pitches)
             for k in range(3):
-                # Plane k as the kernels read it; interleaved chroma: Cb and Cr are the samples of the pairs of plane 1.
+                # Plane k as the kernels read it; interleaved chroma: Cb and Cr are the pairs of plane 1.
                 source = 1 if k and layout.interleaved else k
                 sub = layout.log2_chroma if k else 0
                 step = layout.size * (2 if source == 1 and layout.interleaved else 1)
@@ -535,8 +535,9 @@ cdef class CudaConverter(FrameConverter):
             if sync != NULL:
                 # NVDEC: the map's post-processing, on the decoder's stream, must be done first.
                 stream_wait_event(self.driver, self.stream, sync.ready)
-            self.launch(self.colour_kernels[2 * (layout.size == 2) + as_float], blocks((width + 1) // 2, TC_KERNEL_BLOCK_X),
-                        blocks(height, TC_KERNEL_BLOCK_Y), &params)
+            # One thread per pixel pair.
+            self.launch(self.colour_kernels[2 * (layout.size == 2) + as_float],
+                        blocks((width + 1) // 2, TC_KERNEL_BLOCK_X), blocks(height, TC_KERNEL_BLOCK_Y), &params)
             if sync != NULL:
                 # NVDEC: the decoder unmaps the surface once `done` has passed. A read recorded on another
                 # stream is kept: this stream waits for it before `done` is recorded again here.
