@@ -154,8 +154,9 @@ def on_gpu(layout, pix_fmt, planes, bits, width, height, matrix, full, as_float,
     out.free()
     return result
 
-def compare(layout, pix_fmt, bits, sizes, combinations):
-    '''Every size x (matrix, range) x dtype, the rotations in turn: the cases that differ.'''
+def compare(layout, pix_fmt, bits, sizes, combinations, control=False):
+    '''Every size x (matrix, range) x dtype, the rotations in turn: the cases that differ. The
+    control gives the kernels the frame with one chroma sample one level off.'''
     subsampled = "444" not in pix_fmt
     rng = np.random.default_rng(zlib.crc32((layout + pix_fmt).encode()))
     failures, cases = [], 0
@@ -166,6 +167,9 @@ def compare(layout, pix_fmt, bits, sizes, combinations):
                 crop = ((s % 3) * 2, (c % 3) * 2)
                 planes = random_planes(rng, width, height, bits, subsampled)
                 want = on_cpu(pix_fmt, planes, width, height, matrix, full, as_float, rotation)
+                if control:
+                    planes[1] = planes[1].copy()
+                    planes[1][planes[1].shape[0] // 2, planes[1].shape[1] // 2] ^= 1
                 got = on_gpu(layout, pix_fmt, planes, bits, width, height, matrix, full, as_float, rotation, crop)
                 ow, oh = want.shape[1], want.shape[0]
                 planar = layout != "host" or pix_fmt not in ("nv12", "p010le")
@@ -180,7 +184,7 @@ def compare(layout, pix_fmt, bits, sizes, combinations):
                 difference = float(np.abs(want.astype(np.float64) - got.astype(np.float64)).max())
                 if difference:
                     failures.append([width, height, matrix, full, as_float, rotation, crop, difference])
-    return {"cases": cases, "failures": failures[:20]}
+    return {"cases": cases, "failures": failures[:20], "failed": len(failures)}
 """
 
 MATRICES = [0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 12]     # AVColorSpace; 12 has no table of its own (BT.601)
@@ -207,6 +211,19 @@ def test_kernels_give_the_cpu_paths_bytes_on_random_frames(stub, layout, pix_fmt
     out = run(stub, f"print(json.dumps(compare({layout!r}, {pix_fmt!r}, {bits}, {SIZES!r}, {COMBINATIONS!r})))")
     assert out["cases"] == len(SIZES) * len(COMBINATIONS) * 2
     assert out["failures"] == [], out["failures"]
+
+
+@pytest.mark.parametrize("layout, pix_fmt, bits", [("p016", "yuv420p10le", 10), ("nv12", "yuv420p", 8)])
+def test_the_comparison_sees_one_chroma_sample_one_level_off(stub, layout, pix_fmt, bits):
+    """The control: the same cases, the kernels given one chroma sample changed by one level, must
+    fail wherever the output is float32 (RGB48 resolves one level of any sample)."""
+    out = run(stub, f"""
+result = compare({layout!r}, {pix_fmt!r}, {bits}, [(64, 32), (33, 18)], [(1, False), (9, True)], control=True)
+print(json.dumps(result))
+""")
+    assert out["cases"] == 8
+    float_failures = [f for f in out["failures"] if f[4]]
+    assert len(float_failures) == 4, out["failures"]
 
 
 def test_kernels_give_the_cpu_paths_bytes_on_1080p_frames(stub):

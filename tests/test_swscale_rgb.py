@@ -102,3 +102,15 @@ def test_the_filters_are_swscales_for_common_sizes():
     np.testing.assert_array_equal(coeffs[11], coeffs[13])
     np.testing.assert_array_equal(coeffs[10], coeffs[11][::-1])
     assert (np.diff(first[4:-4:2]) == 1).all()
+
+
+@pytest.mark.parametrize("pix_fmt", ["yuv420p10le", "yuv420p", "yuv444p"])
+def test_the_comparison_sees_one_chroma_sample_one_level_off(pix_fmt):
+    """The control: the model given one chroma sample changed by one level differs from swscale
+    (in RGB48, which resolves one level of any sample)."""
+    bits, subsampled, _, _ = FORMATS[pix_fmt]
+    planes = random_planes(np.random.default_rng(3), 34, 17, bits, subsampled)
+    expected = cli_rgb(raw_bytes(planes, False, 0), pix_fmt, 34, 17, "bt709", False, True)
+    np.testing.assert_array_equal(swscale_model.convert(*planes, bits, 1, False, True), expected)
+    planes[1][4, 8] ^= 1
+    assert not np.array_equal(swscale_model.convert(*planes, bits, 1, False, True), expected)
