@@ -39,7 +39,11 @@ EXACT_CAPS = dataclasses.replace(EXACT, nvdec="caps")
 TEN_BIT = Tolerance(0, 0.0, "10-bit 4:2:0: the kernels compute swscale's general scaler (bicubic chroma), "
                             "its bytes", "caps")
 YUV444 = Tolerance(0, 0.0, "4:4:4: the kernels compute swscale's yuv2rgb_write_full, its bytes", "caps")
-IDCT = Tolerance(255, 2.0, "MPEG-2/MPEG-4 part 2: the inverse DCT is not bit-exact across decoders", "caps")
+# MPEG-2 and MPEG-4 part 2 fix the inverse DCT's accuracy (IEEE 1180), not its bits, and a difference
+# drifts along the predictions of a GOP. libavcodec's own int and xvid IDCTs differ from its default by
+# max 6-7, mean 0.03-0.04 on these two files: NVDEC's is allowed about twice that, to be measured.
+IDCT = Tolerance(16, 0.25, "MPEG-2/MPEG-4 part 2: the inverse DCT is not bit-exact across decoders "
+                 "(libavcodec's own IDCTs differ by max 7, mean 0.04 here)", "caps")
 
 TOLERANCES: dict[str, Tolerance] = {
     "h264_25fps_2s.mp4": EXACT,
