@@ -1,6 +1,8 @@
 """JpegEncoder and PngEncoder with TorchCodec 0.17's API: a (C, H, W) uint8 image (1 or 3 channels)
 of any array library the bridge knows, read in place, encoded by libjpeg-turbo (TurboJPEG) or libpng
 without the GIL, and written to a path, a file object, or a 1-D uint8 array of the bridge's library.
+JpegEncoder encodes an RGB image in CUDA memory with nvJPEG (torchcodec._cuda._jpeg); its to_tensor
+is then a CUDA array on the image's device, as in TorchCodec.
 """
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ def _image(img: Any) -> tuple[Any, int, tuple[int, int, int], tuple[int, int, in
         raise TypeError(f"the image must be a (C, H, W) uint8 array (numpy, torch or jax), not {type(img).__name__}")
     device = _outputs.device_of(img)
     if device != "cpu":
-        raise NotImplementedError(f"encoding an image on {device} (nvJPEG) is not in this version of "
-                                  f"torchcodec: move the image to the CPU first (img.cpu())")
+        raise NotImplementedError(f"PNG encoding of an image on {device} is not supported: move the image to the "
+                                  f"CPU first (img.cpu()); JpegEncoder encodes CUDA images with nvJPEG")
     dtype = _outputs.dtype_name(img.dtype)
     if dtype != "uint8":
         raise InvalidArgumentError(f"Input tensor must have uint8 data type, got {dtype}.")
@@ -58,6 +60,10 @@ def _write_all(dest: Any, data: bytes) -> None:
         view = view[written:]
 
 
+def _on_cuda(img: Any) -> bool:
+    return _outputs.is_array(img) and _outputs.device_of(img).startswith("cuda")
+
+
 class _ImageEncoder:
     _codec = ""
 
@@ -65,6 +71,9 @@ class _ImageEncoder:
         self._img = img
 
     def _encoded(self, setting: int) -> bytes:
+        if self._codec == "jpeg" and _on_cuda(self._img):
+            from torchcodec._cuda import _jpeg
+            return _jpeg.encode(self._img, setting)[0]
         owner, address, (channels, height, width), strides = _image(self._img)
         return codec(self._codec).encode(address, channels, height, width, strides[0], strides[1], strides[2],
                                          setting)
@@ -75,6 +84,9 @@ class JpegEncoder(_ImageEncoder):
 
     ``img``: a (C, H, W) uint8 array (numpy, torch on the CPU, jax) with 1 (gray) or 3 (RGB)
     channels, read in place (any strides). ``JpegEncoder(img).to_file("image.jpg", quality=90)``.
+    An RGB image in CUDA memory (a CUDA torch tensor, a cupy array, anything with
+    ``__cuda_array_interface__``; 3 channels only) is encoded on its GPU by nvJPEG (baseline,
+    4:4:4 chroma, as TorchCodec does), on the stream that wrote it.
     """
 
     _codec = "jpeg"
@@ -98,8 +110,13 @@ class JpegEncoder(_ImageEncoder):
         _write_all(dest, self._encoded(quality))
 
     def to_tensor(self, *, quality: int = 75) -> Any:
-        """The encoded bytes as a 1-D uint8 array of the bridge's library (a torch tensor under torch)."""
-        return bytes_to_array(self._encoded(self._check(quality)))
+        """The encoded bytes as a 1-D uint8 array of the bridge's library (a torch tensor under torch);
+        for a CUDA image, an array of the bridge's CUDA library on the image's device."""
+        quality = self._check(quality)
+        if _on_cuda(self._img):
+            from torchcodec._cuda import _jpeg
+            return _jpeg.encode_to_device(self._img, quality)
+        return bytes_to_array(self._encoded(quality))
 
 
 class PngEncoder(_ImageEncoder):
