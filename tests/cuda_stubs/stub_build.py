@@ -143,3 +143,18 @@ def run_python(code: str, libdir: pathlib.Path, **env: str) -> dict:
     output = json.loads(result.stdout.strip().splitlines()[-1])
     output["stderr"] = result.stderr
     return output
+
+
+def build_nvjpeg_stub(directory: pathlib.Path, soname: str = "libnvjpeg.so.12", defines: tuple[str, ...] = ()) -> pathlib.Path:
+    """Compile tests/cuda_stubs/libnvjpeg_stub.c (nvJPEG's entry points over libjpeg-turbo) into
+    directory/soname; returns the library's path. Skips the calling test without libturbojpeg."""
+    import pytest
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libturbojpeg"], capture_output=True, text=True)
+    if CC is None or flags.returncode != 0:
+        pytest.skip("no C compiler or no libturbojpeg (pkg-config) to build the stub libnvjpeg")
+    directory.mkdir(parents=True, exist_ok=True)
+    library = directory / soname
+    subprocess.run([CC, "-shared", "-fPIC", "-O1", *(f"-D{d}" for d in defines), "-o", str(library),
+                    f"-Wl,-soname,{soname}", str(STUBS / "libnvjpeg_stub.c"), *flags.stdout.split(), "-ldl"],
+                   check=True)
+    return library
