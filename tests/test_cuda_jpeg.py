@@ -407,3 +407,26 @@ def test_every_nvjpeg_object_is_destroyed_before_the_context_is_released(stubs, 
     cuda = dict(item.split("=") for item in cuda_report.read_text().split())
     assert cuda["pushes"] == cuda["pops"] and cuda["live_bytes"] == "0"
     assert cuda["events_created"] == cuda["events_destroyed"]
+
+
+BENCHMARK = """
+import contextlib, io
+sys.path.insert(0, {tools!r})
+import bench_nvjpeg
+printed = io.StringIO()
+with contextlib.redirect_stdout(printed):
+    status = bench_nvjpeg.main(["--count", "6", "--batch", "4", "--repeats", "1", "--size", "160x90", "--threads", "2",
+                                "--corpus", {corpus!r}, "--tc-python", "/nonexistent"])
+print(json.dumps({{"status": status, "printed": printed.getvalue()}}))
+"""
+
+
+def test_the_nvjpeg_benchmark_runs_against_the_stubs(stubs, images, tmp_path):
+    tools = str(pathlib.Path(__file__).resolve().parent.parent / "tools")
+    code = BENCHMARK.format(tools=tools, corpus=str(tmp_path / "corpus"))
+    out = run(stubs, code, images, STUB_NVJPEG_HARDWARE="1")
+    assert out["status"] == 0
+    printed = out["printed"]
+    assert "JPEG engines: yes (4 images: 4 by the engines, 0 one at a time)" in printed
+    rows = [line for line in printed.splitlines() if line.startswith("| nvJPEG") or line.startswith("| libjpeg")]
+    assert len(rows) == 4 and rows[-1].endswith("| 1.00x |")

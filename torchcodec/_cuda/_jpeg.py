@@ -99,11 +99,12 @@ def _plan(mode: int, components: int) -> tuple[int, int, int]:
 
 
 def decode(encoded: list[Any], mode: int, wide: bool, device_index: int, limit: int, *, batch: bool,
-           hardware: bool = True) -> list[Any]:
+           hardware: bool = True, paths: Optional[dict[str, int]] = None) -> list[Any]:
     """Decode the JPEG streams ``encoded`` (EncodedBytes) on cuda:``device_index`` into new (C, H, W)
     arrays of the bridge's CUDA library (uint16 when ``wide``: each value times 257), in ``mode``
     (an ImageReadMode value), EXIF orientation applied. ``batch``: errors say "image i of the
-    batch"; ``hardware`` False keeps nvJPEG's hardware backend out (checks and benchmarks)."""
+    batch"; ``hardware`` False keeps nvJPEG's hardware backend out, and ``paths`` (a dict) is given
+    how many images each path decoded, "hardware" and "single" (checks and benchmarks)."""
     device = _device(device_index, "decode_jpeg")
     if not encoded:
         raise InvalidArgumentError("decode_jpeg: Expected at least one image to decode (the list is empty)")
@@ -144,13 +145,15 @@ def decode(encoded: list[Any], mode: int, wide: bool, device_index: int, limit: 
                          wide, output.address, alpha))
             outputs.append(output)
         try:
-            decoder.decode(jobs, stream, hardware, keep)
+            counts = decoder.decode(jobs, stream, hardware, keep)
         except _nvjpeg_codec.JpegBatchError as error:
             raise RuntimeError(failure(error.index, error)) from None
         except _driver.CudaError as error:
             raise RuntimeError(f"decode_jpeg: {error}") from None
         for scratch in keep[1:]:
             scratch.record(stream)           # freed once the copies out of it have run
+    if paths is not None:
+        paths["hardware"], paths["single"] = counts
     return [output.finish() for output in outputs]
 
 
