@@ -126,42 +126,22 @@ cdef class NvjpegLibrary:
             dlclose(self.lib)
 
     cdef int bind(self) except -1:
-        """Fill the function table from the opened library; CudaUnavailableError naming a missing function."""
+        """Fill the function table from the opened library (its fields are FUNCTIONS' pointers, in
+        that order); CudaUnavailableError naming a missing function."""
+        cdef void **table = <void **>&self.f
         cdef void *symbol
-        cdef nj.NvjpegFunctions *f = &self.f
-        found = {}
-        for name in FUNCTIONS:
+        cdef Py_ssize_t k
+        assert sizeof(nj.NvjpegFunctions) == len(FUNCTIONS) * sizeof(void *)
+        for k, name in enumerate(FUNCTIONS):
             symbol = dlsym(self.lib, name.encode())
             if symbol == NULL:
                 raise CudaUnavailableError(f"{self.path} was opened but lacks {name}, which torchcodec needs: this "
                                            f"nvJPEG is too old (CUDA 11 or newer is needed)")
-            found[name] = <size_t>symbol
-        f.nvjpegGetProperty = <nj.tnvjpegGetProperty><size_t>found["nvjpegGetProperty"]
-        f.nvjpegCreateEx = <nj.tnvjpegCreateEx><size_t>found["nvjpegCreateEx"]
-        f.nvjpegDestroy = <nj.tnvjpegDestroy><size_t>found["nvjpegDestroy"]
-        f.nvjpegJpegStateCreate = <nj.tnvjpegJpegStateCreate><size_t>found["nvjpegJpegStateCreate"]
-        f.nvjpegJpegStateDestroy = <nj.tnvjpegJpegStateDestroy><size_t>found["nvjpegJpegStateDestroy"]
-        f.nvjpegGetImageInfo = <nj.tnvjpegGetImageInfo><size_t>found["nvjpegGetImageInfo"]
-        f.nvjpegDecode = <nj.tnvjpegDecode><size_t>found["nvjpegDecode"]
-        f.nvjpegDecodeBatchedInitialize = <nj.tnvjpegDecodeBatchedInitialize><size_t>found["nvjpegDecodeBatchedInitialize"]
-        f.nvjpegDecodeBatched = <nj.tnvjpegDecodeBatched><size_t>found["nvjpegDecodeBatched"]
-        f.nvjpegJpegStreamCreate = <nj.tnvjpegJpegStreamCreate><size_t>found["nvjpegJpegStreamCreate"]
-        f.nvjpegJpegStreamDestroy = <nj.tnvjpegJpegStreamDestroy><size_t>found["nvjpegJpegStreamDestroy"]
-        f.nvjpegJpegStreamParseHeader = <nj.tnvjpegJpegStreamParseHeader><size_t>found["nvjpegJpegStreamParseHeader"]
-        f.nvjpegDecodeBatchedSupported = <nj.tnvjpegDecodeBatchedSupported><size_t>found["nvjpegDecodeBatchedSupported"]
-        f.nvjpegEncoderStateCreate = <nj.tnvjpegEncoderStateCreate><size_t>found["nvjpegEncoderStateCreate"]
-        f.nvjpegEncoderStateDestroy = <nj.tnvjpegEncoderStateDestroy><size_t>found["nvjpegEncoderStateDestroy"]
-        f.nvjpegEncoderParamsCreate = <nj.tnvjpegEncoderParamsCreate><size_t>found["nvjpegEncoderParamsCreate"]
-        f.nvjpegEncoderParamsDestroy = <nj.tnvjpegEncoderParamsDestroy><size_t>found["nvjpegEncoderParamsDestroy"]
-        f.nvjpegEncoderParamsSetQuality = <nj.tnvjpegEncoderParamsSetQuality><size_t>found["nvjpegEncoderParamsSetQuality"]
-        f.nvjpegEncoderParamsSetSamplingFactors = \
-            <nj.tnvjpegEncoderParamsSetSamplingFactors><size_t>found["nvjpegEncoderParamsSetSamplingFactors"]
-        f.nvjpegEncodeImage = <nj.tnvjpegEncodeImage><size_t>found["nvjpegEncodeImage"]
-        f.nvjpegEncodeRetrieveBitstream = <nj.tnvjpegEncodeRetrieveBitstream><size_t>found["nvjpegEncodeRetrieveBitstream"]
+            table[k] = symbol
         cdef int major = 0, minor = 0, patch = 0
-        f.nvjpegGetProperty(nj.MAJOR_VERSION, &major)
-        f.nvjpegGetProperty(nj.MINOR_VERSION, &minor)
-        f.nvjpegGetProperty(nj.PATCH_LEVEL, &patch)
+        self.f.nvjpegGetProperty(nj.MAJOR_VERSION, &major)
+        self.f.nvjpegGetProperty(nj.MINOR_VERSION, &minor)
+        self.f.nvjpegGetProperty(nj.PATCH_LEVEL, &patch)
         self.version = (major, minor, patch)
         return 0
 

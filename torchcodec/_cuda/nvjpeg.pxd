@@ -104,7 +104,8 @@ ctypedef nvjpegStatus_t (*tnvjpegEncodeRetrieveBitstream)(nvjpegHandle_t handle,
                                                           unsigned char *data, size_t *length,
                                                           CUstream stream) noexcept nogil
 
-# The functions torchcodec uses, all required (dlsym'd by name: see _nvjpeg.FUNCTIONS, in this order).
+# The functions torchcodec uses, all required: _nvjpeg.FUNCTIONS names them in this order, and the
+# loader fills the fields as an array of pointers.
 cdef struct NvjpegFunctions:
     tnvjpegGetProperty nvjpegGetProperty
     tnvjpegCreateEx nvjpegCreateEx
