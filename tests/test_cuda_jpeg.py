@@ -173,7 +173,8 @@ def test_every_mode_and_dtype_gives_the_cpu_decoders_pixels(stubs, images):
 BATCH = """
 names = ["colour", "gray", "progressive", "colour"]
 batch = decode_jpeg([paths[n] for n in names], mode="UNCHANGED", device="cuda")
-out = {"log": log(), "same": [bool((host(b) == decode_jpeg(paths[n], mode="UNCHANGED")).all()) for b, n in zip(batch, names)],
+same = [bool((host(b) == decode_jpeg(paths[n], mode="UNCHANGED")).all()) for b, n in zip(batch, names)]
+out = {"log": log(), "same": same,
        "channels": [b.shape[0] for b in batch], "type": type(batch).__name__,
        "batched": count("batched_images"), "single": count("single_images")}
 single = decode_jpeg(paths["colour"], device="cuda")
@@ -331,7 +332,8 @@ def encoded(img, quality=83):
     return buffer.getvalue()
 out["planar"] = encoded(image).hex()
 hwc = _device_buffer.DeviceBuffer.empty(context, (24, 40, 3), "uint8", 1)
-ctypes.memmove(hwc.__cuda_array_interface__["data"][0], np.ascontiguousarray(host(image).transpose(1, 2, 0)).ctypes.data, 24 * 40 * 3)
+interleaved = np.ascontiguousarray(host(image).transpose(1, 2, 0))
+ctypes.memmove(hwc.__cuda_array_interface__["data"][0], interleaved.ctypes.data, interleaved.nbytes)
 out["interleaved"] = encoded(hwc.permuted((2, 0, 1))).hex()
 flipped = image.as_strided((3, 24, 40), (24 * 40, -40, 1), offset=23 * 40)
 out["flipped"] = encoded(flipped).hex()
@@ -430,3 +432,27 @@ def test_the_nvjpeg_benchmark_runs_against_the_stubs(stubs, images, tmp_path):
     assert "JPEG engines: yes (4 images: 4 by the engines, 0 one at a time)" in printed
     rows = [line for line in printed.splitlines() if line.startswith("| nvJPEG") or line.startswith("| libjpeg")]
     assert len(rows) == 4 and rows[-1].endswith("| 1.00x |")
+
+
+GPU_CHECK = """
+sys.path.insert(0, {tools!r})
+import contextlib, io
+import gpu_jpeg_check
+printed = io.StringIO()
+with contextlib.redirect_stdout(printed):
+    status = gpu_jpeg_check.main(["--quick", "--out", {out!r}, "--only",
+                                  "library,pixels,batch,orientation,errors,encode,streams"])
+print(json.dumps({{"status": status}}))
+"""
+
+
+def test_the_gpu_jpeg_check_passes_against_the_stubs(stubs, images, tmp_path):
+    tools = str(pathlib.Path(__file__).resolve().parent.parent / "tools")
+    out = run(stubs, GPU_CHECK.format(tools=tools, out=str(tmp_path)), images, STUB_NVJPEG_HARDWARE="1")
+    rows = [json.loads(line) for line in (tmp_path / "gpu_jpeg_check.jsonl").read_text().splitlines()]
+    assert out["status"] == 0
+    assert {row["step"] for row in rows} == {"library", "pixels", "batch", "orientation", "errors", "encode",
+                                             "streams"}
+    assert all(row["status"] in ("PASS", "INFO", "SKIP") for row in rows), rows
+    # the stub decodes with libjpeg-turbo: every difference the tolerances allow is 0 here
+    assert all(row["result"].startswith("max 0, mean 0.000") for row in rows if row["check"].startswith("RGB"))
