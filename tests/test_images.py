@@ -228,13 +228,17 @@ def test_jpeg_warnings_are_logged_and_the_image_decodes(jpegs, caplog):
     assert (np.asarray(Image.open(io.BytesIO(damaged)).convert("RGB")) == expected).all()
 
 
-def test_jpeg_cuda_is_refused_clearly(jpegs):
-    with pytest.raises(NotImplementedError, match="nvJPEG"):
-        decode_jpeg(jpegs["420"], device="cuda")
-    with pytest.raises(NotImplementedError, match="nvJPEG"):
-        decode_jpeg([jpegs["420"]], device="cuda:0")
+def test_jpeg_cuda_without_nvjpeg_is_refused_with_the_reason(jpegs):
+    from torchcodec._cuda import _jpeg
     with pytest.raises(ValueError, match="Invalid device"):
         decode_jpeg(jpegs["420"], device="tpu")
+    reason = _jpeg.reason()
+    if reason is None:
+        pytest.skip("nvJPEG and a GPU are usable here (tests/test_cuda_jpeg.py covers the refusals on stubs)")
+    for source, device in ((jpegs["420"], "cuda"), ([jpegs["420"]], "cuda:0")):
+        with pytest.raises(RuntimeError) as raised:
+            decode_jpeg(source, device=device)
+        assert "JPEG on CUDA (nvJPEG) is not available" in str(raised.value) and reason in str(raised.value)
 
 
 def test_jpeg_num_threads_must_be_positive(jpegs):
