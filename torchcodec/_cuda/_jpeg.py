@@ -157,36 +157,10 @@ def decode(encoded: list[Any], mode: int, wide: bool, device_index: int, limit: 
     return [output.finish() for output in outputs]
 
 
-def _encode_checks(img: Any) -> tuple[int, Any]:
-    """(device index, memory) of a CUDA image for JpegEncoder, after TorchCodec's checks."""
-    device = _outputs.device_of(img)
-    device_index = _cuda.parse_cuda_index(device)
-    if device_index is None:
-        raise InvalidArgumentError(f"Input tensor must be on a CUDA device, got a tensor on {device}.")
-    dtype = _outputs.dtype_name(img.dtype)
-    if dtype != "uint8":
-        raise InvalidArgumentError(f"Input tensor dtype should be uint8, got {dtype}.")
-    if len(img.shape) != 3:
-        raise InvalidArgumentError(f"Input data should be a 3-dimensional (C, H, W) tensor, got {len(img.shape)} "
-                                   f"dimensions.")
-    channels, height, width = (int(extent) for extent in img.shape)
-    if channels != 3:
-        raise InvalidArgumentError(f"The number of channels should be 3 (RGB) for JPEG encoding on GPU, got: "
-                                   f"{channels}. Grayscale encoding is only supported on the CPU for now.")
-    if height == 0 or width == 0:
-        raise InvalidArgumentError(f"The image is empty ({height}x{width}).")
-    try:
-        memory = _outputs.describe_cuda(img, device_index, writable=False)
-    except (TypeError, ValueError) as error:
-        raise InvalidArgumentError(str(error)) from None
-    return device_index, memory
-
-
-def encode(img: Any, quality: int) -> tuple[bytes, int]:
-    """The JPEG bytes of the (3, H, W) uint8 RGB image ``img`` in CUDA memory (a CUDA torch tensor,
-    a cupy array, a DeviceBuffer, anything with ``__cuda_array_interface__``; any strides), encoded
-    by nvJPEG at ``quality`` on the stream that wrote it, and its device index."""
-    device_index, memory = _encode_checks(img)
+def encode(memory: Any, device_index: int, quality: int) -> bytes:
+    """The JPEG bytes of the (3, H, W) uint8 RGB image in CUDA memory ``memory`` (an _outputs.Memory
+    of cuda:``device_index``, any strides: planar or interleaved rows are read in place, others are
+    gathered into planes first), encoded by nvJPEG at ``quality`` on the stream that wrote it."""
     device = _device(device_index, "JpegEncoder")
     _, height, width = memory.shape
     sc, sh, sw = memory.strides
@@ -206,14 +180,12 @@ def encode(img: Any, quality: int) -> tuple[bytes, int]:
         if scratch is not None:
             scratch.record(stream)
     memory.finish()
-    return data, device_index
+    return data
 
 
-def encode_to_device(img: Any, quality: int) -> Any:
-    """:func:`encode`'s bytes as a 1-D uint8 array of the bridge's CUDA library on ``img``'s device."""
-    data, device_index = encode(img, quality)
+def to_device(data: bytes, device_index: int) -> Any:
+    """``data`` as a new 1-D uint8 array of the bridge's CUDA library on cuda:``device_index``."""
     output = _outputs.allocate((len(data),), "uint8", device_index=device_index)
     with _borrowed("encoder", _device(device_index, "JpegEncoder")) as encoder:
         encoder.upload(data, output.address, output.stream)
     return output.finish()
-
