@@ -16,12 +16,10 @@
  * -DSTUB_WITHOUT_nvjpegEncodeRetrieveBitstream leaves that function out (an incomplete library).
  */
 #include <dlfcn.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <turbojpeg.h>
+
+#include "stub_log.h"
 
 enum {
     SUCCESS = 0, NOT_INITIALIZED = 1, INVALID_PARAMETER = 2, BAD_JPEG = 3, JPEG_NOT_SUPPORTED = 4,
@@ -43,34 +41,10 @@ int stub_nvjpeg_streams, stub_nvjpeg_streams_destroyed, stub_nvjpeg_encoders, st
 int stub_nvjpeg_params, stub_nvjpeg_params_destroyed, stub_nvjpeg_no_context;
 int stub_nvjpeg_batched_images, stub_nvjpeg_single_images;
 
-static char call_log[1 << 16];
-static size_t call_log_used;
-
 const char *stub_nvjpeg_log(void) { return call_log; }
-void stub_nvjpeg_clear_log(void) { call_log_used = 0; call_log[0] = 0; }
+void stub_nvjpeg_clear_log(void) { clear_call_log(); }
 
-static void log_call(const char *format, ...)
-{
-    va_list args;
-    int written;
-    if (call_log_used >= sizeof(call_log) - 256)
-        return;
-    va_start(args, format);
-    written = vsnprintf(call_log + call_log_used, sizeof(call_log) - call_log_used, format, args);
-    va_end(args);
-    if (written > 0)
-        call_log_used += (size_t)written;
-}
-
-static int failing(const char *name)
-{
-    const char *names = getenv("STUB_NVJPEG_FAIL");
-    size_t length = strlen(name);
-    for (const char *at = names ? strstr(names, name) : NULL; at; at = strstr(at + 1, name))
-        if ((at == names || at[-1] == ',') && (at[length] == 0 || at[length] == ','))
-            return 1;
-    return 0;
-}
+static int failing(const char *name) { return listed_in("STUB_NVJPEG_FAIL", name); }
 
 /* Counts a call made without a current CUDA context (the stub libcuda's stack, when it is loaded). */
 static void need_context(void)
