@@ -222,6 +222,11 @@ for name in ("corrupt", "bad_header", "truncated", "cmyk"):
     out[name] = outcome(lambda: decode_jpeg([good, good, paths[name], good], device="cuda"))
     out[name + "_allocs"] = ctypes.c_int.in_dll(cuda, "stub_allocs").value
 out["single"] = outcome(lambda: decode_jpeg(paths["corrupt"], device="cuda"))
+allocs = ctypes.c_int.in_dll(cuda, "stub_allocs").value
+torchcodec.decoders.set_max_image_pixels(24 * 40 - 1)
+out["too_large"] = outcome(lambda: decode_jpeg([good, good], device="cuda"))
+out["too_large_allocs"] = ctypes.c_int.in_dll(cuda, "stub_allocs").value - allocs
+torchcodec.decoders.set_max_image_pixels(None)
 out["empty"] = outcome(lambda: decode_jpeg([], device="cuda"))
 out["cuda_bytes"] = outcome(lambda: decode_jpeg(torchcodec._cuda._device_buffer.DeviceBuffer.empty(
     torchcodec._cuda._driver.load_driver().context(0), (10,), "uint8", 1), device="cuda"))
@@ -245,6 +250,9 @@ def test_a_bad_image_in_a_batch_is_named_by_its_index(stubs, images, hardware):
     assert out["bad_header_allocs"] == out["corrupt_allocs"]
     assert out["truncated_allocs"] == out["bad_header_allocs"] == out["cmyk_allocs"]
     assert out["single"] == "RuntimeError: decode_jpeg: nvjpegDecode failed: NVJPEG_STATUS_BAD_JPEG (3)"
+    assert out["too_large"].startswith("ImageTooLargeError: decode_jpeg: image 0 of the batch: the image declares "
+                                       "40x24 pixels, more than the limit of 959 pixels")
+    assert out["too_large_allocs"] == 0
     assert "Expected at least one image to decode" in out["empty"]
     assert "must be on the CPU" in out["cuda_bytes"]
     assert out["device"].startswith("InvalidArgumentError: Invalid device 'gpu'")

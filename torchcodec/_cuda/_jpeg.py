@@ -111,7 +111,8 @@ def decode(encoded: list[Any], mode: int, wide: bool, device_index: int, limit: 
 
     def failure(index: int, error: Exception) -> str:
         where = f"image {index} of the batch: " if batch else ""
-        return f"decode_jpeg: {where}{error}"
+        text = str(error)
+        return f"decode_jpeg: {where}{text[len('decode_jpeg: '):] if text.startswith('decode_jpeg: ') else text}"
 
     from torchcodec._cuda import _driver, _nvjpeg_codec
     from torchcodec._cuda._device_buffer import DeviceBuffer

@@ -192,6 +192,7 @@ _lock = threading.Lock()
 _library = None      # the NvjpegLibrary, once loaded
 _failure = None      # or the CudaUnavailableError that loading it raised
 _devices = {}        # CudaContext -> NvjpegDevice
+_devices_lock = threading.Lock()   # held while a device's handles are created: one set per device
 
 
 def load_nvjpeg() -> NvjpegLibrary:
@@ -212,13 +213,12 @@ def load_nvjpeg() -> NvjpegLibrary:
 
 def device(CudaContext context not None) -> NvjpegDevice:
     """The nvJPEG handles of ``context``'s device, created on first use."""
-    with _lock:
+    library = load_nvjpeg()
+    with _devices_lock:
         found = _devices.get(context)
-    if found is not None:
+        if found is None:
+            found = _devices[context] = NvjpegDevice(context, library)
         return found
-    created = NvjpegDevice(context, load_nvjpeg())
-    with _lock:
-        return _devices.setdefault(context, created)
 
 
 cdef class NvjpegDevice:
@@ -293,7 +293,7 @@ def add_close_hook(hook) -> None:
 def _release_before_context() -> None:
     for hook in list(_release_hooks):
         hook()
-    with _lock:
+    with _devices_lock:
         devices = list(_devices.values())
         _devices.clear()
     for found in devices:
