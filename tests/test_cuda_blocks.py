@@ -484,13 +484,15 @@ finish(out)
 """
 
 
-def test_the_copy_is_ordered_after_the_decoders_writes_and_before_its_reuse_on_the_device(stubs, decoding_helpers):
-    """The copy into a RawFrame's own memory runs on the output library's current stream (here a
-    stand-in cupy's, 0x5151). An FFmpeg hwaccel frame: after FFmpeg's writes on the legacy stream
-    (an event that stream records, waited for on the device), and FFmpeg's next writes after the
-    copy. An NVDEC frame: after the map's `ready`, with `done` recorded after the copy (the slot
-    is unmapped once it has passed), its display area cropped out of the coded surface; a P016
-    surface of 10-bit content becomes p010le. No host wait in either."""
+def test_the_copy_is_issued_between_driver_waits_and_records_on_the_output_stream(stubs, decoding_helpers):
+    """The driver calls that order the copy into a RawFrame's own memory, in the order the stub
+    driver logs them (the stub runs everything at once, so it shows the calls and their streams,
+    not the device's ordering, which only a GPU run exercises). The copies are enqueued on the
+    output library's current stream (here a stand-in cupy's, 0x5151). An FFmpeg hwaccel frame:
+    after a wait for an event recorded on FFmpeg's legacy stream, and before an event that stream
+    waits for. An NVDEC frame: after a wait for the map's `ready`, with `done` recorded after the
+    copy (the slot is unmapped once it has passed), its display area cropped out of the coded
+    surface; a P016 surface of 10-bit content becomes p010le. No host wait in either."""
     out = run(decoding_helpers, UPLOAD_ORDER.format(fake=STAND_INS))
     kinds = [line.split("(")[0] for line in out["hw_calls"]]
     assert kinds == ["cuEventRecord", "cuStreamWaitEvent", "cuMemcpy2DAsync", "cuMemcpy2DAsync", "cuEventRecord",

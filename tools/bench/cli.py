@@ -154,6 +154,7 @@ def settings_from(args: argparse.Namespace) -> RunSettings:
 SUBCOMMANDS = {
     "encode": "bench.encode",                # 1080p H.264 and 60 s AAC/FLAC, vs TorchCodec, PyAV, the CLI
     "images": "bench.images",                # 1080p JPEG, PNG and WebP, single and batched
+    "nvjpeg": "bench.nvjpeg",                # nvJPEG batch decode vs libjpeg-turbo's threads (a GPU machine)
     "targets": "bench.targets",              # the speed and memory targets, each with its verdict, in one run
     "decode-work": "bench.decode_work",      # the frames decoded for random10: ours, every frame, TorchCodec
     "threads": "bench.threads",              # decoders in parallel threads, and the output libraries

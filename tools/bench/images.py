@@ -34,19 +34,23 @@ DISTINCT = 25                          # distinct frames per format, repeated to
 CHUNK = 32                             # images per batch call (as a data loader's batch)
 
 
-def make_corpus(folder: Path) -> dict[str, list[Path]]:
-    """The benchmark images (cached): DISTINCT 1080p frames of a textured Mandelbrot zoom, each
-    saved as JPEG q90, PNG and WebP q80, then listed repeatedly up to the workload counts."""
+def make_corpus(folder: Path, size: str = "1920x1080") -> dict[str, list[Path]]:
+    """The benchmark images (cached): DISTINCT frames of ``size`` (1080p by default; another size
+    in its own subfolder) of a textured Mandelbrot zoom, each saved as JPEG q90, PNG and WebP q80,
+    then listed repeatedly up to the workload counts."""
     import numpy
     from PIL import Image
+    if size != "1920x1080":
+        folder = folder / size
+    width, height = (int(side) for side in size.split("x"))
     folder.mkdir(parents=True, exist_ok=True)
     marker = folder / "done"
     if not marker.exists():
         raw = subprocess.run(
             ["ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i",
-             f"mandelbrot=size=1920x1080:rate=25,noise=alls=6:allf=t,hue=s=1.5", "-frames:v", str(DISTINCT),
+             f"mandelbrot=size={size}:rate=25,noise=alls=6:allf=t,hue=s=1.5", "-frames:v", str(DISTINCT),
              "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout
-        frames = numpy.frombuffer(raw, numpy.uint8).reshape(DISTINCT, 1080, 1920, 3)
+        frames = numpy.frombuffer(raw, numpy.uint8).reshape(DISTINCT, height, width, 3)
         for k, frame in enumerate(frames):
             image = Image.fromarray(frame)
             image.save(folder / f"{k:03d}.jpg", quality=90)

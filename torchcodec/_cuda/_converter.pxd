@@ -25,12 +25,21 @@ cdef class CudaConverter(DeviceConverter):
     cdef bint staging_busy              # staging_read was recorded (the buffer may still be read)
     cdef cu.CUdeviceptr staging         # host frames' planes, uploaded (owned, grown when needed)
     cdef size_t staging_size
+    cdef cu.CUdeviceptr filters         # swscale's chroma filters of 4:2:0 frames (owned, grown when needed)
+    cdef size_t filters_size
+    cdef int filters_width, filters_height, v_taps, h_taps  # what `filters` holds (0 x 0: nothing)
+    cdef cu.CUevent filters_read        # recorded on filters_stream after each conversion that read them
+    cdef cu.CUstream filters_stream
+    cdef bint filters_busy              # filters_read was recorded
     cdef uint8_t *host_rgb              # the Scaler's output for formats the kernels do not read (owned)
     cdef size_t host_rgb_size
     cdef Scaler scaler                  # created on first use
 
     cdef int record(self, cu.CUevent event, cu.CUstream stream) except -1 nogil
     cdef int launch(self, cu.CUfunction function, unsigned grid_x, unsigned grid_y, void *params) except -1 nogil
+    cdef int reuse(self, cu.CUdeviceptr *buffer, size_t *size, size_t needed, cu.CUevent last_read,
+                   bint busy) except -1 nogil
+    cdef int prepare_filters(self, int width, int height) except -1 nogil
     cdef int upload_planes(self, const AVFrame *frame, int num_planes, const int *plane_rows,
                            const size_t *plane_bytes, cu.CUdeviceptr *planes, Py_ssize_t *pitches) except -1 nogil
     cdef int convert_with_scaler(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,

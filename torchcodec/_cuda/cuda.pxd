@@ -64,6 +64,7 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
                                    void **kernelParams, void **extra) noexcept nogil
         CUresult (*cuMemAlloc)(CUdeviceptr *dptr, size_t bytesize) noexcept nogil
         CUresult (*cuMemFree)(CUdeviceptr dptr) noexcept nogil
+        CUresult (*cuMemsetD8Async)(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) noexcept nogil
         CUresult (*cuMemcpy2D)(const CUDA_MEMCPY2D *pcopy) noexcept nogil
         CUresult (*cuMemcpy2DAsync)(const CUDA_MEMCPY2D *pcopy, CUstream hStream) noexcept nogil
         CUresult (*cuEventCreate)(CUevent *phEvent, unsigned int flags) noexcept nogil

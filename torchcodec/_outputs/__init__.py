@@ -42,7 +42,7 @@ from typing import Any, Optional
 BRIDGES = ("auto", "numpy", "torch", "jax", "cupy")
 CPU_DTYPES = {"bool": 1, "uint8": 1, "uint16": 2, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8}
 """The dtypes :func:`allocate` gives on the CPU, with their item sizes."""
-CUDA_DTYPES = {"uint8": 1, "float32": 4, "float64": 8}
+CUDA_DTYPES = {"uint8": 1, "uint16": 2, "float32": 4, "float64": 8}
 """The dtypes :func:`allocate` gives on CUDA (those of torchcodec's DeviceBuffer)."""
 _PACKAGES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "cupy": "cupy"}
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("torchcodec_bridge", default="auto")
@@ -343,8 +343,8 @@ def allocate(shape: tuple[int, ...], dtype: str, *, device_index: Optional[int] 
     that ``finish()`` hands to jax through DLPack, no copy; cupy: ValueError (its frames are CUDA
     frames; pass ``bridge=host_bridge()`` for numpy CPU arrays under it).
 
-    ``device_index`` N: memory on cuda:N, ``dtype`` uint8, float32 or float64 (CUDA_DTYPES), and the
-    stream to write it on (``Memory.stream``; docs/cuda_outputs.md): torch's current stream for
+    ``device_index`` N: memory on cuda:N, ``dtype`` uint8, uint16 (images), float32 or float64
+    (CUDA_DTYPES), and the stream to write it on (``Memory.stream``; docs/cuda_outputs.md): torch's current stream for
     torch, cupy's for cupy and for numpy when cupy is installed, else torchcodec's DeviceBuffer on
     the legacy default stream (numpy; jax, handed over in ``finish()``).
 
