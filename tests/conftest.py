@@ -35,6 +35,20 @@ def media() -> dict[str, pathlib.Path]:
 
 
 @pytest.fixture(scope="session")
+def engine_probe(tmp_path_factory):
+    """tests/engine_probe.pyx, built against the installed package: the engine's internals that
+    tests check (the scaler's comparisons with swscale, IndexBuilder by hand, the early drain off)."""
+    sys.path.insert(0, str(REPO / "tests" / "cuda_stubs"))
+    from stub_build import CC, build_helper
+    if CC is None or shutil.which("pkg-config") is None:
+        pytest.skip("no C compiler or pkg-config to build tests/engine_probe.pyx")
+    directory = build_helper("engine_probe", tmp_path_factory.mktemp("engine_probe"), REPO / "tests")
+    sys.path.insert(0, str(directory))
+    import engine_probe
+    return engine_probe
+
+
+@pytest.fixture(scope="session")
 def h264(media) -> pathlib.Path:
     """H.264 with B-frames, 320x240, 30 fps, 3 s, GOP 30: the workhorse of the API tests."""
     return media["h264_bframes.mp4"]

@@ -22,7 +22,7 @@ def raw_frames(path):
     yield from decoder.drain()
 
 
-def check_a_recorded_difference_keeps_swscale(path, monkeypatch):
+def check_a_recorded_difference_keeps_swscale(path, monkeypatch, engine_probe):
     """The first conversion of ``path``'s geometry compares the fast rows with swscale and takes
     them; once the verdict for that geometry says they differed, swscale converts every frame,
     still giving the CLI's pixels."""
@@ -30,14 +30,14 @@ def check_a_recorded_difference_keeps_swscale(path, monkeypatch):
     monkeypatch.setattr(_scaler, "_fast_verdicts", verdicts)
     converter = ColorConverter()
     converter.convert(next(raw_frames(path)))
-    assert converter.impl.fast_path_active
+    assert engine_probe.fast_path_active(converter.impl)
     assert list(verdicts.values()) == [1]
     for recorded in list(verdicts):
         verdicts[recorded] = 0
     expected = reference.ffmpeg_rgb_frames(path)
     converter = ColorConverter()
     frames = [converter.convert(raw_frame) for raw_frame in raw_frames(path)]
-    assert not converter.impl.fast_path_active
+    assert not engine_probe.fast_path_active(converter.impl)
     assert len(frames) == len(expected)
     for i, frame in enumerate(frames):
         np.testing.assert_array_equal(np.asarray(frame.data).transpose(1, 2, 0), expected[i])

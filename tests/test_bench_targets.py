@@ -1,4 +1,4 @@
-"""tools/bench_targets.py: the verdicts it prints must follow from the measurements, by hand-computed
+"""tools/bench/targets.py: the verdicts it prints must follow from the measurements, by hand-computed
 ratios (a wrong direction or peer would call a missed target met), and its memory probe must
 measure the process that decodes."""
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import bench  # noqa: E402
-import bench_targets  # noqa: E402
-from bench_targets import CLI, OURS, TORCHCODEC, SpeedTarget, Verdict  # noqa: E402
+from bench import targets as bench_targets  # noqa: E402
+from bench.targets import CLI, OURS, TORCHCODEC, SpeedTarget, Verdict  # noqa: E402
+from bench.workloads import WORKLOADS, Measurement  # noqa: E402
 
 
 def row(workload, threads, peer, *times, status="ok"):
-    return bench.Measurement(workload, threads, peer, times_s=list(times), status=status)
+    return Measurement(workload, threads, peer, times_s=list(times), status=status)
 
 
 ROWS = [
@@ -66,7 +66,7 @@ def test_every_target_names_a_workload_its_run_measures():
         run = bench_targets.BENCH_RUNS[target.run]
         workloads = run[run.index("--workloads") + 1:run.index("--threads")]
         threads = [int(t) for t in run[run.index("--threads") + 1:]]
-        assert target.workload in workloads and target.workload in bench.WORKLOADS
+        assert target.workload in workloads and target.workload in WORKLOADS
         assert target.threads in threads
 
 
@@ -88,9 +88,9 @@ def test_a_verdict_word_says_met_missed_or_unmeasured():
 
 
 def test_decode_work_groups_targets_by_the_key_frame_that_starts_them():
-    """tools/bench_decode_work.py seeks once per key frame: each target goes with the last key frame at
+    """tools/bench/decode_work.py seeks once per key frame: each target goes with the last key frame at
     or before it, in display order, whatever the order of the request."""
-    import bench_decode_work
+    from bench import decode_work as bench_decode_work
 
     all_pts = [0, 10, 20, 30, 40, 50, 60, 70]
     key_pts = [0, 40]

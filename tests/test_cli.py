@@ -189,7 +189,8 @@ def test_jpeg_files_are_jpeg_of_the_frame(tmp_path):
     _cli.write_image(str(tmp_path / "x.jpg"), rgb, "jpg")
     assert (tmp_path / "x.jpg").read_bytes()[:3] == b"\xff\xd8\xff"
     decoded = reference.ffmpeg_rgb_frames(tmp_path / "x.jpg", size=(16, 24), filters="null")[0]
-    assert np.abs(decoded.astype(int) - rgb).max() <= 4         # lossy, but a flat colour survives
+    # lossy (quality 95), but a flat colour survives within the YCbCr round trip's rounding
+    assert np.abs(decoded.astype(int) - rgb).max() <= 1
 
 
 class _Terminal(io.StringIO):

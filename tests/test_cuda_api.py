@@ -2,6 +2,7 @@
 the CPU-fallback report, device parsing. Decoding on a GPU: tests/test_cuda_decoding.py."""
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 
@@ -9,7 +10,8 @@ import pytest
 
 from torchcodec.decoders import (CpuFallbackStatus, VideoDecoder, get_nvdec_cache_capacity, set_cuda_backend,
                                  set_nvdec_cache_capacity)
-from torchcodec._cuda import _backend as _cuda
+from torchcodec import _cuda
+from torchcodec._core._devices import parse_device, register_device
 
 
 def test_the_default_backend_is_nvdec_and_the_block_sets_and_restores_it():
@@ -98,7 +100,36 @@ def test_malformed_devices_are_value_errors(h264, device):
         VideoDecoder(h264, device=device)
 
 
-@pytest.mark.parametrize("device, index", [(None, None), ("cpu", None), ("cuda", 0), ("cuda:0", 0), ("cuda:3", 3)])
-def test_device_names_parse_to_an_index(device, index):
-    assert _cuda.parse_device(device) == index
+@pytest.mark.parametrize("device, parsed", [(None, ("cpu", None)), ("cpu", ("cpu", None)), ("cuda", ("cuda", 0)),
+                                            ("cuda:0", ("cuda", 0)), ("cuda:3", ("cuda", 3))])
+def test_device_names_parse_to_a_name_and_an_index(device, parsed):
+    assert parse_device(device) == parsed
 
+
+
+def test_a_cpu_decode_loads_nothing_of_the_cuda_wing_beyond_its_gate(media):
+    # A fresh interpreter: decoding on the CPU, through the decoders and the building blocks, must
+    # import torchcodec._cuda (the gate, which registers the device) and none of its modules.
+    code = f"""
+import sys
+from torchcodec.decoders import AudioDecoder, ColorConverter, Demuxer, VideoDecoder
+decoder = VideoDecoder({str(media["h264_aac.mp4"])!r})
+decoder.get_frames_at([0, 5]); decoder[1]; str(decoder.cpu_fallback)
+AudioDecoder({str(media["h264_aac.mp4"])!r}).get_all_samples()
+demuxer = Demuxer({str(media["h264_bframes.mp4"])!r})
+stream = demuxer.streams[0]
+packet_decoder = stream.make_decoder(device="cpu")
+frames = [frame for packet in demuxer for frame in packet_decoder.decode(packet)][:2]
+ColorConverter(device="cpu").convert(frames[0]); frames[1].planes
+print("gate" if "torchcodec._cuda" in sys.modules else "no gate")
+print(sorted(name for name in sys.modules if name.startswith("torchcodec._cuda.")))
+"""
+    out = subprocess.run([sys.executable, "-P", "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.split("\n")[:2] == ["gate", "[]"]
+
+
+def test_the_cuda_wing_registers_its_device_once():
+    with pytest.raises(ValueError, match="cannot register the device 'cuda'"):
+        register_device("cuda", lambda: None)
+    with pytest.raises(ValueError, match="Invalid device 'tpu'.*use None, 'cpu', 'cuda' or 'cuda:N'"):
+        parse_device("tpu")

@@ -8,8 +8,8 @@ are checked against what the stub wrote and against a CUDA VideoDecoder; the CPU
 stub's caps refusing the codec, or a 4:2:2 stream torchcodec refuses itself) and the "ffmpeg"
 backend (whose hwaccel cannot start on the stub: FFmpeg decodes on the CPU) decode real pixels, so
 their device planes are compared with the CPU decoder's RawFrames and their RGB with the CPU
-ColorConverter's, within tools/gpu_tolerances.py's table (the GPU check compares the same on a real
-GPU: tools/gpu_check.py's "blocks" rows).
+ColorConverter's, within tools/gpu/gpu_tolerances.py's table (the GPU check compares the same on a real
+GPU: tools/gpu/check.py's "blocks" rows).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from torchcodec._cuda import _build_config
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools"))
 from stub_build import HOST_READ, build_decoding_stubs, build_helper, run_python  # noqa: E402
-import gpu_tolerances  # noqa: E402
+from gpu import gpu_tolerances  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -317,7 +317,7 @@ finish(out)
 def test_color_converter_on_cuda_gives_the_cuda_video_decoders_frames(stubs, media, name, env, dtype):
     """ColorConverter(device="cuda") turns device RawFrames into RGB (3, H, W) device arrays, rotation
     applied, equal to what a CUDA VideoDecoder gives for the same frames, and as close to the CPU
-    ColorConverter's as tools/gpu_tolerances.py allows the GPU to be (float32: docs/cuda_kernels.md's
+    ColorConverter's as tools/gpu/gpu_tolerances.py allows the GPU to be (float32: docs/cuda_kernels.md's
     bound); no host wait (except for a
     format the kernels cannot read, 4:2:2, which goes back to the Scaler)."""
     out = run(stubs, CONVERT.format(path=os.fspath(media[name]), dtype=dtype, count=5), **env)
@@ -484,13 +484,15 @@ finish(out)
 """
 
 
-def test_the_copy_is_ordered_after_the_decoders_writes_and_before_its_reuse_on_the_device(stubs, decoding_helpers):
-    """The copy into a RawFrame's own memory runs on the output library's current stream (here a
-    stand-in cupy's, 0x5151). An FFmpeg hwaccel frame: after FFmpeg's writes on the legacy stream
-    (an event that stream records, waited for on the device), and FFmpeg's next writes after the
-    copy. An NVDEC frame: after the map's `ready`, with `done` recorded after the copy (the slot
-    is unmapped once it has passed), its display area cropped out of the coded surface; a P016
-    surface of 10-bit content becomes p010le. No host wait in either."""
+def test_the_copy_is_issued_between_driver_waits_and_records_on_the_output_stream(stubs, decoding_helpers):
+    """The driver calls that order the copy into a RawFrame's own memory, in the order the stub
+    driver logs them (the stub runs everything at once, so it shows the calls and their streams,
+    not the device's ordering, which only a GPU run exercises). The copies are enqueued on the
+    output library's current stream (here a stand-in cupy's, 0x5151). An FFmpeg hwaccel frame:
+    after a wait for an event recorded on FFmpeg's legacy stream, and before an event that stream
+    waits for. An NVDEC frame: after a wait for the map's `ready`, with `done` recorded after the
+    copy (the slot is unmapped once it has passed), its display area cropped out of the coded
+    surface; a P016 surface of 10-bit content becomes p010le. No host wait in either."""
     out = run(decoding_helpers, UPLOAD_ORDER.format(fake=STAND_INS))
     kinds = [line.split("(")[0] for line in out["hw_calls"]]
     assert kinds == ["cuEventRecord", "cuStreamWaitEvent", "cuMemcpy2DAsync", "cuMemcpy2DAsync", "cuEventRecord",

@@ -4,7 +4,9 @@ Without a GPU these tests read the embedded fatbins: their container header, the
 (SASS from sm_75 up to the newest the build's nvcc knows, PTX of the newest), the kernel names
 in every image, and the dynamic section of every extension module (no libcuda, libcudart or
 libnvcuvid). The tests marked ``cuda`` launch the kernels on a GPU, through libcuda loaded with
-ctypes, and compare with colour.h run on the CPU (tests/colour_probe.py) and with swscale.
+ctypes, and compare with colour.h run on the CPU (tests/colour_probe.py) and with the numpy model
+of swscale's arithmetic (tests/swscale_model.py). With the stub libcuda of tests/cuda_stubs on the
+library path they run here too, the kernels emulated on the CPU (tests/test_cuda_exact.py does).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import numpy as np
 import pytest
 
 import colour_probe
+import swscale_model
 import torchcodec
 import torchcodec._core
 from torchcodec._cuda import _build_config
@@ -178,22 +181,23 @@ def test_importing_the_kernels_loads_no_cuda_library(kernels, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------
-# On a GPU: the kernels against colour.h on the CPU (libcuda through ctypes; test code only, the
-# package's own loader comes with the NVDEC decoder)
+# On a GPU: the kernels against swscale's arithmetic on the CPU (libcuda through ctypes; test code
+# only, the package's own loader comes with the NVDEC decoder). The launch parameters come from
+# include/torchcodec/swscale_rgb.h's host code (tests/swscale_probe.c), as the converter makes them.
 
-CHROMA_420_INTERLEAVED, CHROMA_420_PLANAR, CHROMA_444_PLANAR = 0, 1, 2
+TC_CHROMA_420, TC_CHROMA_444 = 1, 2
+ROUTES = {"x86": 0, "table": 1, "packed": 2, "full": 3, "rgb48": 4}     # TC_ROUTE_* of swscale_rgb.h
 
 
 class YuvToRgbParams(ctypes.Structure):   # tc_yuv_to_rgb_params (include/torchcodec/kernels.h)
-    _fields_ = [("planes", ctypes.c_uint64 * 3), ("pitches", ctypes.c_int64 * 3),
+    _fields_ = [("planes", ctypes.c_uint64 * 3), ("x_steps", ctypes.c_int64 * 3), ("y_steps", ctypes.c_int64 * 3),
                 ("src_batch_stride", ctypes.c_int64), ("dst", ctypes.c_uint64),
                 ("dst_row_stride", ctypes.c_int64), ("dst_col_stride", ctypes.c_int64),
                 ("dst_chan_stride", ctypes.c_int64), ("dst_batch_stride", ctypes.c_int64),
-                ("width", ctypes.c_int32), ("height", ctypes.c_int32),
-                ("crop_left", ctypes.c_int32), ("crop_top", ctypes.c_int32),
-                ("chroma", ctypes.c_int32), ("matrix", ctypes.c_int32),
-                ("full_range", ctypes.c_int32), ("sample_shift", ctypes.c_int32),
-                ("sample_bits", ctypes.c_int32), ("reserved", ctypes.c_int32)]
+                ("filters", ctypes.c_uint64), ("width", ctypes.c_int32), ("height", ctypes.c_int32),
+                ("chroma", ctypes.c_int32), ("route", ctypes.c_int32), ("sample_shift", ctypes.c_int32),
+                ("sample_bits", ctypes.c_int32), ("v_taps", ctypes.c_int32), ("h_taps", ctypes.c_int32),
+                ("coeffs", ctypes.c_uint8 * 112)]   # tc_sws_coeffs, filled by probe_coeffs
 
 
 class CopyParams(ctypes.Structure):   # tc_copy_params
@@ -203,8 +207,26 @@ class CopyParams(ctypes.Structure):   # tc_copy_params
                 ("row_bytes", ctypes.c_int64), ("rows", ctypes.c_int32), ("count", ctypes.c_int32)]
 
 
-def test_ctypes_mirrors_of_the_launch_structs_have_the_c_sizes():
-    assert ctypes.sizeof(YuvToRgbParams) == 136 and ctypes.sizeof(CopyParams) == 64
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    """tests/swscale_probe.c, compiled against the torchcodec under test's headers."""
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        pytest.skip("no C compiler for tests/swscale_probe.c")
+    library = tmp_path_factory.mktemp("swscale_probe") / "swscale_probe.so"
+    subprocess.run([cc, "-O2", "-std=c11", "-Wall", "-Werror", "-shared", "-fPIC", "-I", torchcodec.get_include(),
+                    "-o", str(library), str(pathlib.Path(__file__).resolve().parent / "swscale_probe.c")], check=True)
+    lib = ctypes.CDLL(str(library))
+    lib.probe_filter_table.restype = ctypes.c_int64
+    lib.probe_filter_table.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int64,
+                                       ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
+    return lib
+
+
+def test_ctypes_mirrors_of_the_launch_structs_have_the_c_layout(probe):
+    assert ctypes.sizeof(YuvToRgbParams) == probe.probe_params_size() == 272
+    assert YuvToRgbParams.coeffs.offset == probe.probe_coeffs_offset()
+    assert ctypes.sizeof(CopyParams) == 64
 
 
 class Gpu:
@@ -283,26 +305,46 @@ def formula(tmp_path_factory) -> colour_probe.Formula:
     return colour_probe.build(tmp_path_factory.mktemp("colour_probe"))
 
 
-def convert_on_gpu(gpu: Gpu, function: str, planes: list[np.ndarray], chroma: int, matrix: int,
-                   full_range: bool, width: int, height: int, *, crop=(0, 0), planar_out=False,
-                   out_dtype=np.uint8, shift: int = 0, bits: int = 8) -> np.ndarray:
-    """One frame through ``function``; planes are 2-D arrays (NV12's chroma: (h/2, w) interleaved)."""
+def convert_on_gpu(gpu: Gpu, probe, planes: list[np.ndarray], bits: int, matrix: int, full_range: bool, *,
+                   interleaved=False, crop=(0, 0), size=None, shift: int = 0, planar_out=False, as_float=False,
+                   planar_source=True) -> np.ndarray:
+    """One frame through the kernel its samples and output call for, launched as the converter
+    launches it. ``planes``: Y, Cb, Cr (or Y and Cb Cr pairs when ``interleaved``), 2-D, holding
+    ``bits``-bit samples << ``shift``; the frame is the ``size`` (width, height) window at ``crop``."""
+    subsampled = planes[1].shape[0] != planes[0].shape[0]
+    wide = planes[0].dtype == np.uint16
+    width, height = size or (planes[0].shape[1] - crop[0], planes[0].shape[0] - crop[1])
     params = YuvToRgbParams()
-    for i, plane in enumerate(planes):
-        params.planes[i] = gpu.upload(plane)
-        params.pitches[i] = plane.strides[0]
+    sample = planes[0].itemsize
+    addresses = [gpu.upload(p) for p in planes]
+    for k in range(3):
+        source = 1 if k and interleaved else k
+        sub = 1 if k and subsampled else 0
+        step = sample * (2 if source == 1 and interleaved else 1)
+        params.planes[k] = (addresses[source] + (crop[0] >> sub) * step + (crop[1] >> sub) * planes[source].strides[0]
+                            + (sample if k == 2 and interleaved else 0))
+        params.x_steps[k], params.y_steps[k] = step, planes[source].strides[0]
     shape = (3, height, width) if planar_out else (height, width, 3)
-    out = np.zeros(shape, out_dtype)
+    out = np.zeros(shape, np.float32 if as_float else np.uint8)
     params.dst = gpu.upload(out)
     if planar_out:
         params.dst_chan_stride, params.dst_row_stride, params.dst_col_stride = height * width, width, 1
     else:
         params.dst_chan_stride, params.dst_row_stride, params.dst_col_stride = 1, width * 3, 3
     params.width, params.height = width, height
-    params.crop_left, params.crop_top = crop
-    params.chroma, params.matrix, params.full_range, params.sample_shift = chroma, matrix, int(full_range), shift
-    params.sample_bits = bits
-    gpu.launch(function, params, ((width + 31) // 32, (height + 7) // 8, 1))
+    params.chroma = TC_CHROMA_420 if subsampled else TC_CHROMA_444
+    params.sample_bits, params.sample_shift = bits, shift
+    params.route = probe.probe_route(bits, int(subsampled), int(planar_source), width, height, int(as_float))
+    probe.probe_coeffs(matrix, int(full_range), params.coeffs)
+    if subsampled and params.route not in (ROUTES["x86"], ROUTES["table"]):
+        table = np.zeros(1 << 20, np.uint8)
+        v_taps, h_taps = ctypes.c_int(), ctypes.c_int()
+        size = probe.probe_filter_table(width, height, table.ctypes.data, table.nbytes, ctypes.byref(v_taps),
+                                        ctypes.byref(h_taps))
+        assert size > 0
+        params.filters, params.v_taps, params.h_taps = gpu.upload(table[:size]), v_taps.value, h_taps.value
+    function = f"tc_convert_yuv{16 if wide else 8}_to_rgb{'f' if as_float else '8'}"
+    gpu.launch(function, params, (((width + 1) // 2 + 31) // 32, (height + 7) // 8, 1))
     result = gpu.download(params.dst, out)
     return result.transpose(1, 2, 0) if planar_out else result
 
@@ -314,7 +356,8 @@ def chroma_420(plane: np.ndarray, height: int, width: int) -> np.ndarray:
 @pytest.mark.cuda
 @pytest.mark.parametrize("full_range", [False, True])
 @pytest.mark.parametrize("matrix", [6, 1, 9])
-def test_nv12_kernel_gives_the_cpu_formula_for_every_8bit_triple(gpu, formula, matrix, full_range):
+def test_nv12_kernel_gives_the_cpu_formula_for_every_8bit_triple(gpu, probe, formula, matrix, full_range):
+    """yuv420p of even height: swscale's x86 converter, colour.h's formula (on the CPU, 2^24 triples)."""
     side = 4096
     half = side // 2
     k = np.arange(half * half, dtype=np.int64).reshape(half, half)
@@ -325,7 +368,7 @@ def test_nv12_kernel_gives_the_cpu_formula_for_every_8bit_triple(gpu, formula, m
             y[dy::2, dx::2] = (k // 65536) * 4 + dy * 2 + dx
     uv = np.stack([u, v], axis=-1).reshape(half, side)
 
-    rgb = convert_on_gpu(gpu, "tc_convert_yuv8_to_rgb8", [y, uv], CHROMA_420_INTERLEAVED, matrix, full_range, side, side)
+    rgb = convert_on_gpu(gpu, probe, [y, uv], 8, matrix, full_range, interleaved=True)
 
     expected = formula.rgb8(matrix, full_range, y, chroma_420(u, side, side), chroma_420(v, side, side))
     np.testing.assert_array_equal(rgb, expected)
@@ -333,34 +376,35 @@ def test_nv12_kernel_gives_the_cpu_formula_for_every_8bit_triple(gpu, formula, m
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("full_range", [False, True])
-@pytest.mark.parametrize("planar_out", [False, True])
-@pytest.mark.parametrize("out_dtype", [np.uint8, np.float32])
-def test_kernels_on_odd_sized_crops_of_every_layout(gpu, formula, planar_out, out_dtype, full_range):
+@pytest.mark.parametrize("planar_out", [False, True], ids=["hwc", "chw"])
+@pytest.mark.parametrize("as_float", [False, True], ids=["uint8", "float32"])
+def test_kernels_give_swscales_bytes_on_odd_sized_crops_of_every_layout(gpu, probe, planar_out, as_float, full_range):
+    """Every layout (NV12 / P016 / planar 4:2:0, 4:4:4; 8, 10, 12 and 16 bits) on a 161 x 121 window
+    of a larger frame (odd sizes: the general scaler's chroma filters in both directions), against
+    tests/swscale_model.py (itself checked against the ffmpeg CLI)."""
     rng = np.random.default_rng(5)
     coded_w, coded_h, crop, width, height = 180, 130, (4, 2), 161, 121
-    suffix = "rgb8" if out_dtype == np.uint8 else "rgbf"
-    compare = formula.rgb8 if out_dtype == np.uint8 else formula.rgbf
-    tolerance = 0 if out_dtype == np.uint8 else 1e-6
     window = np.s_[crop[1]:crop[1] + height, crop[0]:crop[0] + width]
-    cases = []
-    for bits, dtype in ((8, np.uint8), (16, np.uint16), (10, np.uint16)):
-        top = (1 << bits) - 1
-        y = rng.integers(0, top + 1, (coded_h, coded_w)).astype(dtype)
-        u420, v420 = (rng.integers(0, top + 1, (coded_h // 2, coded_w // 2)).astype(dtype) for _ in range(2))
-        u444, v444 = (rng.integers(0, top + 1, (coded_h, coded_w)).astype(dtype) for _ in range(2))
-        kernel = f"tc_convert_yuv{8 if bits == 8 else 16}_to_{suffix}"
-        shift = 16 - bits if bits not in (8, 16) else 0
-        up_u, up_v = chroma_420(u420, coded_h, coded_w), chroma_420(v420, coded_h, coded_w)
-        if bits != 10:   # NV12 / P016 (P010 is P016 with the low 6 bits zero)
-            cases.append((kernel, [y, np.stack([u420, v420], -1).reshape(coded_h // 2, coded_w)],
-                          CHROMA_420_INTERLEAVED, shift, bits, (y, up_u, up_v)))
-        cases.append((kernel, [y, u420, v420], CHROMA_420_PLANAR, shift, bits, (y, up_u, up_v)))
-        cases.append((kernel, [y, u444, v444], CHROMA_444_PLANAR, shift, bits, (y, u444, v444)))
-    for kernel, planes, chroma, shift, bits, (y, u, v) in cases:
-        got = convert_on_gpu(gpu, kernel, planes, chroma, 1, full_range, width, height, crop=crop,
-                             planar_out=planar_out, out_dtype=out_dtype, shift=shift, bits=bits)
-        expected = compare(1, full_range, y[window], u[window], v[window], bits=bits)
-        np.testing.assert_allclose(got, expected, atol=tolerance, rtol=0, err_msg=f"{kernel} chroma {chroma}")
+    chroma_window = np.s_[crop[1] // 2:(crop[1] + height + 1) // 2, crop[0] // 2:(crop[0] + width + 1) // 2]
+    for bits in (8, 10, 12, 16):
+        dtype = np.uint8 if bits == 8 else np.uint16
+        y = rng.integers(0, 1 << bits, (coded_h, coded_w)).astype(dtype)
+        u420, v420 = (rng.integers(0, 1 << bits, (coded_h // 2, coded_w // 2)).astype(dtype) for _ in range(2))
+        u444, v444 = (rng.integers(0, 1 << bits, (coded_h, coded_w)).astype(dtype) for _ in range(2))
+        msb = 16 - bits if bits > 8 else 0
+        cases = [   # (planes as stored, interleaved, right shift, the model's planes)
+            ([y, u420, v420], False, 0, (y[window], u420[chroma_window], v420[chroma_window])),
+            ([y << msb, np.stack([u420, v420], -1).reshape(coded_h // 2, coded_w) << msb], True, msb,
+             (y[window], u420[chroma_window], v420[chroma_window])),
+            ([y, u444, v444], False, 0, (y[window], u444[window], v444[window])),
+        ]
+        for planes, interleaved, shift, model_planes in cases:
+            got = convert_on_gpu(gpu, probe, planes, bits, 1, full_range, interleaved=interleaved, crop=crop,
+                                 size=(width, height), shift=shift, planar_out=planar_out, as_float=as_float)
+            expected = swscale_model.convert(*model_planes, bits, 1, full_range, as_float)
+            if as_float:
+                expected = expected / np.float32(65535)
+            np.testing.assert_array_equal(got, expected, err_msg=f"{bits} bits, interleaved {interleaved}")
 
 
 @pytest.mark.cuda

@@ -654,7 +654,7 @@ def test_missing_libraries_give_clear_errors(stubs):
         if bridge in out:
             assert out[bridge][0] == "ImportError" and f"pip install {bridge}" in out[bridge][1]
     assert out["tensorflow"][0] == "ValueError" and "unknown bridge 'tensorflow'" in out["tensorflow"][1]
-    assert "CUDA outputs are uint8, float32, float64" in out["dtype"]
+    assert "CUDA outputs are uint8, uint16, float32, float64" in out["dtype"]
 
 
 def test_torch_without_cuda_says_how_to_get_cuda_frames():

@@ -167,8 +167,10 @@ def test_h264_decodes_to_the_clis_encoding_with_the_same_settings(frames, tmp_pa
     assert psnr(as_nchw(decoded), frames) > 30
 
 
-@pytest.mark.parametrize("container,codec,min_psnr", [("webm", "vp9", 30), ("avi", "mpeg4", 25), ("mov", "h264", 30),
-                                                      ("mkv", "h264", 30)])
+# PSNR floors under the measured values (vp9 33.9, mpeg4 32.9, h264 31.4 dB; libx264's mbtree makes
+# its output vary slightly within a process, see NO_MBTREE).
+@pytest.mark.parametrize("container,codec,min_psnr", [("webm", "vp9", 33), ("avi", "mpeg4", 32), ("mov", "h264", 30.5),
+                                                      ("mkv", "h264", 30.5)])
 def test_container_default_codecs_reach_a_psnr(frames, tmp_path, container, codec, min_psnr):
     path = tmp_path / f"out.{container}"
     VideoEncoder(frames, frame_rate=30).to_file(path)
@@ -186,12 +188,12 @@ def test_codec_names_and_encoder_names_choose_the_codec(frames, tmp_path, codec,
     assert reference.ffprobe_stream(path, 0)["codec_name"] == expected
 
 
-@pytest.mark.parametrize("container,codec,options", [
-    ("mp4", "libsvtav1", dict(crf=35, preset=12)),
-    ("mkv", "libaom-av1", dict(crf=35, extra_options={"cpu-used": 8})),
-    ("webm", "av1", dict(crf=35, extra_options={"cpu-used": 8})),
+@pytest.mark.parametrize("container,codec,options,min_psnr", [       # measured PSNR: 30.9, 34.7, 34.7 dB
+    ("mp4", "libsvtav1", dict(crf=35, preset=12), 30),
+    ("mkv", "libaom-av1", dict(crf=35, extra_options={"cpu-used": 8}), 34),
+    ("webm", "av1", dict(crf=35, extra_options={"cpu-used": 8}), 34),
 ])
-def test_av1_encoders_round_trip(frames, tmp_path, container, codec, options):
+def test_av1_encoders_round_trip(frames, tmp_path, container, codec, options, min_psnr):
     path = tmp_path / f"out.{container}"
     VideoEncoder(frames, frame_rate=30).to_file(path, codec=codec, **options)
     stream = reference.ffprobe_stream(path, 0)
@@ -199,17 +201,20 @@ def test_av1_encoders_round_trip(frames, tmp_path, container, codec, options):
     assert Fraction(stream["avg_frame_rate"]) == 30
     decoded = reference.ffmpeg_rgb_frames(path)
     assert decoded.shape == (COUNT, HEIGHT, WIDTH, 3)
-    assert psnr(as_nchw(decoded), frames) > 28
+    assert psnr(as_nchw(decoded), frames) > min_psnr
     np.testing.assert_array_equal(VideoDecoder(str(path)).get_frames_in_range(0, COUNT).data, as_nchw(decoded))
 
 
-def test_gif(tmp_path):
+def test_gif_decodes_to_the_clis_encoding_of_the_same_frames(tmp_path):
     frames = cli_frames(64, 48, 4)
-    path = tmp_path / "out.gif"
-    VideoEncoder(frames, frame_rate=10).to_file(path)
-    stream = reference.ffprobe_stream(path, 0)
-    assert stream["codec_name"] == "gif"
-    assert reference.ffmpeg_rgb_frames(path).shape == (4, 48, 64, 3)
+    ours, theirs = tmp_path / "ours.gif", tmp_path / "cli.gif"
+    VideoEncoder(frames, frame_rate=10).to_file(ours)
+    cli_encode(frames, theirs, frame_rate="10")
+    assert reference.ffprobe_stream(ours, 0)["codec_name"] == "gif"
+    decoded = reference.ffmpeg_rgb_frames(ours)
+    assert decoded.shape == (4, 48, 64, 3)
+    np.testing.assert_array_equal(decoded, reference.ffmpeg_rgb_frames(theirs))
+    assert [f["pts_seconds"] for f in reference.ffprobe_frames(ours, 0)] == [0.0, 0.1, 0.2, 0.3]
 
 
 def test_frame_timestamps_follow_the_frame_rate(frames, tmp_path):
@@ -218,7 +223,8 @@ def test_frame_timestamps_follow_the_frame_rate(frames, tmp_path):
     stream = reference.ffprobe_stream(path, 0)
     assert stream["r_frame_rate"] == Fraction(2997, 100)
     pts = [f["pts_seconds"] for f in reference.ffprobe_frames(path, 0)]
-    np.testing.assert_allclose(pts, np.arange(COUNT) * 100 / 2997, atol=1e-3)       # mkv: millisecond ticks
+    # Matroska stores milliseconds: frame n at n * 100 / 2997 s, rounded to the nearest millisecond
+    np.testing.assert_allclose(pts, [round(n * 100_000 / 2997) / 1000 for n in range(COUNT)], rtol=0, atol=1e-9)
 
 
 def test_odd_size_with_yuv444p(tmp_path):
@@ -331,17 +337,23 @@ def test_a_file_objects_exception_is_reraised(frames):
         VideoEncoder(frames[:3], frame_rate=30).to_file_like(Full(), "mkv")
 
 
-def test_fragmented_mp4_is_readable_before_close(frames):
+def test_fragmented_mp4_is_readable_before_close(frames, tmp_path):
     target = io.BytesIO()
     encoder = Encoder()
     video = encoder.add_video(height=HEIGHT, width=WIDTH, frame_rate=30, pixel_format="yuv444p", crf=0,
                               extra_options={"movflags": "+frag_every_frame+empty_moov", "tune": "zerolatency"})
     encoder.open_file_like(target, format="mp4")
     video.add_frames(frames[:6])
-    early = VideoDecoder(target.getvalue())
-    assert 1 <= len(early) <= 6
-    np.testing.assert_array_equal(early.get_frames_in_range(0, len(early)).data,
-                                  VideoDecoder(target.getvalue()).get_frames_in_range(0, len(early)).data)
+    early_bytes = target.getvalue()
+    early = VideoDecoder(early_bytes)
+    n = len(early)
+    assert 1 <= n <= 6
+    path = tmp_path / "early.mp4"
+    path.write_bytes(early_bytes)
+    # The fragments written so far hold the first n input frames losslessly (the CLI's own
+    # RGB -> yuv444p conversion of them), and we decode them as the CLI decodes the same bytes.
+    assert reference.ffmpeg_raw_video(path) == cli_yuv(frames[:n], "yuv444p")
+    np.testing.assert_array_equal(early.get_frames_in_range(0, n).data, as_nchw(reference.ffmpeg_rgb_frames(path)))
     video.add_frames(frames[6:])
     encoder.close()
     assert len(VideoDecoder(target.getvalue())) == COUNT
@@ -388,20 +400,23 @@ def test_audio_decodes_to_the_clis_encoding_with_the_same_settings(tmp_path, ext
     AudioEncoder(samples, sample_rate=44_100).to_file(ours, **kwargs)
     cli_encode_audio(samples, 44_100, theirs, *cli_args)
     ours_decoded, cli_decoded = reference.ffmpeg_audio_samples(ours), reference.ffmpeg_audio_samples(theirs)
-    assert ours_decoded.shape == cli_decoded.shape
-    np.testing.assert_allclose(ours_decoded, cli_decoded, atol=1e-3, rtol=0)
+    np.testing.assert_array_equal(ours_decoded, cli_decoded)
     for key in ("codec_name", "sample_rate", "channels", "sample_fmt"):
         assert reference.ffprobe_stream(ours, 0)[key] == reference.ffprobe_stream(theirs, 0)[key]
 
 
-@pytest.mark.parametrize("ext,min_snr", [("mp3", 20), ("m4a", 15), ("ogg", 30), ("opus", 30)])
+# The SNR floors sit about 1 dB under the measured values (mp3 26.0, m4a 19.5, ogg 39.2, opus 42.7 dB):
+# a default bit rate or channel mapping gone wrong costs more. The decoded length is the CLI's, and
+# differs from the input's by the codec's framing (m4a +128: 47 AAC frames of 1024; ogg -128).
+@pytest.mark.parametrize("ext,min_snr", [("mp3", 25), ("m4a", 18.5), ("ogg", 38), ("opus", 41.5)])
 def test_lossy_audio_reaches_an_snr(tmp_path, ext, min_snr):
     rate = 48_000
     samples = tone(rate=rate)
     path = tmp_path / f"out.{ext}"
     AudioEncoder(samples, sample_rate=rate).to_file(path)
     decoded = AudioDecoder(str(path)).get_all_samples().data
-    assert decoded.shape[0] == 2 and abs(decoded.shape[1] - samples.shape[1]) < 2048
+    assert decoded.shape == reference.ffmpeg_audio_samples(path).shape
+    assert decoded.shape[0] == 2 and abs(decoded.shape[1] - samples.shape[1]) <= 128
     n = min(decoded.shape[1], samples.shape[1])
     assert snr(samples[:, 1000:n - 1000], decoded[:, 1000:n - 1000]) > min_snr
 
@@ -443,8 +458,7 @@ def test_remixing_and_resampling_match_the_cli(tmp_path):
     ours, theirs = tmp_path / "ours.wav", tmp_path / "cli.wav"
     AudioEncoder(samples, sample_rate=44_100).to_file(ours, num_channels=2, sample_rate=22_050)
     cli_encode_audio(samples, 44_100, theirs, "-ac", "2", "-ar", "22050")
-    np.testing.assert_allclose(reference.ffmpeg_audio_samples(ours), reference.ffmpeg_audio_samples(theirs),
-                               atol=2 / 32768, rtol=0)
+    np.testing.assert_array_equal(reference.ffmpeg_audio_samples(ours), reference.ffmpeg_audio_samples(theirs))
 
 
 # ---- several streams -----------------------------------------------------------------------------
@@ -471,9 +485,11 @@ def test_video_and_audio_in_small_calls_equal_one_shot(frames):
     data = one.getvalue()
     video = VideoDecoder(data, stream_index=0)
     assert len(video) == COUNT
-    assert psnr(video.get_frames_in_range(0, COUNT).data, frames) > 40
+    # lossless yuv444p: only the RGB -> YUV -> RGB rounding is lost (measured 52.8 dB); the audio is
+    # Matroska's default codec, lossy (measured 38.8 dB)
+    assert psnr(video.get_frames_in_range(0, COUNT).data, frames) > 52
     audio = AudioDecoder(data, stream_index=1).get_all_samples()
-    assert audio.data.shape[0] == 2 and snr(samples, audio.data[:, :samples.shape[1]]) > 20
+    assert audio.data.shape[0] == 2 and snr(samples, audio.data[:, :samples.shape[1]]) > 38
 
 
 def test_memory_stays_flat_over_ten_thousand_frames(tmp_path):

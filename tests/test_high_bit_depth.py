@@ -13,7 +13,6 @@ import pytest
 
 import reference
 from fast_conversion import MATRICES, RANGES, check_a_recorded_difference_keeps_swscale, raw_frames
-from torchcodec._core import _scaler
 from torchcodec.decoders import ColorConverter, VideoDecoder
 from torchcodec.transforms import CenterCrop
 
@@ -25,12 +24,12 @@ TEN_BIT_FILES = ["h264_10bit.mp4", "hevc_10bit.mp4", "h264_bt601_10bit_fullrange
 @pytest.mark.parametrize("vector_code", [True, False], ids=["vector", "plain"])
 @pytest.mark.parametrize("pixel_format", ["yuv420p9le", "yuv420p10le", "yuv420p12le"])
 @pytest.mark.parametrize("width,height", SIZES)
-def test_it_gives_swscales_bytes_for_every_matrix_and_range(pixel_format, width, height, vector_code):
+def test_it_gives_swscales_bytes_for_every_matrix_and_range(pixel_format, width, height, vector_code, engine_probe):
     """Both versions of the rows: AVX2 (32 pixels at a time, where the CPU has it) and plain C."""
     for matrix in MATRICES:
         for colour_range in RANGES:
-            assert _scaler.fast_path_agrees(width, height, pixel_format, matrix, colour_range, vector_code) is True, \
-                (pixel_format, width, height, matrix, colour_range)
+            agrees = engine_probe.fast_path_agrees(width, height, pixel_format, matrix, colour_range, vector_code)
+            assert agrees is True, (pixel_format, width, height, matrix, colour_range)
 
 
 @pytest.mark.parametrize("width,height,pixel_format", [
@@ -44,22 +43,22 @@ def test_it_gives_swscales_bytes_for_every_matrix_and_range(pixel_format, width,
     (320, 240, "yuv420p10be"),
     (320, 240, "p010le"),          # semi-planar
 ])
-def test_where_it_does_not_apply_it_says_so(width, height, pixel_format):
-    assert _scaler.fast_path_agrees(width, height, pixel_format, 1, 1) is None
+def test_where_it_does_not_apply_it_says_so(width, height, pixel_format, engine_probe):
+    assert engine_probe.fast_path_agrees(width, height, pixel_format, 1, 1) is None
 
 
 @pytest.mark.parametrize("name", TEN_BIT_FILES)
-def test_ten_bit_streams_take_it_and_give_the_cli_pixels(media, name):
+def test_ten_bit_streams_take_it_and_give_the_cli_pixels(media, name, engine_probe):
     expected = reference.ffmpeg_rgb_frames(media[name])
     converter = ColorConverter()
     frames = [converter.convert(raw_frame) for raw_frame in raw_frames(media[name])]
-    assert converter.impl.fast_path_active
+    assert engine_probe.fast_path_active(converter.impl)
     assert len(frames) == len(expected)
     for i, frame in enumerate(frames):
         np.testing.assert_array_equal(np.asarray(frame.data).transpose(1, 2, 0), expected[i], err_msg=f"frame {i}")
 
 
-def test_a_twelve_bit_stream_gives_the_cli_pixels(tmp_path):
+def test_a_twelve_bit_stream_gives_the_cli_pixels(tmp_path, engine_probe):
     path = tmp_path / "hevc_12bit.mp4"
     subprocess.run([reference.FFMPEG, "-hide_banner", "-nostdin", "-v", "error", "-f", "lavfi",
                     "-i", "testsrc2=size=320x240:rate=30", "-t", "0.5", "-c:v", "libx265",
@@ -68,7 +67,7 @@ def test_a_twelve_bit_stream_gives_the_cli_pixels(tmp_path):
     expected = reference.ffmpeg_rgb_frames(path)
     converter = ColorConverter()
     frames = [converter.convert(raw_frame) for raw_frame in raw_frames(path)]
-    assert converter.impl.fast_path_active
+    assert engine_probe.fast_path_active(converter.impl)
     np.testing.assert_array_equal(np.stack([np.asarray(f.data) for f in frames]).transpose(0, 2, 3, 1), expected)
 
 
@@ -81,6 +80,6 @@ def test_a_crop_of_a_ten_bit_frame_is_the_window_of_the_clis_whole_frame(media):
     np.testing.assert_array_equal(decoder.get_frames_in_range(0, len(decoder)).data, expected)
 
 
-def test_a_geometry_where_it_differed_from_swscale_is_converted_by_swscale(media, monkeypatch):
+def test_a_geometry_where_it_differed_from_swscale_is_converted_by_swscale(media, monkeypatch, engine_probe):
     """The verdict of the comparison with swscale decides: a recorded difference keeps swscale."""
-    check_a_recorded_difference_keeps_swscale(media["h264_10bit.mp4"], monkeypatch)
+    check_a_recorded_difference_keeps_swscale(media["h264_10bit.mp4"], monkeypatch, engine_probe)

@@ -188,9 +188,9 @@ def test_settings_are_checked():
             PngEncoder(image).to_file_like(io.BytesIO(), compression_level=level)
 
 
-def test_cuda_tensors_are_refused_clearly():
+def test_cuda_tensors_are_refused_clearly_by_the_png_encoder():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
-    with pytest.raises(NotImplementedError, match="nvJPEG"):
-        JpegEncoder(torch.zeros(3, 8, 8, dtype=torch.uint8, device="cuda")).to_tensor()
+    with pytest.raises(NotImplementedError, match="PNG encoding of an image on cuda:0 is not supported"):
+        PngEncoder(torch.zeros(3, 8, 8, dtype=torch.uint8, device="cuda")).to_tensor()

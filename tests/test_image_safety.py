@@ -21,6 +21,7 @@ from torchcodec.decoders import (ImageCodecUnavailableError, ImageTooLargeError,
                                  decode_heic, decode_image, decode_jpeg, decode_png, decode_webp,
                                  get_max_image_pixels, set_max_image_pixels)
 
+from gil_probe import assert_releases_the_gil
 from image_reference import run, write_png
 
 DECODERS = {"jpeg": decode_jpeg, "png": decode_png, "webp": decode_webp, "gif": decode_gif, "avif": decode_avif,
@@ -299,24 +300,8 @@ def test_batch_releases_the_gil():
     buffer = io.BytesIO()
     Image.fromarray(image).save(buffer, "JPEG", quality=90)
     batch = [buffer.getvalue()] * 16
-    counter = [0]
-    stop = threading.Event()
-
-    def count():
-        while not stop.is_set():
-            counter[0] += 1
-
     decode_jpeg(batch[:1])
-    thread = threading.Thread(target=count)
-    thread.start()
-    try:
-        start = counter[0]
-        decode_jpeg(batch, num_threads=1)
-        during = counter[0] - start
-    finally:
-        stop.set()
-        thread.join()
-    assert during > 10_000                        # the other thread ran while the batch decoded
+    assert_releases_the_gil(lambda: decode_jpeg(batch, num_threads=1))
 
 
 def test_concurrent_batches_from_many_threads(samples):

@@ -59,7 +59,7 @@ def entries(directory) -> list[str]:
 
 def index_arrays(decoder) -> dict:
     len(decoder)                                    # the whole index (a lazy one reads to the end)
-    index = decoder._index
+    index = decoder._frames.index
     return {name: np.asarray(getattr(index, name)) for name in ("pts_seconds", "duration_seconds", "is_key_frame",
                                                                  "key_frame_indices")}
 
@@ -113,7 +113,7 @@ def test_approximate_mode_reopens_the_same(cache, media, name):
     assert index_cache.lookup(path).indices == {}
     exact = VideoDecoder(path)
     if path.suffix in SKIPS_PROBE:
-        assert exact._scan is None
+        assert exact._frames.scan is None
         assert len(entries(cache)) == 1 and list(index_cache.lookup(path).indices) == [exact.stream_index]
     else:
         assert entries(cache) == []
@@ -469,7 +469,7 @@ def test_several_processes_share_one_directory(cache, media):
 def test_the_frame_index_round_trips_through_bytes_and_pickle(media):
     decoder = VideoDecoder(media["h264_vfr.mkv"])
     len(decoder)                                    # the whole index (it is lazy)
-    index = decoder._index
+    index = decoder._frames.index
     assert len(index) > 0
     for copy in (FrameIndex._from_bytes(index._to_bytes()), pickle.loads(pickle.dumps(index))):
         assert len(copy) == len(index) and copy.pts_from_dts == index.pts_from_dts
@@ -481,7 +481,7 @@ def test_the_frame_index_round_trips_through_bytes_and_pickle(media):
 def test_damaged_index_bytes_are_refused(media):
     decoder = VideoDecoder(media["h264_bframes.mp4"])
     len(decoder)                                             # the whole index (it is lazy)
-    data = bytearray(decoder._index._to_bytes())
+    data = bytearray(decoder._frames.index._to_bytes())
     for bad in (bytes(data[:-1]), bytes(data[:10]), b"", bytes(data) + b"\0"):
         with pytest.raises(ValueError):
             FrameIndex._from_bytes(bad)

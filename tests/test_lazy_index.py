@@ -19,7 +19,7 @@ import torchcodec
 from torchcodec import _index_cache as index_cache
 from torchcodec._core._frame_index import IndexBuilder
 from torchcodec.decoders import VideoDecoder
-from torchcodec.decoders import _video_decoder
+from torchcodec.decoders import _factory
 
 # Files of the formats whose probe can be skipped (mov, Matroska): the lazy index applies to them.
 LAZY_FILES = ["h264_bframes.mp4", "h264_editlist.mp4", "h264_vfr.mkv", "h264_offset2.5s.mkv", "h264_offset2.5s.mp4",
@@ -39,12 +39,12 @@ def no_cache(monkeypatch):
 
 
 def opened(source, lazy_index: bool, **kwargs) -> VideoDecoder:
-    saved = _video_decoder._LAZY_INDEX
-    _video_decoder._LAZY_INDEX = lazy_index
+    saved = _factory.LAZY_INDEX
+    _factory.LAZY_INDEX = lazy_index
     try:
         return VideoDecoder(source, **kwargs)
     finally:
-        _video_decoder._LAZY_INDEX = saved
+        _factory.LAZY_INDEX = saved
 
 
 def eager(source, **kwargs) -> VideoDecoder:
@@ -69,7 +69,7 @@ def same_batch(a, b):
 
 def index_entries(decoder):
     """(pts, key flag, duration) of every entry of the decoder's index as it stands."""
-    index = decoder._index
+    index = decoder._frames.index
     return list(zip([index.pts(i) for i in range(len(index))], np.asarray(index.is_key_frame).tolist(),
                     np.asarray(index.duration_seconds).tolist()))
 
@@ -100,14 +100,14 @@ def decodable_packets(rng, count):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_builder_final_entries_are_a_prefix_of_the_full_sort(seed):
+def test_builder_final_entries_are_a_prefix_of_the_full_sort(seed, engine_probe):
     rng = random.Random(seed)
     packets = decodable_packets(rng, 200)
     expected = full_sort(packets)
     builder = IndexBuilder((1, 90000))
     final_counts = []
     for k, packet in enumerate(packets):
-        builder._add(*packet)
+        engine_probe.index_add(builder, *packet)
         index = builder.index
         got = [index.pts(i) for i in range(len(index))]
         assert got == [e[0] for e in expected[:len(got)]]
@@ -117,7 +117,7 @@ def test_builder_final_entries_are_a_prefix_of_the_full_sort(seed):
         final_counts.append(len(got))
     assert builder.ordered and not builder.ended
     assert final_counts[-1] > 150               # most entries were final before the end
-    builder._end()
+    engine_probe.index_end(builder)
     index = builder.index
     assert builder.ended and not builder.prefix_changed
     assert [index.pts(i) for i in range(len(index))] == [e[0] for e in expected]
@@ -127,17 +127,17 @@ def test_builder_final_entries_are_a_prefix_of_the_full_sort(seed):
     assert np.asarray(index.key_frame_indices).tolist() == keys
 
 
-def test_builder_end_time_is_the_latest_frame_end():
+def test_builder_end_time_is_the_latest_frame_end(engine_probe):
     builder = IndexBuilder((1, 1000))
     for packet in [(0, 0, 40, True, 0), (80, 10, 40, False, 1), (40, 20, 100, False, 2), (60, 30, 10, False, 3)]:
-        builder._add(*packet)
-    builder._end()
+        engine_probe.index_add(builder, *packet)
+    engine_probe.index_end(builder)
     assert builder.end_ticks == 140            # 40 + 100: not the last pts's end (80 + 40)
     assert builder.index.end_stream_seconds_from_content == 0.14
 
 
 @pytest.mark.parametrize("breaker", ["pts_before_dts", "dts_backwards", "no_pts", "pts_before_final"])
-def test_builder_out_of_order_packets_end_sorted_like_the_whole_scan(breaker):
+def test_builder_out_of_order_packets_end_sorted_like_the_whole_scan(breaker, engine_probe):
     packets = decodable_packets(random.Random(3), 100)
     k = 60
     pts, dts, duration, key, pos = packets[k]
@@ -152,10 +152,10 @@ def test_builder_out_of_order_packets_end_sorted_like_the_whole_scan(breaker):
         packets.append((5, packets[-1][1] + 10, 10, False, 99999))
     builder = IndexBuilder((1, 90000))
     for packet in packets:
-        builder._add(*packet)
+        engine_probe.index_add(builder, *packet)
     assert not builder.ordered
     before = [builder.index.pts(i) for i in range(len(builder.index))]
-    builder._end()
+    engine_probe.index_end(builder)
     index = builder.index
     after = [index.pts(i) for i in range(len(index))]
     assert after == [e[0] for e in full_sort(packets)]
@@ -165,12 +165,12 @@ def test_builder_out_of_order_packets_end_sorted_like_the_whole_scan(breaker):
         assert before and builder.prefix_changed
 
 
-def test_builder_without_dts_keeps_entries_pending_until_the_end():
+def test_builder_without_dts_keeps_entries_pending_until_the_end(engine_probe):
     builder = IndexBuilder((1, 1000))
     for k, pts in enumerate([0, 30, 10, 20]):
-        builder._add(pts, None, 10, k == 0, k)
+        engine_probe.index_add(builder, pts, None, 10, k == 0, k)
     assert len(builder.index) == 0 and builder.ordered
-    builder._end()
+    engine_probe.index_end(builder)
     assert [builder.index.pts(i) for i in range(4)] == [0, 10, 20, 30]
 
 
@@ -252,13 +252,13 @@ def long_video(tmp_path_factory):
 
 def test_early_requests_read_only_the_start_of_the_file(long_video):
     decoder = lazy(long_video)
-    assert decoder._scan is not None and len(decoder._index) == 0      # nothing read at construction
+    assert decoder._frames.scan is not None and len(decoder._frames.index) == 0      # nothing read at construction
     decoder.get_frame_at(10)
-    known = len(decoder._index)
-    assert 10 + _video_decoder._LAZY_MARGIN < known < 200 and decoder._scan is not None
+    known = len(decoder._frames.index)
+    assert 10 + _factory.LAZY_MARGIN < known < 200 and decoder._frames.scan is not None
     decoder.get_frame_played_at(2.0)
-    assert decoder._scan is not None and len(decoder._index) < 200
-    assert len(decoder) == 360 and decoder._scan is None
+    assert decoder._frames.scan is not None and len(decoder._frames.index) < 200
+    assert len(decoder) == 360 and decoder._frames.scan is None
     assert decoder.metadata.num_frames == 360 and decoder.metadata.end_stream_seconds == 12.0
 
 
@@ -303,7 +303,7 @@ def test_pickled_lazy_decoder_and_the_cache_get_the_whole_index(long_video, tmp_
     assert len(first) == 360
     assert set(index_cache.lookup(str(long_video)).indices) == {first.stream_index}
     again = lazy(long_video)
-    assert again._scan is None and again._from_cache and len(again._index) == 360
+    assert again._frames.scan is None and again._from_cache and len(again._frames.index) == 360
     same_frame(again.get_frame_at(300), eager(long_video).get_frame_at(300))
 
 
@@ -315,18 +315,18 @@ def test_a_file_opened_before_is_scanned_whole_once(long_video, tmp_path, monkey
     torchcodec.set_index_cache(True, directory=tmp_path / "cache")
     first = lazy(long_video)
     same_frame(first.get_frame_played_at(3.0), eager(long_video).get_frame_played_at(3.0))
-    assert first._scan is not None
+    assert first._frames.scan is not None
     del first
     second = lazy(long_video)
-    assert second._scan is None and second._from_cache and len(second._index) == 360
+    assert second._frames.scan is None and second._from_cache and len(second._frames.index) == 360
     assert set(index_cache.lookup(str(long_video)).indices) == {second.stream_index}
     third = lazy(long_video)
-    assert third._scan is None and len(third._index) == 360
+    assert third._frames.scan is None and len(third._frames.index) == 360
     same_frame(third.get_frame_played_at(3.0), eager(long_video).get_frame_played_at(3.0))
 
 
 @pytest.mark.parametrize("name", EAGER_FILES)
 def test_other_formats_scan_at_construction(media, name):
     decoder = lazy(media[name])
-    assert decoder._scan is None
+    assert decoder._frames.scan is None
     assert index_entries(decoder) == index_entries(eager(media[name]))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -61,6 +62,7 @@ PRELUDE = """
 import ctypes, gc, json, os, sys
 sys.path.insert(0, ".")
 import nvdec_probe
+from torchcodec import _cuda
 from torchcodec._cuda import _driver, _nvdec, _nvdec_cache, _nvdec_caps
 from torchcodec._core._demuxer import Demuxer
 cuda = ctypes.CDLL("libcuda.so.1")
@@ -109,7 +111,7 @@ def samples(bytes_per_sample):
 def finish(out):
     # drop every decoder, empty the cache, and report the counters with the test's output
     gc.collect()
-    _nvdec_cache.set_nvdec_cache_capacity(0)
+    _cuda.set_nvdec_cache_capacity(0)
     out["counters"] = counters()
     print(json.dumps(out))
 """
@@ -393,25 +395,25 @@ finish(out)
 
 def test_a_format_the_parser_finds_unsupported_raises_after_the_parse_call(stubs, media):
     """FFmpeg says 4:2:0, the bitstream (the stub's sequence) says 4:2:2: the sequence callback's
-    refusal is raised by next_frame, with the context stack left balanced."""
+    refusal is raised by next_frame, again by the next call (the decoder stays refused), with the
+    context stack left balanced."""
     path = media["h264_bframes.mp4"]
     code = """
 decoder = open_decoder({path!r}, 0)
-try:
-    decoder.decode_frames(1)
-except RuntimeError as error:
-    out = {{"error": str(error)}}
-try:
-    decoder.decode_frames(1)
-    out["second"] = "no error"
-except Exception as error:
-    out["second"] = type(error).__name__
+out = {{}}
+for attempt in ("first", "second"):
+    try:
+        decoder.decode_frames(1)
+        out[attempt] = ["no error", ""]
+    except Exception as error:
+        out[attempt] = [type(error).__name__, str(error)]
 del decoder
 finish(out)
 """.format(path=os.fspath(path))
     out = run(stubs, code, STUB_NVDEC_CHROMA="2")
-    assert out["error"] == ("torchcodec's CUDA colour conversion does not handle h264 4:2:2 8-bit "
-                            "(only 4:2:0 and 4:4:4)")
+    refusal = ["NvdecUnsupportedError", "torchcodec's CUDA colour conversion does not handle h264 4:2:2 8-bit "
+                                        "(only 4:2:0 and 4:4:4)"]
+    assert out["first"] == out["second"] == refusal
     assert out["counters"]["decoders_created"] == 0
     assert_balanced(out["counters"])
 
@@ -434,9 +436,9 @@ def destroyed_codecs():
     made = created_by_codec()
     return [made[line[len("destroy("):-1]] for line in log().splitlines() if line.startswith("destroy(")]
 
-out = {{"default": _nvdec_cache.get_nvdec_cache_capacity()}}
+out = {{"default": _cuda.get_nvdec_cache_capacity()}}
 try:
-    _nvdec_cache.set_nvdec_cache_capacity(-1)
+    _cuda.set_nvdec_cache_capacity(-1)
 except ValueError as error:
     out["negative"] = str(error)
 """
@@ -468,7 +470,7 @@ finish(out)
 
 def test_capacity_zero_destroys_decoders_when_their_user_goes(stubs, media):
     code = CACHE.format(paths=cache_paths(media)) + """
-_nvdec_cache.set_nvdec_cache_capacity(0)
+_cuda.set_nvdec_cache_capacity(0)
 decoder = decode("h264_bframes.mp4")
 out["live"] = counters()["decoders_destroyed"]
 del decoder
@@ -484,7 +486,7 @@ finish(out)
 
 def test_the_least_recently_used_decoder_is_evicted_beyond_the_capacity(stubs, media):
     code = CACHE.format(paths=cache_paths(media)) + """
-_nvdec_cache.set_nvdec_cache_capacity(2)
+_cuda.set_nvdec_cache_capacity(2)
 for name in ("h264_bframes.mp4", "hevc_bframes.mp4", "vp9.webm"):
     decode(name)                       # each returned to the cache when the decoder goes
 out["evicted"] = destroyed_codecs()
@@ -493,7 +495,7 @@ out["created_after_hevc"] = counters()["decoders_created"]
 decode("h264_bframes.mp4")             # evicted: made again, and vp9 is now the least recently used
 out["created_after_h264"] = counters()["decoders_created"]
 out["evicted_after"] = destroyed_codecs()
-_nvdec_cache.set_nvdec_cache_capacity(1)
+_cuda.set_nvdec_cache_capacity(1)
 out["shrunk"] = destroyed_codecs()
 finish(out)
 """
@@ -654,10 +656,22 @@ print("{{}}")                                     # the engine keeps its last fr
     assert cuda["streams_created"] == cuda["streams_destroyed"] == "2"
 
 
+def stub_surface_greys() -> np.ndarray:
+    """The CLI's RGB grey level (swscale, BT.601 limited range) of an NV12 surface of luma 16 + k and
+    chroma 128, for k = 0 .. 218: the stub's surface of a picture whose pts % 219 is k."""
+    height = 2 * 219
+    luma = np.repeat(16 + np.arange(219, dtype=np.uint8), 2)[:, None].repeat(64, axis=1)
+    chroma = np.full((219, 64), 128, np.uint8)
+    rgb = subprocess.run([reference.FFMPEG, "-v", "error", "-f", "rawvideo", "-pix_fmt", "nv12", "-s", f"64x{height}",
+                          "-i", "-", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+                         input=luma.tobytes() + chroma.tobytes(), capture_output=True, check=True).stdout
+    return np.frombuffer(rgb, np.uint8).reshape(height, 64, 3)[::2, 32, 0]
+
+
 def test_the_video_engine_decodes_any_frames_through_nvdec_with_its_seeks(stubs, media):
     """VideoStream (exact mode) drives NvdecDecoder like the CPU decoder: frames asked out of order
     and repeated come from seeks, flushes and next_frame. The stub's surfaces are host memory, so the
-    CPU Scaler can convert them: a grey level of (16 + pts % 219 - 16) * 255 / 219 names the frame."""
+    CPU Scaler can convert them: the grey level of a surface of luma 16 + pts % 219 names the frame."""
     path = media["h264_bframes.mp4"]
     frames = reference.ffprobe_frames(path, 0)
     time_base = reference.ffprobe_stream(path, 0)["time_base"]
@@ -684,8 +698,7 @@ finish(out)
     targets = [frames[i]["pts"] for i in wanted]
     assert out["pts"] == pytest.approx([t * time_base for t in targets])
     assert out["flat"]
-    for grey, pts in zip(out["grey"], targets):
-        assert abs(grey - (pts % 219) * 255 / 219) <= 3
+    assert out["grey"] == [stub_surface_greys()[pts % 219] for pts in targets]
     assert out["seeks"] >= 3
     assert_balanced(out["counters"])
 

@@ -23,7 +23,7 @@ import pytest
 from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, CXX, build_emulating_libcuda, build_stub, run_python  # noqa: E402
+from stub_build import CC, CXX, build_emulating_libcuda, build_helper, build_stub, run_python  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +36,9 @@ def stub(tmp_path_factory):
     directory = build_emulating_libcuda(tmp_path_factory.mktemp("nvenc"))
     build_stub(directory / "nvenc", "libnvidia-encode.so.1", "libnvidia_encode_stub.c", "nvenc_load_functions")
     shutil.copy(directory / "nvenc" / "libnvidia-encode.so.1", directory)
+    if shutil.which("pkg-config") is None:
+        pytest.skip("no pkg-config to build the test helper nvenc_probe")
+    build_helper("nvenc_probe", directory)
     return directory
 
 
@@ -43,6 +46,8 @@ PROLOGUE = """
 import ctypes, json, sys, warnings
 import numpy as np
 import torchcodec
+sys.path.insert(0, ".")
+import nvenc_probe
 from torchcodec._cuda import _driver
 from torchcodec._cuda._nvenc import CudaFrameWriter
 torchcodec.set_bridge("numpy")
@@ -58,7 +63,8 @@ def plane(address, pitch, rows, width):
     return np.frombuffer(raw, np.uint8).reshape(rows, pitch)[:, :width].copy()
 def nv12(writer, rgb, producer=0):
     '''rgb: (3, H, W) uint8 at any strides (host memory is the stub's device memory).'''
-    (y, uv), (y_pitch, uv_pitch) = writer.convert(rgb.ctypes.data, rgb.strides, producer)
+    written = nvenc_probe.write_frame(writer, rgb.ctypes.data, rgb.strides, producer)
+    (y, uv), (y_pitch, uv_pitch) = written.planes
     h, w = rgb.shape[1:]
     return plane(y, y_pitch, h, w), plane(uv, uv_pitch, (h + 1) // 2, 2 * ((w + 1) // 2))
 """

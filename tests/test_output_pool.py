@@ -16,7 +16,8 @@ import pytest
 
 import torchcodec
 from torchcodec import _memory, _outputs
-from torchcodec._core._host_array import MEDIUM_MIN_BYTES, POOL_MIN_BYTES, HostArray, output_pool_stats
+from torchcodec._outputs._host_array import HostArray
+from torchcodec._outputs._pool import DEFAULT_POOL_BYTES, MEDIUM_MIN_BYTES, POOL_MIN_BYTES, output_pool_stats
 from torchcodec.decoders import AudioDecoder, VideoDecoder
 
 MIB = 1 << 20
@@ -26,10 +27,10 @@ MIB = 1 << 20
 def pool():
     """Each test starts with an empty pool of the default size, and leaves one behind."""
     torchcodec.set_output_pool(0)
-    torchcodec.set_output_pool(_memory.DEFAULT_POOL_BYTES)
+    torchcodec.set_output_pool(DEFAULT_POOL_BYTES)
     yield
     torchcodec.set_output_pool(0)
-    torchcodec.set_output_pool(_memory.DEFAULT_POOL_BYTES)
+    torchcodec.set_output_pool(DEFAULT_POOL_BYTES)
 
 
 def address(array) -> int:
@@ -130,7 +131,7 @@ def test_the_medium_class_keeps_its_bounds():
     count, idle = output_pool_stats()[:2]
     assert count == 128 and idle == 128 * MEDIUM_MIN_BYTES     # at most 128 medium blocks wait
     torchcodec.set_output_pool(0)
-    torchcodec.set_output_pool(_memory.DEFAULT_POOL_BYTES)
+    torchcodec.set_output_pool(DEFAULT_POOL_BYTES)
     blocks = [allocate(8 * MIB) for _ in range(12)]
     del blocks
     count, idle = output_pool_stats()[:2]
@@ -178,7 +179,7 @@ def test_the_pool_keeps_its_bounds():
     blocks = [allocate((33 + i) * MIB) for i in range(6)]
     del blocks
     count, idle = output_pool_stats()[:2]
-    assert count == 4 and idle <= _memory.DEFAULT_POOL_BYTES    # at most four blocks wait
+    assert count == 4 and idle <= DEFAULT_POOL_BYTES    # at most four blocks wait
     torchcodec.set_output_pool(80 * MIB)                        # a smaller bound frees the oldest now
     count, idle = output_pool_stats()[:2]
     assert count == 2 and idle <= 80 * MIB

@@ -72,7 +72,7 @@ def test_allocate_refuses_unknown_dtypes_and_bridges_and_cpu_cupy():
         _outputs.allocate((2,), "uint8", bridge="tensorflow")
     with pytest.raises(ValueError, match="the cupy bridge gives CUDA frames"):
         _outputs.allocate((2,), "uint8", bridge="cupy")
-    with pytest.raises(ValueError, match="CUDA outputs are uint8, float32, float64"):
+    with pytest.raises(ValueError, match="CUDA outputs are uint8, uint16, float32, float64"):
         _outputs.allocate((2,), "int16", device_index=0, bridge="numpy")
 
 

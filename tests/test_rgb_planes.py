@@ -35,16 +35,16 @@ RESIZES = [(1920, 1080, 256, 256), (1920, 1080, 224, 224), (640, 480, 320, 240),
 
 @pytest.mark.parametrize("vector_code", [True, False], ids=["vector", "plain"])
 @pytest.mark.parametrize("src_w,src_h,dst_w,dst_h", RESIZES)
-def test_it_gives_swscales_rgb_to_rgb_bytes_for_every_matrix(src_w, src_h, dst_w, dst_h, vector_code):
+def test_it_gives_swscales_rgb_to_rgb_bytes_for_every_matrix(src_w, src_h, dst_w, dst_h, vector_code, engine_probe):
     """Both versions of the rows: AVX2 (16 pixels at a time, where the CPU has it) and plain C."""
     for matrix in MATRICES:
-        assert _scaler.resize_route_agrees(matrix, src_w, src_h, dst_w, dst_h, vector_code) is True, matrix
+        assert engine_probe.resize_route_agrees(matrix, src_w, src_h, dst_w, dst_h, vector_code) is True, matrix
 
 
 @pytest.mark.parametrize("src_w,src_h,dst_w,dst_h", [(640, 480, 321, 240), (33, 10, 17, 10), (2, 2, 2, 1)])
-def test_outputs_wider_than_half_the_input_do_not_take_it(src_w, src_h, dst_w, dst_h):
+def test_outputs_wider_than_half_the_input_do_not_take_it(src_w, src_h, dst_w, dst_h, engine_probe):
     """There swscale reads full-width chroma (its SIMD input code): the route does not apply."""
-    assert _scaler.resize_route_agrees(1, src_w, src_h, dst_w, dst_h) is None
+    assert engine_probe.resize_route_agrees(1, src_w, src_h, dst_w, dst_h) is None
 
 
 def _cli_resize(path, size, flags):
@@ -112,11 +112,12 @@ FRAME_COLOURS = [(1, 1), (5, 1), (2, 0), (9, 2), (6, 2), (4, 1), (7, 1)]     # (
 @pytest.mark.parametrize("pixel_format", ["yuv420p", "yuvj420p"])
 @pytest.mark.parametrize("width,height,out_w,out_h", FRAME_RESIZES)
 def test_frames_resized_from_yuv_give_swscales_conversion_then_resize(width, height, out_w, out_h, pixel_format,
-                                                                     vector_code):
+                                                                     vector_code, engine_probe):
     for colorspace, color_range in FRAME_COLOURS:
         for resize_matrix in (0, 5):
-            assert _scaler.fused_route_agrees_for(width, height, pixel_format, colorspace, color_range, out_w, out_h,
-                                                  resize_matrix, vector_code) is True, (colorspace, color_range)
+            assert engine_probe.fused_route_agrees_for(width, height, pixel_format, colorspace, color_range, out_w,
+                                                       out_h, resize_matrix, vector_code) is True, (colorspace,
+                                                                                                    color_range)
 
 
 @pytest.mark.parametrize("width,height,pixel_format,out_w", [
@@ -127,8 +128,8 @@ def test_frames_resized_from_yuv_give_swscales_conversion_then_resize(width, hei
     (320, 240, "nv12", 100),
     (320, 240, "yuv420p", 161),             # wider than half
 ])
-def test_frames_it_does_not_apply_to_say_so(width, height, pixel_format, out_w):
-    assert _scaler.fused_route_agrees_for(width, height, pixel_format, 1, 1, out_w, 100, 5) is None
+def test_frames_it_does_not_apply_to_say_so(width, height, pixel_format, out_w, engine_probe):
+    assert engine_probe.fused_route_agrees_for(width, height, pixel_format, 1, 1, out_w, 100, 5) is None
 
 
 @pytest.mark.parametrize("name", ["h264_bframes.mp4", "h264_fullrange.mp4", "h264_bt709.mp4"])
@@ -159,10 +160,10 @@ def test_a_frame_geometry_where_it_differed_is_resized_through_rgb(media, monkey
 
 
 def test_the_route_benchmark_runs_each_route(media):
-    """tools/bench_resize_routes.py turns routes off through the verdict dictionaries above."""
-    tool = Path(__file__).resolve().parent.parent / "tools" / "bench_resize_routes.py"
-    result = subprocess.run([sys.executable, str(tool), "--file", str(media["h264_bframes.mp4"]), "--size", "96", "160",
-                             "--repeats", "1"], capture_output=True, text=True, check=True)
+    """tools/bench/resize_routes.py turns routes off through the verdict dictionaries above."""
+    tool = Path(__file__).resolve().parent.parent / "tools" / "bench.py"
+    result = subprocess.run([sys.executable, str(tool), "resize-routes", "--file", str(media["h264_bframes.mp4"]),
+                             "--size", "96", "160", "--repeats", "1"], capture_output=True, text=True, check=True)
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines[1:]] == ["swscale", "planes", "yuv"], result.stdout
     assert lines[1].endswith("swscale/this 1.00")

@@ -437,7 +437,7 @@ def test_regular_starts_are_torchs_linspace_and_arange(decoder):
 
 def test_evenly_spaced_ints_match_torch_linspace():
     torch = pytest.importorskip("torch")
-    from torchcodec.samplers._common import evenly_spaced_ints
+    from torchcodec.samplers._clips import evenly_spaced_ints
     for first in range(0, 30, 3):
         for last in range(first, first + 120, 7):
             for count in (1, 2, 3, 7, 16, 50, 333):

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import reference
-from torchcodec._core import _video_reader
 from torchcodec.decoders import VideoDecoder
 
 # (corpus file, stream index) for every video stream in the corpus.
@@ -115,7 +114,7 @@ EARLY_DRAIN_FILES = ["h264_bframes.mp4", "h264_bframes.ts", "h264_editlist.mp4",
 
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("name", EARLY_DRAIN_FILES)
-def test_draining_after_the_last_target_of_a_run_changes_no_frame(media, name, threads):
+def test_draining_after_the_last_target_of_a_run_changes_no_frame(media, name, threads, engine_probe):
     """decode_at drains the decoder once the packets of a run's targets were sent, instead of
     feeding it the packets after them: the frames equal the CLI's and those decoded without it."""
     expected = reference.ffmpeg_rgb_frames(media[name])
@@ -127,11 +126,9 @@ def test_draining_after_the_last_target_of_a_run_changes_no_frame(media, name, t
         on = VideoDecoder(media[name], dimension_order="NHWC", num_ffmpeg_threads=threads)
         batch = on.get_frames_at(indices)
         np.testing.assert_array_equal(batch.data, expected[indices])
-        previous = _video_reader._set_early_drain(False)
-        try:
-            off = VideoDecoder(media[name], dimension_order="NHWC", num_ffmpeg_threads=threads).get_frames_at(indices)
-        finally:
-            _video_reader._set_early_drain(previous)
+        off_decoder = VideoDecoder(media[name], dimension_order="NHWC", num_ffmpeg_threads=threads)
+        engine_probe.without_early_drain(off_decoder._engine.decoder)
+        off = off_decoder.get_frames_at(indices)
         np.testing.assert_array_equal(batch.pts_seconds, off.pts_seconds)
         np.testing.assert_array_equal(batch.duration_seconds, off.duration_seconds)
         # The decoder stays usable after a request that drained it: the next ones need a seek.
@@ -139,16 +136,14 @@ def test_draining_after_the_last_target_of_a_run_changes_no_frame(media, name, t
             np.testing.assert_array_equal(on[i], expected[i], err_msg=f"frame {i} after {indices}")
 
 
-def test_an_early_drain_sends_fewer_packets(media):
+def test_an_early_drain_sends_fewer_packets(media, engine_probe):
     path = media["h264_bframes.mp4"]
     counts = {}
     for drain in (True, False):
-        previous = _video_reader._set_early_drain(drain)
-        try:
-            decoder = VideoDecoder(path)
-            decoder.get_frames_at([3, 40, 71])      # three GOPs of 30 frames: three runs
-        finally:
-            _video_reader._set_early_drain(previous)
+        decoder = VideoDecoder(path)
+        if not drain:
+            engine_probe.without_early_drain(decoder._engine.decoder)
+        decoder.get_frames_at([3, 40, 71])      # three GOPs of 30 frames: three runs
         counts[drain] = (decoder._engine.decoder.packets_sent, decoder._engine.decoder.early_drains)
     # The last run is not drained: the next request may go on from it.
     assert counts[True][1] == 2 and counts[False][1] == 0

@@ -12,7 +12,6 @@ import pytest
 
 import reference
 from fast_conversion import MATRICES, RANGES, check_a_recorded_difference_keeps_swscale, raw_frames
-from torchcodec._core import _scaler
 from torchcodec.decoders import ColorConverter, VideoDecoder
 from torchcodec.transforms import CenterCrop
 
@@ -26,11 +25,11 @@ EIGHT_BIT_FILES = ["h264_bt709.mp4", "h264_fullrange.mp4", "h264_bt709_fullrange
 @pytest.mark.parametrize("vector_code", [True, False], ids=["vector", "plain"])
 @pytest.mark.parametrize("pixel_format", ["yuv420p", "yuvj420p", "yuv422p", "yuvj422p"])
 @pytest.mark.parametrize("width,height", SIZES)
-def test_it_gives_swscales_bytes_for_every_matrix_and_range(pixel_format, width, height, vector_code):
+def test_it_gives_swscales_bytes_for_every_matrix_and_range(pixel_format, width, height, vector_code, engine_probe):
     for matrix in MATRICES:
         for colour_range in RANGES:
-            assert _scaler.fast_path_agrees(width, height, pixel_format, matrix, colour_range, vector_code) is True, \
-                (pixel_format, width, height, matrix, colour_range)
+            agrees = engine_probe.fast_path_agrees(width, height, pixel_format, matrix, colour_range, vector_code)
+            assert agrees is True, (pixel_format, width, height, matrix, colour_range)
 
 
 @pytest.mark.parametrize("width,height,pixel_format", [
@@ -41,8 +40,8 @@ def test_it_gives_swscales_bytes_for_every_matrix_and_range(pixel_format, width,
     (320, 240, "nv12"),
     (320, 240, "gray"),
 ])
-def test_where_it_does_not_apply_it_says_so(width, height, pixel_format):
-    assert _scaler.fast_path_agrees(width, height, pixel_format, 1, 1) is None
+def test_where_it_does_not_apply_it_says_so(width, height, pixel_format, engine_probe):
+    assert engine_probe.fast_path_agrees(width, height, pixel_format, 1, 1) is None
 
 
 def avx2() -> bool:
@@ -51,12 +50,12 @@ def avx2() -> bool:
 
 
 @pytest.mark.parametrize("name", EIGHT_BIT_FILES)
-def test_eight_bit_streams_give_the_cli_pixels(media, name):
+def test_eight_bit_streams_give_the_cli_pixels(media, name, engine_probe):
     expected = reference.ffmpeg_rgb_frames(media[name])
     converter = ColorConverter()
     frames = [converter.convert(raw_frame) for raw_frame in raw_frames(media[name])]
     # The 8-bit rows are taken only as AVX2 code (their plain C form is slower than swscale).
-    assert converter.impl.fast_path_active == avx2()
+    assert engine_probe.fast_path_active(converter.impl) == avx2()
     assert len(frames) == len(expected)
     for i, frame in enumerate(frames):
         np.testing.assert_array_equal(np.asarray(frame.data).transpose(1, 2, 0), expected[i], err_msg=f"frame {i}")
@@ -79,8 +78,8 @@ def test_a_crop_is_the_window_of_the_clis_whole_frame(media):
     np.testing.assert_array_equal(decoder.get_frames_in_range(0, len(decoder)).data, expected)
 
 
-def test_a_geometry_where_it_differed_from_swscale_is_converted_by_swscale(media, monkeypatch):
+def test_a_geometry_where_it_differed_from_swscale_is_converted_by_swscale(media, monkeypatch, engine_probe):
     """The verdict of the comparison with swscale decides: a recorded difference keeps swscale."""
     if not avx2():
         pytest.skip("the 8-bit rows run only as AVX2 code")
-    check_a_recorded_difference_keeps_swscale(media["h264_bt709.mp4"], monkeypatch)
+    check_a_recorded_difference_keeps_swscale(media["h264_bt709.mp4"], monkeypatch, engine_probe)

@@ -19,12 +19,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv-fuzz
 WORK=build/fuzz
-PY="bash tools/asan_run.sh $VENV/bin/python -P"
+PY="bash tools/fuzz/asan_run.sh $VENV/bin/python -P"
 
 if [ "${FUZZ_BUILD:-1}" = 1 ]; then
   CC=clang VENV=$VENV BUILD_DIR=$WORK/meson EXTRA_APT=clang EXTRA_PIP="atheris==3.0.0" \
     MESON_ARGS="-Dfuzz=true -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dcuda=disabled" \
-    RUN_WITH="bash tools/asan_run.sh" bash tools/setup.sh
+    RUN_WITH="bash tools/fuzz/asan_run.sh" bash tools/setup.sh
 fi
 if [ "${1:-}" = list ]; then
   exec $PY tools/fuzz/run.py list

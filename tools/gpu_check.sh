@@ -14,22 +14,22 @@
 #   3 nvdec  pytest -m cuda tests/test_nvdec.py tests/test_cuda_kernels.py: NVDEC planes equal the
 #            CPU's, pts order, flush/seek, HEVC RASL after a seek, 1080p (coded 1088), kernels
 #   4 frames GPU vs CPU RGB of the 1080p H.264 and HEVC clips, 30 frames each, judged by
-#            tools/gpu_tolerances.py
-#   5 blocks the building blocks on the GPU (gpu_check.py blocks: make_decoder(device="cuda") with
+#            tools/gpu/gpu_tolerances.py
+#   5 blocks the building blocks on the GPU (gpu/check.py blocks: make_decoder(device="cuda") with
 #            30 RawFrames held, their surface formats and planes, ColorConverter(cuda) equal to the
 #            VideoDecoder's frames, seek + reset), then the cuda tests of tests/test_cuda_blocks.py
 #            and tests/test_cuda_errors.py
 #   6 nvenc  NVENC: 30 frames of the 1080p clip from CUDA torch tensors and cupy arrays encoded with
 #            h264_nvenc (mp4's default on CUDA) and hevc_nvenc (mkv), decoded on the CPU: PSNR >= 30
-#            dB per frame, frame count, colour tags (gpu_check.py nvenc); then tests/test_nvenc.py's
+#            dB per frame, frame count, colour tags (gpu/check.py nvenc); then tests/test_nvenc.py's
 #            cuda tests (a dry run: libx264 from numpy, and the stub tests). NVENC unavailable FAILs
 #   7 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
-#            DLPack views and CUDA Array Interface (gpu_check.py race,interop), and the cuda tests
+#            DLPack views and CUDA Array Interface (gpu/check.py race,interop), and the cuda tests
 #            of tests/test_device_buffer.py
 #   8 corpus every other cuda test (the whole corpus GPU vs CPU, converter, FFmpeg backend)
 #   9 bench  NVDEC vs the CPU decoder, one vs eight decoders, if time remains
 #
-# pytest runs with -v --tb=short, its output streamed; every step and every row of gpu_check.py goes
+# pytest runs with -v --tb=short, its output streamed; every step and every row of gpu/check.py goes
 # into one table, $OUT/gpu_check.md, as it is known (and $OUT/gpu_check.jsonl). Each step runs
 # under `timeout`, within GPU_CHECK_BUDGET seconds (290 with --quick, 450 without), later steps
 # getting what earlier ones left. Files in $OUT (else /tmp/gpu_check): gpu_check.log (everything
@@ -38,7 +38,7 @@
 #
 # --dry-run (or --device cpu) rehearses the whole on a machine without a GPU: the stubs of
 # tests/cuda_stubs stand for libcuda.so.1 and libnvcuvid.so.1 in the probe; the pytest steps run
-# the stub tests (-m "not cuda") of the same files, which build and load their own stubs; gpu_check.py runs with --device cpu;
+# the stub tests (-m "not cuda") of the same files, which build and load their own stubs; gpu/check.py runs with --device cpu;
 # without a carried build the current environment's torchcodec is used. The table has the same
 # shape. PYTHON picks the interpreter (python3); GPU_CHECK_FFMPEG=bundle forces the carried FFmpeg.
 # Nothing is downloaded. Exit status: 0 when every step passed, else 1.
@@ -257,10 +257,10 @@ with_driver() {   # the real driver, or in a dry run the stubs
   fi
 }
 
-gpu_check_py() {   # gpu_check_py STEP ARGS...: gpu_check.py's rows into the shared table
+gpu_check_py() {   # gpu_check_py STEP ARGS...: gpu/check.py's rows into the shared table
   local name=$1
   shift
-  PYTHONUNBUFFERED=1 "$PYTHON" -P tools/gpu_check.py --device "$DEVICE" --out "$LOGS" --step "$name" \
+  PYTHONUNBUFFERED=1 "$PYTHON" -P tools/gpu/check.py --device "$DEVICE" --out "$LOGS" --step "$name" \
     --summary "$STEP_LOGS/$name.json" --media "${TORCHCODEC_MEDIA_DIR:-$REPO/media-cache}" \
     --deadline "$((STEP_LIMIT > 15 ? STEP_LIMIT - 10 : 5))" $QUICK_FLAG "$@"
 }
@@ -273,7 +273,7 @@ run_pytest() {   # run_pytest STEP [pytest args...]: cuda tests (the stub tests 
   PYTHONUNBUFFERED=1 "$PYTHON" -P -m pytest -v --tb=short -p no:cacheprovider -rfEs \
     -m "$marker" "${extra[@]}" --junitxml "$LOGS/pytest-$name.xml" "$@"
   status=$?
-  "$PYTHON" -P tools/gpu_check.py --junit "$LOGS/pytest-$name.xml" --out "$LOGS" --step "$name" \
+  "$PYTHON" -P tools/gpu/check.py --junit "$LOGS/pytest-$name.xml" --out "$LOGS" --step "$name" \
     --summary "$STEP_LOGS/$name-junit.json" >/dev/null
   # 5: no test selected (a dry run of a file with only cuda tests) is not a failure
   ((status == 5)) && return 0
@@ -291,7 +291,7 @@ nvdec() { run_pytest nvdec tests/test_nvdec.py tests/test_cuda_kernels.py; }
 
 frames() {
   local clips
-  clips=$("$PYTHON" -c 'import sys; sys.path.insert(0, "tools"); import gpu_tolerances; print(",".join(gpu_tolerances.CODED_SIZE_CLIPS))')
+  clips=$("$PYTHON" -c 'import sys; sys.path.insert(0, "tools"); from gpu import gpu_tolerances; print(",".join(gpu_tolerances.CODED_SIZE_CLIPS))')
   gpu_check_py frames --only frames --files "$clips"
 }
 

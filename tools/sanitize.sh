@@ -7,7 +7,7 @@
 #
 # Builds (tools/setup.sh, with clang) a copy of the package into build/sanitize/meson with
 # -Db_sanitize=address,undefined, installed in .venv-sanitize; SANITIZE_BUILD=0 skips that step.
-# Python is not instrumented, so tools/asan_run.sh preloads the ASan runtime and writes every
+# Python is not instrumented, so tools/fuzz/asan_run.sh preloads the ASan runtime and writes every
 # report, also from child processes, into build/sanitize/reports/. The corpus is what the fuzz
 # targets replay (tools/fuzz/run.py replay): their seeds, the inputs tools/fuzz.sh has collected in
 # build/fuzz/corpus/, and tests/regressions/.
@@ -23,7 +23,7 @@ export TORCHCODEC_MEDIA_DIR=${TORCHCODEC_MEDIA_DIR:-$PWD/media-cache}
 if [ "${SANITIZE_BUILD:-1}" = 1 ]; then
   CC=clang VENV=$VENV BUILD_DIR=$WORK/meson EXTRA_APT=clang \
     MESON_ARGS="-Db_sanitize=address,undefined -Dbuildtype=debugoptimized" \
-    RUN_WITH="bash tools/asan_run.sh" bash tools/setup.sh
+    RUN_WITH="bash tools/fuzz/asan_run.sh" bash tools/setup.sh
 fi
 runtime=$(clang -print-file-name=libclang_rt.asan-x86_64.so)
 if [ ! -f "$runtime" ]; then        # clang's runtimes are a separate package where recommends are off
@@ -37,7 +37,7 @@ fi
 reports=$WORK/reports
 rm -rf "$reports"
 mkdir -p "$reports"
-run() { SANITIZER_LOG_DIR=$reports bash tools/asan_run.sh "$VENV/bin/python" -P "$@"; }
+run() { SANITIZER_LOG_DIR=$reports bash tools/fuzz/asan_run.sh "$VENV/bin/python" -P "$@"; }
 
 status=0
 start=$SECONDS

@@ -12,7 +12,7 @@
 #   BUILD_DIR   their own meson build folder (kept between runs: rebuilds are incremental)
 #   MESON_ARGS  meson options, e.g. "-Dfuzz=true -Db_sanitize=address,undefined"
 #   CC          the C compiler
-#   RUN_WITH    a command that runs the built package's Python (e.g. "bash tools/asan_run.sh")
+#   RUN_WITH    a command that runs the built package's Python (e.g. "bash tools/fuzz/asan_run.sh")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

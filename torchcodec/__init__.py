@@ -17,7 +17,8 @@ from torchcodec._core._info import ffmpeg_versions
 from torchcodec._cuda import cuda_available
 from torchcodec._frame import AudioSamples, Frame, FrameBatch
 from torchcodec._index_cache import IndexCacheSettings, clear_index_cache, get_index_cache, set_index_cache
-from torchcodec._memory import get_memory_limit, get_output_pool, set_memory_limit, set_output_pool
+from torchcodec._memory import get_memory_limit, set_memory_limit
+from torchcodec._outputs._pool import get_output_pool, set_output_pool
 
 from torchcodec._version import version as __version__
 

@@ -44,7 +44,7 @@ from typing import Any, Optional
 from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._info import ffmpeg_versions
 from torchcodec._logging import _LOGGER
-from torchcodec._memory import describe_bytes, parse_size
+from torchcodec._sizes import describe_bytes, parse_size
 
 ENABLE_VARIABLE = "TORCHCODEC_INDEX_CACHE"
 SIZE_VARIABLE = "TORCHCODEC_INDEX_CACHE_SIZE"

@@ -18,23 +18,26 @@ from __future__ import annotations
 
 import numbers
 import os
-import re
 import warnings
 from typing import Optional
 
-from torchcodec._core import _host_array
-from torchcodec._core._error import MemoryLimitError
+from torchcodec._outputs._pool import release_idle
+from torchcodec._sizes import describe_bytes, parse_size
 
 ENVIRONMENT_VARIABLE = "TORCHCODEC_MEMORY_LIMIT"
 THREAD_STACK_BYTES = 8 << 20        # glibc's default thread stack (RLIMIT_STACK), reserved per thread
 PER_FRAME_BYTES = 64                # a frame's pts, duration, target and planning entries
 _SMALL_REQUEST = 64 << 20           # under the default limit, smaller requests skip reading /proc
-_SUFFIXES = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
-_SIZE = re.compile(r"(\d+)\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
 
 _AVAILABLE = "the memory available now"   # the default limit's name in messages
 _limit: Optional[int] = None        # set_memory_limit's value; None: the environment, or what is available
 _warned_about: Optional[str] = None
+
+
+class MemoryLimitError(MemoryError, RuntimeError):
+    """A request that would need more memory than the limit allows (see torchcodec.set_memory_limit),
+    refused before anything is allocated. Also a RuntimeError, which torch raises when an allocation
+    fails."""
 
 
 def set_memory_limit(nbytes: Optional[int]) -> None:
@@ -72,7 +75,7 @@ def check_request(what: str, *, frames: int = 0, frame_size: tuple[int, int] = (
     if _limit is None and nbytes < _SMALL_REQUEST and not os.environ.get(ENVIRONMENT_VARIABLE):
         return nbytes
     limit, source = _current_limit()
-    if limit is not None and nbytes > limit and source == _AVAILABLE and _host_array.release_idle():
+    if limit is not None and nbytes > limit and source == _AVAILABLE and release_idle():
         limit, source = _current_limit()    # the pool's idle blocks were this process's to give back
     if limit is not None and nbytes > limit:
         raise MemoryLimitError(
@@ -80,24 +83,6 @@ def check_request(what: str, *, frames: int = 0, frame_size: tuple[int, int] = (
             f"allocated; ask for less, or raise the limit with torchcodec.set_memory_limit() or "
             f"{ENVIRONMENT_VARIABLE}.")
     return nbytes
-
-
-def parse_size(text: str) -> Optional[int]:
-    """Bytes written as a number with an optional K, M, G or T suffix (powers of 1024, an optional
-    "B" or "iB" after it, any case): ``"8G"`` -> 8589934592; None when ``text`` is not such a size."""
-    match = _SIZE.fullmatch(text.strip())
-    return int(match.group(1)) << _SUFFIXES[match.group(2).upper()] if match else None
-
-
-def describe_bytes(nbytes: int) -> str:
-    """``1234567890`` -> ``"1.1 GiB (1234567890 bytes)"``."""
-    size, unit = float(nbytes), "bytes"
-    for name in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if size < 1024:
-            break
-        size, unit = size / 1024, name
-    shown = f"{int(size)} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
-    return shown if unit == "bytes" else f"{shown} ({nbytes} bytes)"
 
 
 # ---- where the limit comes from ------------------------------------------------------------------
@@ -171,60 +156,3 @@ def _cgroup_room() -> Optional[int]:
         return max(0, int(maximum) - current)
     except (OSError, ValueError):
         return None
-
-
-# ---- the output pool -----------------------------------------------------------------------------
-
-POOL_VARIABLE = "TORCHCODEC_OUTPUT_POOL"
-DEFAULT_POOL_BYTES = 512 << 20
-_pool_configured = False                # set_output_pool has run (or the environment was read)
-
-
-def set_output_pool(nbytes: int) -> None:
-    """Keep up to ``nbytes`` bytes of freed CPU outputs for reuse (process-wide; 0 turns the pool
-    off and frees what it holds).
-
-    An output of 256 KiB or more (a frame of 480p RGB and up, a second of stereo audio, a batch of
-    frames) is allocated by torchcodec instead of the bridge's ``empty``, and when its last array
-    is freed its memory waits for the next output of about the same size (at most a quarter
-    larger), which then skips the kernel's page faults and zeroing of fresh memory. Large outputs
-    (32 MiB or more: 32 frames of 1080p RGB are 199 MB): at most four blocks wait, the oldest freed
-    first, and an output that none of them fits frees them all before it is allocated, so that
-    idle memory never adds to a peak. Medium ones (256 KiB to 32 MiB): at most 128 blocks and
-    64 MiB (or ``nbytes``, if smaller) wait, the oldest freed first. The default, 512 MiB, also
-    comes from ``TORCHCODEC_OUTPUT_POOL`` (bytes, or ``"1G"``-style; ``0`` turns it off). Smaller
-    outputs are the bridge's (``numpy.empty``, ``torch.empty``), whose allocator recycles them.
-    Under the default memory limit (the memory available now), a request that would be refused
-    first frees the idle blocks.
-    """
-    global _pool_configured
-    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 0:
-        raise ValueError(f"the output pool's size must be an int >= 0 (bytes), got {nbytes!r}")
-    _host_array.set_output_pool(int(nbytes))
-    _pool_configured = True
-
-
-def get_output_pool() -> int:
-    """The bytes of freed outputs the pool may keep (see ``set_output_pool``; 0: off)."""
-    if not _pool_configured:
-        set_output_pool(_environment_pool())
-    return _host_array.output_pool_limit()
-
-
-def pooled_array(shape: tuple[int, ...], dtype: str):
-    """A HostArray for a CPU output of ``shape`` and ``dtype`` from the pool, or None (too small, or off)."""
-    if not _pool_configured:
-        set_output_pool(_environment_pool())
-    return _host_array.pooled_array(shape, dtype)
-
-
-def _environment_pool() -> int:
-    text = os.environ.get(POOL_VARIABLE, "").strip()
-    if not text:
-        return DEFAULT_POOL_BYTES
-    nbytes = parse_size(text)
-    if nbytes is not None:
-        return nbytes
-    warnings.warn(f"ignoring {POOL_VARIABLE}={text!r}: it must be a number of bytes, optionally with a K, M, G or "
-                  f"T suffix (powers of 1024), e.g. '1G', or 0 to turn the pool off", RuntimeWarning, stacklevel=4)
-    return DEFAULT_POOL_BYTES

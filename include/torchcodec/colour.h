@@ -60,33 +60,56 @@ TC_COLOUR_FN int32_t tc_round_to_int16(int64_t f)
     return (int32_t)(r < -0x8000 ? -0x8000 : r > 0x7fff ? 0x7fff : r);
 }
 
-/* Coefficients for AVColorSpace `matrix` and `full_range` (nonzero for AVCOL_RANGE_JPEG). Unknown
- * matrices fall back to BT.601, as sws_getCoefficients() does. */
-TC_COLOUR_FN tc_colour_coeffs tc_colour_coeffs_for(int matrix, int full_range)
+/* libswscale's coefficients of AVColorSpace `matrix` (sws_getCoefficients): Cr->R, Cb->B, Cb->G,
+ * Cr->G in 16.16 for limited-range input. Unknown matrices, and YCgCo (8), are BT.601, as there. */
+TC_COLOUR_FN void tc_sws_coefficients(int matrix, int32_t inv[4])
 {
-    /* Cr->R, Cb->B, Cb->G, Cr->G in 16.16, limited range (libswscale's ff_yuv2rgb_coeffs). */
-    int64_t crv, cbu, cgu, cgv;
     switch (matrix) {
-    case 0: case TC_MATRIX_BT709:       crv = 117489; cbu = 138438; cgu = 13975; cgv = 34925; break;
-    case TC_MATRIX_FCC:                 crv = 104448; cbu = 132798; cgu = 24759; cgv = 53109; break;
-    case TC_MATRIX_SMPTE240M:           crv = 117579; cbu = 136230; cgu = 16907; cgv = 35559; break;
-    case 8:                             crv = 0; cbu = 0; cgu = 0; cgv = 0; break;  /* YCgCo: as swscale */
+    case 0: case TC_MATRIX_BT709:
+        inv[0] = 117489; inv[1] = 138438; inv[2] = 13975; inv[3] = 34925; break;
+    case TC_MATRIX_FCC:
+        inv[0] = 104448; inv[1] = 132798; inv[2] = 24759; inv[3] = 53109; break;
+    case TC_MATRIX_SMPTE240M:
+        inv[0] = 117579; inv[1] = 136230; inv[2] = 16907; inv[3] = 35559; break;
     case TC_MATRIX_BT2020: case TC_MATRIX_BT2020_CL:
-                                        crv = 110013; cbu = 140363; cgu = 12277; cgv = 42626; break;
-    default:                            crv = 104597; cbu = 132201; cgu = 25675; cgv = 53279; break;
+        inv[0] = 110013; inv[1] = 140363; inv[2] = 12277; inv[3] = 42626; break;
+    default:
+        inv[0] = 104597; inv[1] = 132201; inv[2] = 25675; inv[3] = 53279; break;
     }
-    cgu = -cgu;
-    cgv = -cgv;
-    int64_t cy = 1 << 16, oy = 0;
+}
+
+/* ff_yuv2rgb_c_init_tables's 16.16 factors for swscale's coefficients `inv` (Cr->R, Cb->B, Cb->G,
+ * Cr->G: sws_getCoefficients) and the range, at brightness 0, contrast and saturation 1 (which
+ * leave them as they are): luma gain cy and offset oy, chroma gains (green's negative). */
+typedef struct tc_sws_factors {
+    int64_t cy, oy, crv, cbu, cgu, cgv;
+} tc_sws_factors;
+
+TC_COLOUR_FN tc_sws_factors tc_sws_factors_for(const int32_t inv[4], int full_range)
+{
+    tc_sws_factors f;
+    f.crv = inv[0];
+    f.cbu = inv[1];
+    f.cgu = -(int64_t)inv[2];
+    f.cgv = -(int64_t)inv[3];
+    f.cy = 1 << 16;
+    f.oy = 0;
     if (!full_range) {
-        cy = cy * 255 / 219;
-        oy = 16 << 16;
-    } else {                      /* C division truncates towards zero, as in swscale */
-        crv = crv * 224 / 255;
-        cbu = cbu * 224 / 255;
-        cgu = cgu * 224 / 255;
-        cgv = cgv * 224 / 255;
+        f.cy = f.cy * 255 / 219;
+        f.oy = 16 << 16;
+    } else {                        /* C division truncates towards zero, as in swscale */
+        f.crv = f.crv * 224 / 255;
+        f.cbu = f.cbu * 224 / 255;
+        f.cgu = f.cgu * 224 / 255;
+        f.cgv = f.cgv * 224 / 255;
     }
+    return f;
+}
+
+/* Coefficients for the factors of a matrix and range (tc_sws_factors_for). */
+TC_COLOUR_FN tc_colour_coeffs tc_colour_coeffs_from(tc_sws_factors f, int full_range)
+{
+    const int64_t crv = f.crv, cbu = f.cbu, cgu = f.cgu, cgv = f.cgv, cy = f.cy, oy = f.oy;
     tc_colour_coeffs c;
     c.y_offset = tc_round_to_int16(oy * (1 << 3));
     c.y_coeff = tc_round_to_int16(cy * (1 << 13));
@@ -101,6 +124,14 @@ TC_COLOUR_FN tc_colour_coeffs tc_colour_coeffs_for(int matrix, int full_range)
     c.fu2g = (float)cgu / (65536.0f * 255.0f);
     c.fv2g = (float)cgv / (65536.0f * 255.0f);
     return c;
+}
+
+/* Coefficients for AVColorSpace `matrix` and `full_range` (nonzero for AVCOL_RANGE_JPEG). */
+TC_COLOUR_FN tc_colour_coeffs tc_colour_coeffs_for(int matrix, int full_range)
+{
+    int32_t inv[4];
+    tc_sws_coefficients(matrix, inv);
+    return tc_colour_coeffs_from(tc_sws_factors_for(inv, full_range), full_range);
 }
 
 TC_COLOUR_FN int32_t tc_sat16(int32_t x)        /* saturating 16-bit lane (paddsw) */

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 
 #include "torchcodec/cpu.h"
+#include "torchcodec/swscale_rgb.h" /* the coefficients, swscale's chroma filter */
 #include "torchcodec/yuv8_rgb.h"    /* tc_store_rgb96 */
 
 #define TC_HBD_TABLE_SIZE 2048      /* swscale's luma table: 1024 + 2 * YUVRGB_TABLE_LUMA_HEADROOM */
@@ -56,239 +57,41 @@ typedef struct tc_hbd_plan {
     int has_vector_form;            /* the split is exact for these tables (tc_hbd_vector_form) */
 } tc_hbd_plan;
 
-static inline int tc_hbd_log2(unsigned v)
-{
-    int n = 0;
-    while (v >>= 1)
-        n++;
-    return n;
-}
-
-static inline int64_t tc_hbd_rounded_div(int64_t a, int64_t b)
-{
-    return (a >= 0 ? a + (b >> 1) : a - (b >> 1)) / b;
-}
-
 static inline uint8_t tc_hbd_clip_uint8(int64_t v)
 {
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-}
-
-/* utils.c's initFilter for SWS_BICUBIC (default parameters) without source or destination vectors:
- * src_n samples -> dst_n samples at step x_inc (16.16), positions src_pos/dst_pos in 1/256 pixels
- * (get_local_pos). Coefficients sum to `one`. Returns 0, or -1 when out of memory. */
-static int tc_sws_bicubic_filter(int src_n, int dst_n, int x_inc, int src_pos, int dst_pos,
-                                 int filter_align, int one,
-                                 int16_t **out_coeff, int32_t **out_pos, int *out_size)
-{
-    const int64_t fone = 1LL << (54 - (tc_hbd_log2((unsigned)(src_n / dst_n)) < 8
-                                       ? tc_hbd_log2((unsigned)(src_n / dst_n)) : 8));
-    const double cutoff_limit = 0.002 * (double)fone;      /* SWS_MAX_REDUCE_CUTOFF */
-    int64_t *filter = NULL, *filter2 = NULL;
-    int32_t *pos = NULL;
-    int16_t *coeff = NULL;
-    int size, size2, min_size, i, j, k;
-
-    pos = (int32_t *)malloc(sizeof(int32_t) * (size_t)dst_n);
-    if (!pos)
-        goto fail;
-    if ((x_inc - 0x10000 < 10 && 0x10000 - x_inc < 10) && src_pos == dst_pos) {   /* unscaled */
-        size = 1;
-        filter = (int64_t *)calloc((size_t)dst_n, sizeof(int64_t));
-        if (!filter)
-            goto fail;
-        for (i = 0; i < dst_n; i++) {
-            filter[i] = fone;
-            pos[i] = i;
-        }
-    } else {
-        const int64_t B = 0, C = (int64_t)(0.6 * (1 << 24));
-        int64_t x_dst_in_src;
-        size = x_inc <= 1 << 16 ? 1 + 4 : 1 + (4 * src_n + dst_n - 1) / dst_n;
-        if (size > src_n - 2)
-            size = src_n - 2;
-        if (size < 1)
-            size = 1;
-        filter = (int64_t *)malloc(sizeof(int64_t) * (size_t)dst_n * (size_t)size);
-        if (!filter)
-            goto fail;
-        x_dst_in_src = ((dst_pos * (int64_t)x_inc) >> 7) - ((src_pos * 0x10000LL) >> 7);
-        for (i = 0; i < dst_n; i++) {
-            int xx = (int)((x_dst_in_src - (size - 2) * (1LL << 16)) / (1 << 17));
-            pos[i] = xx;
-            for (j = 0; j < size; j++) {
-                int64_t delta = (int64_t)xx * (1 << 17) - x_dst_in_src;
-                int64_t d = (delta < 0 ? -delta : delta) << 13;
-                int64_t c;
-                if (x_inc > 1 << 16)
-                    d = d * dst_n / src_n;
-                if (d >= 1LL << 31) {
-                    c = 0;
-                } else {
-                    int64_t dd = (d * d) >> 30;
-                    int64_t ddd = (dd * d) >> 30;
-                    if (d < 1LL << 30)
-                        c = (12 * (1 << 24) - 9 * B - 6 * C) * ddd + (-18 * (1 << 24) + 12 * B + 6 * C) * dd
-                            + (6 * (1 << 24) - 2 * B) * (1 << 30);
-                    else
-                        c = (-B - 6 * C) * ddd + (6 * B + 30 * C) * dd + (-12 * B - 48 * C) * d
-                            + (8 * B + 24 * C) * (1 << 30);
-                }
-                c /= (1LL << 54) / fone;
-                filter[i * size + j] = c;
-                xx++;
-            }
-            x_dst_in_src += 2LL * x_inc;
-        }
-    }
-    size2 = size;
-    filter2 = filter;               /* no source/destination vectors: filter2 is the filter */
-    filter = NULL;
-
-    /* step 1: drop near-zero taps on the left (shifting), count them on the right */
-    min_size = 0;
-    for (i = dst_n - 1; i >= 0; i--) {
-        int min = size2;
-        int64_t cut = 0;
-        for (j = 0; j < size2; j++) {
-            cut += filter2[i * size2] < 0 ? -filter2[i * size2] : filter2[i * size2];
-            if ((double)cut > cutoff_limit)
-                break;
-            if (i < dst_n - 1 && pos[i] >= pos[i + 1])
-                break;
-            for (k = 1; k < size2; k++)
-                filter2[i * size2 + k - 1] = filter2[i * size2 + k];
-            filter2[i * size2 + k - 1] = 0;
-            pos[i]++;
-        }
-        cut = 0;
-        for (j = size2 - 1; j > 0; j--) {
-            cut += filter2[i * size2 + j] < 0 ? -filter2[i * size2 + j] : filter2[i * size2 + j];
-            if ((double)cut > cutoff_limit)
-                break;
-            min--;
-        }
-        if (min > min_size)
-            min_size = min;
-    }
-    if (min_size == 1 && filter_align == 2)     /* x86: unscaled vertical filtering */
-        filter_align = 1;
-    size = (min_size + (filter_align - 1)) & ~(filter_align - 1);
-    filter = (int64_t *)malloc(sizeof(int64_t) * (size_t)dst_n * (size_t)size);
-    if (!filter)
-        goto fail;
-    /* step 2: keep `size` taps */
-    for (i = 0; i < dst_n; i++)
-        for (j = 0; j < size; j++)
-            filter[i * size + j] = j >= size2 ? 0 : filter2[i * size2 + j];
-
-    /* fold the taps that fall outside the source into its first and last samples */
-    for (i = 0; i < dst_n; i++) {
-        if (pos[i] < 0) {
-            for (j = 1; j < size; j++) {
-                int left = j + pos[i] > 0 ? j + pos[i] : 0;
-                filter[i * size + left] += filter[i * size + j];
-                filter[i * size + j] = 0;
-            }
-            pos[i] = 0;
-        }
-        if (pos[i] + size > src_n) {
-            int shift = pos[i] + (size - src_n < 0 ? size - src_n : 0);
-            int64_t acc = 0;
-            for (j = size - 1; j >= 0; j--) {
-                if (pos[i] + j >= src_n) {
-                    acc += filter[i * size + j];
-                    filter[i * size + j] = 0;
-                }
-            }
-            for (j = size - 1; j >= 0; j--)
-                filter[i * size + j] = j < shift ? 0 : filter[i * size + j - shift];
-            pos[i] -= shift;
-            filter[i * size + src_n - 1 - pos[i]] += acc;
-        }
-        if (pos[i] < 0 || pos[i] >= src_n)
-            goto fail;
-    }
-
-    /* normalise to `one`, carrying each tap's rounding error into the next */
-    coeff = (int16_t *)malloc(sizeof(int16_t) * (size_t)dst_n * (size_t)size);
-    if (!coeff)
-        goto fail;
-    for (i = 0; i < dst_n; i++) {
-        int64_t error = 0, sum = 0;
-        for (j = 0; j < size; j++)
-            sum += filter[i * size + j];
-        sum = (sum + one / 2) / one;
-        if (!sum)
-            sum = 1;
-        for (j = 0; j < size; j++) {
-            int64_t v = filter[i * size + j] + error;
-            int64_t q = tc_hbd_rounded_div(v, sum);
-            coeff[i * size + j] = (int16_t)q;
-            error = v - q * sum;
-        }
-    }
-    free(filter);
-    free(filter2);
-    *out_coeff = coeff;
-    *out_pos = pos;
-    *out_size = size;
-    return 0;
-fail:
-    free(filter);
-    free(filter2);
-    free(pos);
-    free(coeff);
-    return -1;
 }
 
 /* The RGB tables of ff_yuv2rgb_c_init_tables for 24-bit output (brightness 0, contrast and
  * saturation 1.0): `inv_table` is sws_getCoefficients(matrix). */
 static void tc_hbd_tables(tc_hbd_plan *plan, const int inv_table[4], int full_range)
 {
-    int64_t crv = inv_table[0], cbu = inv_table[1], cgu = -inv_table[2], cgv = -inv_table[3];
-    int64_t cy = 1 << 16, oy = 0, yb;
-    const int64_t contrast = 1 << 16, saturation = 1 << 16;
+    const int32_t inv[4] = {inv_table[0], inv_table[1], inv_table[2], inv_table[3]};
+    const tc_sws_factors f = tc_sws_factors_for(inv, full_range);
+    const tc_sws_coeffs c = tc_sws_coeffs_from(inv, full_range);
+    const int64_t cy = f.cy;
     const int yoffs = (full_range ? 384 : 326) + 512;
+    int64_t yb = -(384 << 16) - 512 * cy - f.oy;
     int i;
-    if (!full_range) {
-        cy = (cy * 255) / 219;
-        oy = 16 << 16;
-    } else {
-        crv = (crv * 224) / 255;
-        cbu = (cbu * 224) / 255;
-        cgu = (cgu * 224) / 255;
-        cgv = (cgv * 224) / 255;
-    }
-    cy = (cy * contrast) >> 16;
-    crv = (crv * contrast * saturation) >> 32;
-    cbu = (cbu * contrast * saturation) >> 32;
-    cgu = (cgu * contrast * saturation) >> 32;
-    cgv = (cgv * contrast * saturation) >> 32;
-    crv = ((crv * (1 << 16)) + 0x8000) / (cy > 1 ? cy : 1);
-    cbu = ((cbu * (1 << 16)) + 0x8000) / (cy > 1 ? cy : 1);
-    cgu = ((cgu * (1 << 16)) + 0x8000) / (cy > 1 ? cy : 1);
-    cgv = ((cgv * (1 << 16)) + 0x8000) / (cy > 1 ? cy : 1);
-    yb = -(384 << 16) - 512 * cy - oy;
     for (i = 0; i < TC_HBD_TABLE_SIZE; i++) {
         plan->y_table[i] = tc_hbd_clip_uint8((yb + 0x8000) >> 16);
         yb += cy;
     }
-    for (i = 0; i < 256; i++) {
-        plan->r_off[i] = (int)(yoffs - (crv >> 9) + ((i * crv) >> 16));
-        plan->gu_off[i] = (int)(yoffs - (cgu >> 9) + ((i * cgu) >> 16));
-        plan->gv_off[i] = (int)(-(cgv >> 9) + ((i * cgv) >> 16));
-        plan->b_off[i] = (int)(yoffs - (cbu >> 9) + ((i * cbu) >> 16));
+    for (i = 0; i < 256; i++) {     /* yuv2rgb.c's fill_table and fill_gv_table */
+        plan->r_off[i] = (int)(yoffs - (c.c_rv >> 9) + ((i * c.c_rv) >> 16));
+        plan->gu_off[i] = (int)(yoffs - (c.c_gu >> 9) + ((i * c.c_gu) >> 16));
+        plan->gv_off[i] = (int)(-(c.c_gv >> 9) + ((i * c.c_gv) >> 16));
+        plan->b_off[i] = (int)(yoffs - (c.c_bu >> 9) + ((i * c.c_bu) >> 16));
     }
-    plan->y_base = (int32_t)(-(384 << 16) - 512 * cy - oy + 0x8000);
-    plan->cy = (int32_t)cy;
-    plan->k_r = (int32_t)(yoffs - (crv >> 9));
-    plan->k_g = (int32_t)(yoffs - (cgu >> 9) - (cgv >> 9));
-    plan->k_b = (int32_t)(yoffs - (cbu >> 9));
-    plan->c_rv = (int32_t)crv;
-    plan->c_gu = (int32_t)cgu;
-    plan->c_gv = (int32_t)cgv;
-    plan->c_bu = (int32_t)cbu;
+    plan->y_base = c.y_base;
+    plan->cy = c.cy;
+    plan->k_r = c.k_r;
+    plan->k_g = c.k_g;
+    plan->k_b = c.k_b;
+    plan->c_rv = c.c_rv;
+    plan->c_gu = c.c_gu;
+    plan->c_gv = c.c_gv;
+    plan->c_bu = c.c_bu;
 }
 
 /* Every table index the conversion can form (offsets of clipped chroma plus a luma index of
@@ -375,8 +178,6 @@ static void tc_hbd_plan_free(tc_hbd_plan *plan)
 static tc_hbd_plan *tc_hbd_plan_new(int width, int height, int bits, const int inv_table[4], int full_range)
 {
     tc_hbd_plan *plan;
-    int chroma_h = (height + 1) >> 1;
-    int64_t y_inc;
     if (width < 2 || (width & 1) || height < 8 || bits < 9 || bits > 12)
         return NULL;
     plan = (tc_hbd_plan *)calloc(1, sizeof(tc_hbd_plan));
@@ -385,11 +186,7 @@ static tc_hbd_plan *tc_hbd_plan_new(int width, int height, int bits, const int i
     plan->width = width;
     plan->height = height;
     plan->bits = bits;
-    /* chrYInc of sws_init_context; positions: get_local_pos of the default (-513) chroma position,
-     * 128 for the subsampled source rows and for the output rows; vertical filters align to 2 */
-    y_inc = (((int64_t)chroma_h << 16) + (height >> 1)) / height;
-    if (tc_sws_bicubic_filter(chroma_h, height, (int)y_inc, 128, 128, 2, 1 << 12,
-                              &plan->chroma_coeff, &plan->chroma_row, &plan->taps) < 0
+    if (tc_sws_chroma_filter((height + 1) >> 1, height, 1, &plan->chroma_coeff, &plan->chroma_row, &plan->taps) < 0
             || plan->taps < 3 || plan->taps > 8) {
         tc_hbd_plan_free(plan);
         return NULL;

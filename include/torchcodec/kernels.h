@@ -10,40 +10,45 @@
 
 #include <stdint.h>
 
-/* Chroma layouts of the source (tc_yuv_to_rgb_params.chroma). */
+#include "torchcodec/swscale_rgb.h"
+
+/* Chroma of the source (tc_yuv_to_rgb_params.chroma). */
 enum {
-    TC_CHROMA_420_INTERLEAVED = 0,  /* NV12 / P010 / P016: plane 1 holds Cb Cr pairs, half size */
-    TC_CHROMA_420_PLANAR = 1,       /* yuv420p(10): planes 1 and 2, half width and height */
-    TC_CHROMA_444_PLANAR = 2,       /* yuv444p(16), NVDEC's YUV444 surfaces: planes 1 and 2, full size */
+    TC_CHROMA_420 = 1,          /* half width and height: yuv420p(10), NV12 / P010 / P016 */
+    TC_CHROMA_444 = 2,          /* full size: yuv444p(16), NVDEC's YUV444 surfaces */
 };
 
-/* Kernels (extern "C" names), one thread per output pixel, 2-D grid over (width, height), z over
- * the batch:
- *   tc_convert_yuv8_to_rgb8    8-bit samples  -> uint8 RGB   (bit-exact with swscale's x86 YUV420 -> RGB24)
+/* Kernels (extern "C" names), one thread per pair of horizontally adjacent output pixels: 2-D grid
+ * over (ceil(width / 2), height), z over the batch:
+ *   tc_convert_yuv8_to_rgb8    8-bit samples  -> uint8 RGB
  *   tc_convert_yuv8_to_rgbf    8-bit samples  -> float32 RGB in [0, 1]
- *   tc_convert_yuv16_to_rgb8   16-bit samples -> uint8 RGB
- *   tc_convert_yuv16_to_rgbf   16-bit samples -> float32 RGB in [0, 1]
- * Interleaved (HWC) or planar (CHW) output is a matter of the destination strides. */
+ *   tc_convert_yuv16_to_rgb8   16-bit words   -> uint8 RGB
+ *   tc_convert_yuv16_to_rgbf   16-bit words   -> float32 RGB in [0, 1]
+ * each computing swscale's bytes for the route it is given (swscale_rgb.h: uint8 routes for uint8
+ * output, RGB48 routes for float32, which is RGB48 / 65535 as on the CPU). The source is read
+ * through per-plane steps, so that a crop, a rotation and interleaved chroma are addresses only:
+ * the kernels convert the frame as the CPU converts it (rotated first). Interleaved (HWC) or planar
+ * (CHW) output is a matter of the destination strides. */
 typedef struct tc_yuv_to_rgb_params {
-    uint64_t planes[3];        /* Y, then Cb/Cr as `chroma` says (plane 2 unused when interleaved) */
-    int64_t pitches[3];        /* bytes between rows of each plane */
+    uint64_t planes[3];        /* address of sample (0, 0) of Y, Cb, Cr of the frame as converted */
+    int64_t x_steps[3];        /* bytes from sample (x, y) of each plane to (x + 1, y) */
+    int64_t y_steps[3];        /* bytes from sample (x, y) of each plane to (x, y + 1) */
     int64_t src_batch_stride;  /* bytes between consecutive source frames (blockIdx.z), same for all planes */
     uint64_t dst;              /* element (0, 0, R) of the first output image */
     int64_t dst_row_stride;    /* elements (not bytes) between rows */
     int64_t dst_col_stride;    /* elements between pixels of a row (3 for HWC, 1 for CHW) */
     int64_t dst_chan_stride;   /* elements between R, G and B (1 for HWC, height*row for CHW) */
     int64_t dst_batch_stride;  /* elements between consecutive output images */
-    int32_t width, height;     /* output size: the crop, in pixels (odd sizes allowed) */
-    int32_t crop_left, crop_top;  /* source position of output pixel (0, 0); even for 4:2:0 */
+    uint64_t filters;          /* the chroma filter table (swscale_rgb.h: tc_sws_filter_table) in device
+                                  memory, for the general routes of 4:2:0 frames; 0 otherwise */
+    int32_t width, height;     /* the frame as converted, which is the output's size (odd sizes allowed) */
     int32_t chroma;            /* TC_CHROMA_* */
-    int32_t matrix;            /* AVColorSpace (colour.h: TC_MATRIX_*) */
-    int32_t full_range;        /* 1 for AVCOL_RANGE_JPEG */
-    int32_t sample_shift;      /* 16-bit kernels: left shift that MSB-aligns a sample (0 for P010/P016
-                                  and NVDEC surfaces, 6 for yuv420p10le); 0 for 8-bit kernels */
-    int32_t sample_bits;       /* 16-bit kernels: bits per sample of the content (9 to 16; 10 for a
-                                  10-bit stream in a P016 surface): full range is scaled by its true
-                                  maximum, 2^bits - 1 (colour.h, tc_sample16_scale) */
-    int32_t reserved;          /* 0 */
+    int32_t route;             /* TC_ROUTE_* (swscale_rgb.h: tc_sws_route) */
+    int32_t sample_shift;      /* 16-bit kernels: right shift from a stored word to its sample (6 for
+                                  P010, 16 - bits for P016 holding bits-bit samples, 0 for yuv420p10le) */
+    int32_t sample_bits;       /* bits per sample (8 for the 8-bit kernels) */
+    int32_t v_taps, h_taps;    /* taps of the table's vertical and horizontal filters (0: none) */
+    tc_sws_coeffs coeffs;      /* tc_sws_coeffs_for(frame->colorspace, frame->color_range == JPEG) */
 } tc_yuv_to_rgb_params;
 
 /* tc_copy_strided: copy `count` 2-D blocks of `rows` rows of `row_bytes` bytes, block b row r from
@@ -80,7 +85,7 @@ typedef struct tc_rgb_to_nv12_params {
 #else
 #define TC_STATIC_ASSERT _Static_assert
 #endif
-TC_STATIC_ASSERT(sizeof(tc_yuv_to_rgb_params) == 136, "tc_yuv_to_rgb_params is 136 bytes");
+TC_STATIC_ASSERT(sizeof(tc_yuv_to_rgb_params) == 272, "tc_yuv_to_rgb_params is 272 bytes");
 TC_STATIC_ASSERT(sizeof(tc_copy_params) == 64, "tc_copy_params is 64 bytes");
 TC_STATIC_ASSERT(sizeof(tc_rgb_to_nv12_params) == 80, "tc_rgb_to_nv12_params is 80 bytes");
 

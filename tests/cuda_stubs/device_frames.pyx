@@ -4,14 +4,15 @@ package's .pxd files: hands a CudaConverter (or a FrameUploader, the blocks' cop
 own device memory) the device frames that only a GPU decoder produces (an NVDEC frame, whose
 ``opaque`` points at a FrameSync, and an FFmpeg CUDA hwaccel frame, AV_PIX_FMT_CUDA with a
 hw_frames_ctx naming its software format), their planes in memory the caller allocated with the
-stub's cuMemAlloc."""
+stub's cuMemAlloc; and hands host frames of any format to either converter (the CPU Scaler's
+bytes are the kernels' reference)."""
 from libc.stdint cimport uint8_t
 
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._core._raw_frames cimport RawFrame, take_raw_frame
-from torchcodec._cuda._converter cimport CudaConverter
 from torchcodec._cuda._device_frame cimport FrameUploader
 from torchcodec._cuda._driver cimport FrameSync
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVHWFramesContext, AVPixelFormat, AVRational
 
@@ -67,12 +68,14 @@ cdef int fill_device_frame(AVFrame *frame, str pix_fmt, planes, pitches, int wid
     return 0
 
 
-def convert_device_frame(CudaConverter converter, str pix_fmt, planes, pitches, int width, int height,
+def convert_device_frame(DeviceConverter converter, str pix_fmt, planes, pitches, int width, int height,
                          size_t dst, Py_ssize_t row_stride, *, int out_width=-1, int out_height=-1,
                          int crop_left=0, int crop_top=0, int colorspace=2, int color_range=1,
                          Sync sync=None, bint hwaccel=False, int rotation=0, bint as_float=False):
-    """Convert one device frame of ``pix_fmt`` (NVDEC when ``sync`` is given, FFmpeg hwaccel when
-    ``hwaccel``) into ``dst``, of out_width x out_height (default: the frame's size)."""
+    """Convert one frame of ``pix_fmt`` into ``dst``, of out_width x out_height (default: the frame's
+    size turned by ``rotation``): a device frame (NVDEC's when ``sync`` is given, FFmpeg hwaccel's when
+    ``hwaccel``) for a CudaConverter, else a host frame, for either converter (the Scaler: planes
+    and ``dst`` in host memory)."""
     cdef AVFrame *frame = lavu.av_frame_alloc()
     cdef uint8_t *out = <uint8_t *>dst
     if frame == NULL:

@@ -105,6 +105,9 @@ int cuDevicePrimaryCtxRelease(int device)
     return SUCCESS;
 }
 
+/* The name the driver's headers map cuDevicePrimaryCtxRelease to (tests call libcuda through ctypes). */
+int cuDevicePrimaryCtxRelease_v2(int device) { return cuDevicePrimaryCtxRelease(device); }
+
 /* Whether the context on top of this thread's stack is a primary context that was released by every
  * retainer (libnvcuvid_stub.c counts CUVID calls made so). */
 int stub_current_context_released(void);
@@ -258,8 +261,9 @@ int cuGetErrorString(int error, const char **text)
  * counted. Streams are tokens from cuStreamCreate, or any handle a caller passes (0 = legacy
  * default stream). A launch calls stub_emulate_launch when a library linked into the stub defines
  * it (tests/cuda_stubs/kernel_emulation.cpp runs the real kernels/*.cu code on the CPU). */
-#include <stdarg.h>
 #include <stdint.h>
+
+#include "stub_log.h"
 
 int stub_allocs, stub_frees, stub_async_allocs, stub_async_frees, stub_memcpys;
 long long stub_live_bytes;
@@ -270,34 +274,10 @@ void *stub_last_wait_stream, *stub_last_wait_event, *stub_last_launch_stream, *s
 char stub_last_kernel[64];
 
 /* STUB_FAIL names functions (comma-separated) that fail with CUDA_ERROR_INVALID_VALUE, for error paths. */
-static int failing(const char *name)
-{
-    const char *names = getenv("STUB_FAIL");
-    size_t length = strlen(name);
-    for (const char *at = names ? strstr(names, name) : NULL; at; at = strstr(at + 1, name))
-        if ((at == names || at[-1] == ',') && (at[length] == 0 || at[length] == ','))
-            return 1;
-    return 0;
-}
-
-static char call_log[1 << 16];
-static size_t call_log_used;
-
-static void log_call(const char *format, ...)
-{
-    va_list args;
-    int written;
-    if (call_log_used >= sizeof(call_log) - 256)
-        return;   /* full: the tests read short logs */
-    va_start(args, format);
-    written = vsnprintf(call_log + call_log_used, sizeof(call_log) - call_log_used, format, args);
-    va_end(args);
-    if (written > 0)
-        call_log_used += (size_t)written;
-}
+static int failing(const char *name) { return listed_in("STUB_FAIL", name); }
 
 const char *stub_call_log(void) { return call_log; }
-void stub_clear_log(void) { call_log_used = 0; call_log[0] = 0; }
+void stub_clear_log(void) { clear_call_log(); }
 
 typedef struct stub_allocation { size_t size; } stub_allocation;   /* header before the bytes */
 

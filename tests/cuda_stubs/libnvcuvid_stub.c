@@ -36,7 +36,6 @@
  * drivers).
  */
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +43,9 @@
 
 #include <ffnvcodec/dynlink_cuda.h>
 #include <ffnvcodec/dynlink_nvcuvid.h>
+
+#define STUB_LOG_SIZE (1 << 18)
+#include "stub_log.h"
 
 #define REORDER 4
 #define MAX_SURFACES 32
@@ -61,24 +63,8 @@ int stub_nvdec_no_context, stub_nvdec_destroyed_while_mapped, stub_nvdec_after_r
 int stub_nvdec_last_decode_surfaces, stub_nvdec_last_output_surfaces, stub_nvdec_last_output_format;
 int stub_nvdec_last_width, stub_nvdec_last_height;
 
-static char call_log[1 << 18];
-static size_t call_log_used;
-
-static void log_call(const char *format, ...)
-{
-    va_list args;
-    int written;
-    if (call_log_used >= sizeof(call_log) - 256)
-        return;
-    va_start(args, format);
-    written = vsnprintf(call_log + call_log_used, sizeof(call_log) - call_log_used, format, args);
-    va_end(args);
-    if (written > 0)
-        call_log_used += (size_t)written;
-}
-
 const char *stub_nvcuvid_log(void) { return call_log; }
-void stub_nvcuvid_clear_log(void) { call_log_used = 0; call_log[0] = 0; }
+void stub_nvcuvid_clear_log(void) { clear_call_log(); }
 
 static int env_int(const char *name, int fallback)
 {

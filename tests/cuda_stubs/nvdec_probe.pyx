@@ -12,7 +12,7 @@ from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._cuda._driver cimport CudaContext, FrameSync, check_cu
 from torchcodec._cuda._nvdec cimport NvdecDecoder
 from torchcodec._cuda._nvdec cimport clock_rate as parser_clock_rate
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat

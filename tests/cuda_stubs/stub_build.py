@@ -86,6 +86,19 @@ def build_decoding_stubs(directory: pathlib.Path) -> pathlib.Path:
     return build_stub(directory, "libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
 
 
+def build_converting_stub(directory: pathlib.Path) -> pathlib.Path:
+    """The emulating libcuda.so.1 and the device_frames helper, in ``directory``: what the tests of
+    the CUDA converter run against. Skips the calling test as build_decoding_stubs does."""
+    import pytest
+    from torchcodec._cuda import _build_config
+    if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS):
+        pytest.skip("this build has no CUDA driver loader or no kernels (-Dcuda=disabled, no ffnvcodec, no nvcc)")
+    if CC is None or CXX is None or shutil.which("pkg-config") is None:
+        pytest.skip("no C/C++ compiler or pkg-config to build the stub library and the test helper")
+    build_emulating_libcuda(directory)
+    return build_helper("device_frames", directory)
+
+
 # Python for the subprocesses of the stub tests: ``host(array)`` reads a DeviceBuffer (or any view
 # of one) through its CUDA array interface, as host memory, which the stub's device memory is.
 HOST_READ = """
@@ -101,17 +114,18 @@ def host(array):
 """
 
 
-def build_helper(name: str, directory: pathlib.Path) -> pathlib.Path:
-    """Compile the test helper tests/cuda_stubs/<name>.pyx into ``directory`` against the installed
-    package's .pxd files and headers (as a downstream extension would): Cython, then the C compiler
-    with pkg-config's FFmpeg flags. Import it with ``directory`` on sys.path."""
+def build_helper(name: str, directory: pathlib.Path, folder: pathlib.Path = STUBS) -> pathlib.Path:
+    """Compile the test helper <folder>/<name>.pyx (default: tests/cuda_stubs) into ``directory``
+    against the installed package's .pxd files and headers (as a downstream extension would):
+    Cython, then the C compiler with pkg-config's FFmpeg flags. Import it with ``directory`` on
+    sys.path."""
     import torchcodec
     directory.mkdir(parents=True, exist_ok=True)
     package_parent = pathlib.Path(torchcodec.__file__).resolve().parent.parent
     c_file = directory / f"{name}.c"
     subprocess.run([sys.executable, "-m", "cython", "-3", "-I", str(package_parent), "-o", str(c_file),
-                    str(STUBS / f"{name}.pyx")], check=True, capture_output=True)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libavformat", "libavcodec", "libavutil"],
+                    str(folder / f"{name}.pyx")], check=True, capture_output=True)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libavformat", "libavcodec", "libavutil", "libswscale"],
                            capture_output=True, text=True, check=True).stdout.split()
     subprocess.run([CC, "-shared", "-fPIC", "-O1", "-I", torchcodec.get_include(), "-I",
                     sysconfig.get_paths()["include"], str(c_file), *flags, "-o",
@@ -130,3 +144,18 @@ def run_python(code: str, libdir: pathlib.Path, **env: str) -> dict:
     output = json.loads(result.stdout.strip().splitlines()[-1])
     output["stderr"] = result.stderr
     return output
+
+
+def build_nvjpeg_stub(directory: pathlib.Path, soname: str = "libnvjpeg.so.12", defines: tuple[str, ...] = ()) -> pathlib.Path:
+    """Compile tests/cuda_stubs/libnvjpeg_stub.c (nvJPEG's entry points over libjpeg-turbo) into
+    directory/soname; returns the library's path. Skips the calling test without libturbojpeg."""
+    import pytest
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libturbojpeg"], capture_output=True, text=True)
+    if CC is None or flags.returncode != 0:
+        pytest.skip("no C compiler or no libturbojpeg (pkg-config) to build the stub libnvjpeg")
+    directory.mkdir(parents=True, exist_ok=True)
+    library = directory / soname
+    subprocess.run([CC, "-shared", "-fPIC", "-O1", *(f"-D{d}" for d in defines), "-o", str(library),
+                    f"-Wl,-soname,{soname}", str(STUBS / "libnvjpeg_stub.c"), *flags.stdout.split(), "-ldl"],
+                   check=True)
+    return library

@@ -7,7 +7,7 @@
     python -P tools/fuzz/run.py minimize TARGET CRASH [OUT]         # the smallest input that still fails
 
 ``fuzz`` and the native half of ``minimize`` need the instrumented build and its runtime
-preloaded: run them through tools/fuzz.sh, or ``bash tools/asan_run.sh .venv-fuzz/bin/python -P ...``.
+preloaded: run them through tools/fuzz.sh, or ``bash tools/fuzz/asan_run.sh .venv-fuzz/bin/python -P ...``.
 ``replay`` needs neither: it is how the sanitizer build (tools/sanitize.sh) and the regression
 tests go over a corpus. It prints one line per input that escapes and exits 1 if any did.
 """

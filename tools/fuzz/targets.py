@@ -167,7 +167,7 @@ def video_lazy(data: bytes) -> None:
     file scanned at construction): the same frames for requests made before anything needs the
     whole index, then the same metadata, or the same refusals. A stream whose packets turn out of
     order after their start was used (``_index_reordered_late``: documented) may differ before."""
-    from torchcodec.decoders import _video_decoder
+    from torchcodec.decoders import _factory
     rng = _rng(data)
     stream_index = _stream_index(rng)
     indices = [rng.randrange(80) for _ in range(rng.randint(1, 3))]
@@ -181,14 +181,14 @@ def video_lazy(data: bytes) -> None:
         return frames.data.tobytes(), np.asarray(frames.pts_seconds).tobytes()
 
     def decode(lazy: bool) -> tuple:
-        saved = _video_decoder._LAZY_INDEX
-        _video_decoder._LAZY_INDEX = lazy
+        saved = _factory.LAZY_INDEX
+        _factory.LAZY_INDEX = lazy
         try:
             decoder = VideoDecoder(data, stream_index=stream_index)
         except EXPECTED as error:
             return (type(error),), False
         finally:
-            _video_decoder._LAZY_INDEX = saved
+            _factory.LAZY_INDEX = saved
         early = (outcome(lambda: decoder.get_frames_at(indices)),
                  outcome(lambda: decoder.get_frames_played_at([seconds])))
         later = (repr(decoder.metadata), outcome(lambda: decoder.get_frames_at([0, -1])))

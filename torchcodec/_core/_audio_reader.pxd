@@ -60,7 +60,7 @@ cdef class AudioReader:
                                             # estimate of the stream's output samples (0: unknown)
     cdef public int64_t history_limit_bytes # at most this much is kept: the oldest samples go first
     cdef int64_t next_wanted                # the position after the last delivered sample
-    cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
+    cdef readonly unsigned long frames_decoded   # counters (docs/cython_api.md): frames decoded, seeks
     cdef readonly unsigned long seeks
 
     cdef int seek_for(self, int64_t first) except -1 nogil

@@ -1,13 +1,13 @@
 # ColorConverter: decoded frames to RGB (the building block, and the converter of the video reader).
-# It holds the FrameConverter of its device: the Scaler (swscale, host memory) on the CPU, the
+# It holds the DeviceConverter of its device: the Scaler (swscale, host memory) on the CPU, the
 # CudaConverter (kernels, device memory) on CUDA.
 from libc.stdint cimport uint8_t
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
 cdef class ColorConverter:
-    cdef readonly FrameConverter impl   # Scaler or CudaConverter
+    cdef readonly DeviceConverter impl   # Scaler or CudaConverter
     cdef readonly object device         # "cpu" or "cuda:N"
     cdef readonly object output_dtype   # "uint8", "float32" or "auto" (resolved per frame)
 

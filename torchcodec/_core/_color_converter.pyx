@@ -9,12 +9,13 @@ pixels are swscale's, byte-equal to ``ffmpeg -vf format=rgb24`` (see _scaler.pyx
 from libc.math cimport round
 from libc.stdint cimport uint8_t
 
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._core._raw_frames cimport RawFrame
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 from torchcodec import _outputs
+from torchcodec._core._devices import device_parts, parse_device
 from torchcodec._frame import Frame
 from torchcodec._memory import check_request
 
@@ -70,15 +71,14 @@ cdef class ColorConverter:
     """
 
     def __init__(self, device=None, output_dtype="uint8"):
-        from torchcodec._cuda import _backend
         self.output_dtype = output_dtype_name(output_dtype)
-        device_index = _backend.parse_device(device)
-        if device_index is None:
+        name, index = parse_device(device)
+        if index is None:
             self.impl = Scaler()
             self.device = "cpu"
         else:
-            self.impl = _backend.cuda_frame_converter(device_index)
-            self.device = f"cuda:{device_index}"
+            self.device = f"{name}:{index}"
+            self.impl = device_parts(self.device).device_converter(index)
 
     def __reduce__(self):
         raise TypeError("ColorConverter cannot be pickled, copied or sent to another process: it is a handle to an "
@@ -114,8 +114,7 @@ cdef class ColorConverter:
             dtype = "float32" if raw_frame.bit_depth > 8 else "uint8"
         cdef bint as_float = dtype == "float32"
         if self.device != "cpu":
-            from torchcodec._cuda import _backend
-            data = _backend.convert_raw_frame(self, raw_frame, rotation, width, height, dtype)
+            data = device_parts(self.device).convert_raw_frame(self, raw_frame, rotation, width, height, dtype)
             return Frame(_outputs.nchw(data), raw_frame.pts_seconds, raw_frame.duration_seconds)
         check_request(f"converting a {width}x{height} frame to RGB {dtype}", frames=1, frame_size=(height, width),
                       itemsize=4 if as_float else 1)
@@ -127,9 +126,9 @@ cdef class ColorConverter:
         return Frame(memory.finish(_outputs.nchw(memory.data)), raw_frame.pts_seconds, raw_frame.duration_seconds)
 
 
-def converter_over(FrameConverter impl not None, device, output_dtype="uint8"):
-    """A ColorConverter converting with ``impl`` (a FrameConverter: the CUDA wing's CudaConverter)
-    on ``device`` ("cuda:N")."""
+def converter_over(DeviceConverter impl not None, device, output_dtype="uint8"):
+    """A ColorConverter converting with ``impl`` (a DeviceConverter: a device's, such as the CUDA
+    wing's CudaConverter) on ``device`` ("cuda:N")."""
     cdef ColorConverter converter = ColorConverter.__new__(ColorConverter)
     converter.impl = impl
     converter.device = device

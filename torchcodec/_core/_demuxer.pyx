@@ -22,7 +22,8 @@ from torchcodec._core._error cimport check_av
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec._core._frame_index cimport FrameIndex, IndexBuilder, closest_ticks, ticks_to_seconds
 from torchcodec._core import _metadata
-from torchcodec._source import is_url, open_source
+from torchcodec._core._devices import device_parts, parse_device
+from torchcodec._core._source import is_url, open_source
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -894,13 +895,12 @@ cdef class VideoStream(DemuxedStream):
             num_ffmpeg_threads: CPU decoding threads (1: on the calling thread, best when several
                 streams decode in parallel; 0 lets FFmpeg choose). No effect on the GPU.
         """
-        from torchcodec._cuda import _backend
-        from torchcodec._core._packet_decoder import make_video_decoder
-        threads = _backend.check_threads(num_ffmpeg_threads)
-        device_index = _backend.parse_device(device)
-        if device_index is None:
+        from torchcodec._core._packet_decoder import check_threads, make_video_decoder
+        threads = check_threads(num_ffmpeg_threads)
+        name, index = parse_device(device)
+        if index is None:
             return make_video_decoder(self.demuxer, self.index, threads)
-        return _backend.open_cuda_packet_decoder(self.demuxer, self.index, device_index, threads)
+        return device_parts(name).packet_decoder(self.demuxer, self.index, index, threads)
 
 
 cdef class AudioStream(DemuxedStream):

@@ -9,7 +9,7 @@ TorchCodec raises RuntimeError for most mistakes, from its C++ core, where Pytho
 ValueError, TypeError or IndexError. Where the two differ, this package raises a class that is both
 (``InvalidArgumentError``, ``InvalidArgumentTypeError``, ``EndOfStreamError``), so that ``except
 ValueError`` and ``except RuntimeError`` (as written for TorchCodec) both catch it. They are
-defined here, once.
+defined here, once (the memory limit's MemoryLimitError: in torchcodec._memory).
 
 Errors raised inside C callbacks (a Python file object's ``read``/``seek``/``write`` under AVIO,
 NVDEC's parser callbacks) cannot propagate through the C library that called them. The callback
@@ -49,12 +49,6 @@ class InvalidArgumentTypeError(TypeError, RuntimeError):
 class EndOfStreamError(IndexError, RuntimeError):
     """A frame the index or the header promised that the stream ended before (a truncated file, or a
     header that counts more frames than there are). Also a RuntimeError, which TorchCodec raises."""
-
-
-class MemoryLimitError(MemoryError, RuntimeError):
-    """A request that would need more memory than the limit allows (see torchcodec.set_memory_limit),
-    refused before anything is allocated. Also a RuntimeError, which torch raises when an allocation
-    fails."""
 
 
 cdef str av_error_string(int ret):

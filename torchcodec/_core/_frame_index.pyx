@@ -472,14 +472,6 @@ cdef class IndexBuilder:
     def __dealloc__(self):
         free(self.pending)
 
-    def _add(self, pts, dts, int64_t duration, bint is_key, int64_t pos=-1):
-        """``add`` from Python (tests): ``pts``/``dts`` None for a packet without them."""
-        self.add(INT64_MIN if pts is None else pts, INT64_MIN if dts is None else dts, duration, is_key, pos)
-
-    def _end(self):
-        """``end`` from Python (tests)."""
-        self.end()
-
     cdef int add(self, int64_t pts, int64_t dts, int64_t duration, bint is_key, int64_t pos) except -1 nogil:
         """One packet of the stream. ``pts``/``dts``: AV_NOPTS_VALUE (INT64_MIN) when the packet has
         none; a packet without pts is indexed at its dts (``index.pts_from_dts``)."""

@@ -31,8 +31,8 @@ cdef class PacketDecoder:
     cdef Py_ssize_t drain_pending       # how many are still to be sent
     cdef readonly bint drained_early    # next_frame drained the codec before the end of the stream (until flush())
     cdef readonly bint can_drain_early  # libavcodec on the CPU: draining mid-stream gives the frames decoded so far
-    cdef readonly unsigned long packets_sent    # counters, for tests and benchmarks
-    cdef readonly unsigned long early_drains
+    cdef readonly unsigned long packets_sent    # counters (docs/blocks/packet_decoders.md): packets sent,
+    cdef readonly unsigned long early_drains    # drains before the end of the stream
 
     # The codec's own calls, AVERROR codes as libavcodec returns them (subclasses may replace them):
     # send: a packet, or NULL for the end of the stream; receive: 0 with a frame, EAGAIN, AVERROR_EOF.
@@ -77,7 +77,7 @@ cdef class VideoPacketDecoder(PacketDecoder):
     cdef int hwaccel_state              # -1 before the first frame, then whether it was a CUDA frame
     cdef readonly bint can_skip_unneeded    # the codec leaves out unreferenced frames exactly (H.264)
     cdef int64_t unneeded_before        # packets displayed before this may skip unreferenced frames
-    cdef readonly unsigned long packets_skippable   # packets sent while they could be skipped (tests)
+    cdef readonly unsigned long packets_skippable   # counter: packets sent while they could be skipped
     cdef readonly double rotation       # the stream's display rotation, counter-clockwise degrees (0: none)
     cdef readonly object device         # "cpu" or "cuda:N": where its RawFrames' samples are
     cdef object upload                  # CUDA blocks: moves each RawFrame's picture to the device (or None)

@@ -30,6 +30,10 @@ from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecContext, AVPacket
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVPixelFormat
 
+import numbers
+
+from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
+
 cdef extern from *:
     """
     /* libavutil/hwcontext_cuda.h's AVCUDADeviceContext (the same from FFmpeg 4 to 7), declared here so
@@ -542,12 +546,21 @@ cdef AudioPacketDecoder open_audio_decoder(Demuxer demuxer, int stream_index):
     return decoder
 
 
+def check_threads(num_ffmpeg_threads):
+    """``num_ffmpeg_threads`` as an int >= 0 (TypeError/ValueError, also RuntimeErrors, otherwise)."""
+    if isinstance(num_ffmpeg_threads, bool) or not isinstance(num_ffmpeg_threads, numbers.Integral):
+        raise InvalidArgumentTypeError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+    if not 0 <= num_ffmpeg_threads < 2**31:
+        raise InvalidArgumentError(f"num_ffmpeg_threads must be an int >= 0, got {num_ffmpeg_threads!r}")
+    return int(num_ffmpeg_threads)
+
+
 def make_video_decoder(Demuxer demuxer not None, int stream_index, int num_threads=1, int cuda_device=-1,
                        size_t cuda_context=0):
-    """``open_video_decoder`` for Python callers (the VideoStream block, the CUDA backends, tests)."""
+    """``open_video_decoder`` for Python callers (the VideoStream block, the CUDA backends)."""
     return open_video_decoder(demuxer, stream_index, num_threads, cuda_device, cuda_context)
 
 
 def make_audio_decoder(Demuxer demuxer not None, int stream_index):
-    """``open_audio_decoder`` for Python callers (the AudioStream block, tests)."""
+    """``open_audio_decoder`` for Python callers (the AudioStream block)."""
     return open_audio_decoder(demuxer, stream_index)

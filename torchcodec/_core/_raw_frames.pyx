@@ -10,12 +10,13 @@ from libc.stdint cimport int64_t
 from libc.string cimport memcpy
 
 from torchcodec._core._frame_index cimport ticks_to_seconds
-from torchcodec._core._host_array cimport HostArray, host_array
+from torchcodec._outputs._host_array cimport HostArray, host_array
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVRational
 
 from torchcodec import _outputs
+from torchcodec._core._devices import device_parts
 
 # Sample formats (packed or planar) -> the dtype that holds their samples exactly.
 cdef dict SAMPLE_DTYPES = {
@@ -179,9 +180,9 @@ cdef class RawFrame:
         """
         if self._planes is None:
             if self.device != "cpu":
-                from torchcodec._cuda._device_frame import device_planes
-                self._planes = device_planes(self, [(address, (height, width), strides, dtype)
-                                                    for address, height, width, strides, dtype in self.component_views()])
+                views = [(address, (height, width), strides, dtype)
+                         for address, height, width, strides, dtype in self.component_views()]
+                self._planes = device_parts(self.device).device_planes(self, views)
             else:
                 self._planes = tuple(_outputs.from_host(plane) for plane in self.host_planes())
         return self._planes

@@ -16,8 +16,9 @@ import math
 from libc.errno cimport EINVAL
 
 from torchcodec._core._error cimport check_av
-from torchcodec._core._error import InvalidArgumentError, MemoryLimitError
-from torchcodec._memory import check_request, describe_bytes
+from torchcodec._core._error import InvalidArgumentError
+from torchcodec._memory import MemoryLimitError, check_request
+from torchcodec._sizes import describe_bytes
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg cimport swresample as swr

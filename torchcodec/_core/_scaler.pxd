@@ -1,7 +1,7 @@
 # The Scaler owns a SwsContext: decoded frames to RGB in caller-provided memory, rotation applied,
 # then the decoder's transforms (crops and resizes), planned once as a short list of stages.
 from libc.stdint cimport uint8_t, uint16_t
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVPixelFormat
 from torchcodec._ffmpeg cimport swscale as sws
 from torchcodec._ffmpeg.swscale cimport SwsContext
@@ -110,7 +110,7 @@ cdef extern from "torchcodec/rgb_planes.h" nogil:
                              Py_ssize_t y_stride, uint16_t *u, uint16_t *v, Py_ssize_t c_stride)
 
 
-cdef class Scaler(FrameConverter):
+cdef class Scaler(DeviceConverter):
     cdef SwsContext *ptr                        # decoded frames to RGB
     cdef ContextKey key                         # what ptr was made for
     cdef SwsContext *stage_ctx[MAX_STAGES]      # resizes of the stages: RGB, or 14-bit planes, to RGB
@@ -148,3 +148,15 @@ cdef class Scaler(FrameConverter):
                         AVPixelFormat rgb_format, bint padded) except -1 nogil
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                      int width, int height, bint as_float) except -1 nogil
+
+
+# The comparisons with swscale that decide where the one-pass conversions and the planes route run
+# (tests/engine_probe.pyx calls them too, for geometries of its own).
+cdef SwsContext *context_for(SwsContext **slot, ContextKey *have, const ContextKey *want) except NULL nogil
+cdef bint fast_path_for(const ContextKey *want, FastPath *path) noexcept nogil
+cdef void fast_path_free(FastPath *path) noexcept nogil
+cdef bint agrees_with_swscale(const FastPath *path, SwsContext *ctx, int pixel_format) noexcept nogil
+cdef bint takes_planes_route(const ContextKey *want) noexcept nogil
+cdef void resize_key(const Stage *stage, int rgb_format, int colorspace, ContextKey *key) noexcept nogil
+cdef bint same_resize(const ContextKey *resize, const ContextKey *frame) noexcept nogil
+cdef int vector_rows(int enabled) noexcept nogil

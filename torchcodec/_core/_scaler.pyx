@@ -38,7 +38,7 @@ from libc.stdint cimport uint8_t, uint16_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy, memset
 
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._core._error cimport check_av
 
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -111,7 +111,7 @@ cdef SwsContext *context_for(SwsContext **slot, ContextKey *have, const ContextK
     return ctx
 
 
-# Verdicts of fast_path_agrees for each (width, height, format, matrix, range) this process has met:
+# Verdicts of agrees_with_swscale for each (width, height, format, matrix, range) this process has met:
 # a one-pass conversion (hbd_rgb.h, yuv8_rgb.h) is used only where it gave swscale's bytes.
 _fast_verdicts = {}
 
@@ -176,6 +176,17 @@ cdef void fast_path_free(FastPath *path) noexcept nogil:
     tc_hbd_plan_free(path.hbd)
     path.hbd = NULL
     path.chroma_shift = -1
+
+
+cdef int vector_rows(int enabled) noexcept nogil:
+    """Whether the one-pass conversions and the planes route run their AVX2 rows where the CPU has
+    AVX2 (1, the default) or their plain C rows everywhere (0), as set for this module's copy of
+    the headers' switches; -1 leaves it. Returns the setting before."""
+    global tc_hbd_vector_code, tc_yuv8_vector_code, tc_rgb_planes_vector_code
+    cdef int before = tc_hbd_vector_code
+    if enabled >= 0:
+        tc_hbd_vector_code = tc_yuv8_vector_code = tc_rgb_planes_vector_code = enabled
+    return before
 
 
 cdef void fast_rows(const FastPath *path, const uint8_t *const *src, const int *src_stride, uint8_t *dst,
@@ -258,36 +269,6 @@ cdef bint agrees_with_swscale(const FastPath *path, SwsContext *ctx, int pixel_f
     free(actual)
     free(scratch)
     return same
-
-
-def fast_path_agrees(int width, int height, str pixel_format, int colorspace, int color_range,
-                     bint vector_code=True):
-    """Whether the one-pass conversion (high bit depth, or 8 bits) gives swscale's bytes for frames
-    of this size, pixel format (a name: "yuv420p10le"), AVColorSpace and AVColorRange, tried on
-    random samples; None where none applies (other formats, odd widths at high bit depth, odd
-    heights at 8 bits, very short frames). ``vector_code`` False tries the plain C rows that CPUs
-    without AVX2 run; with True, False also where a high-bit-depth plan has no exact 16-bit form,
-    which the AVX2 rows need (they would not run). For tests."""
-    cdef FastPath path
-    cdef SwsContext *ctx = NULL
-    cdef ContextKey have, want
-    want.src_w, want.src_h, want.src_format = width, height, lavu.av_get_pix_fmt(pixel_format.encode())
-    want.dst_w, want.dst_h, want.dst_format = width, height, lavu.AV_PIX_FMT_RGB24
-    want.flags, want.colorspace, want.color_range = cli_sws_flags(), colorspace, color_range
-    if not fast_path_for(&want, &path):
-        return None
-    global tc_hbd_vector_code, tc_yuv8_vector_code
-    cdef int hbd_vectors = tc_hbd_vector_code, yuv8_vectors = tc_yuv8_vector_code
-    try:
-        context_for(&ctx, &have, &want)
-        tc_hbd_vector_code = tc_yuv8_vector_code = vector_code
-        with nogil:
-            agrees = agrees_with_swscale(&path, ctx, want.src_format)
-        return bool(agrees and (path.hbd == NULL or path.hbd.has_vector_form or not vector_code))
-    finally:
-        tc_hbd_vector_code, tc_yuv8_vector_code = hbd_vectors, yuv8_vectors
-        fast_path_free(&path)
-        sws.sws_freeContext(ctx)
 
 
 cdef bint takes_planes_route(const ContextKey *want) noexcept nogil:
@@ -527,61 +508,6 @@ cdef bint route_agrees(const ContextKey *resize, const ContextKey *frame) noexce
     return verdict
 
 
-cdef object tried_route(const ContextKey *resize, const ContextKey *frame, bint vector_code):
-    """same_resize with the AVX2 rows (``vector_code``) or the plain C ones, as a bool."""
-    global tc_rgb_planes_vector_code
-    cdef int vectors = tc_rgb_planes_vector_code
-    cdef bint same
-    try:
-        tc_rgb_planes_vector_code = vector_code
-        with nogil:
-            same = same_resize(resize, frame)
-        return bool(same)
-    finally:
-        tc_rgb_planes_vector_code = vectors
-
-
-cdef void whole_resize_key(int width, int height, int out_w, int out_h, int colorspace, ContextKey *key) noexcept nogil:
-    """resize_key of a resize of a whole width x height RGB24 image."""
-    cdef Stage stage
-    stage.x, stage.y, stage.crop_w, stage.crop_h, stage.resize = 0, 0, width, height, True
-    stage.out_w, stage.out_h = out_w, out_h
-    resize_key(&stage, lavu.AV_PIX_FMT_RGB24, colorspace, key)
-
-
-def resize_route_agrees(int colorspace, int src_w, int src_h, int dst_w, int dst_h, bint vector_code=True):
-    """Whether the resize through 14-bit planes gives swscale's RGB-to-RGB bytes for this resize of
-    a random image with AVColorSpace ``colorspace``'s matrix; None where the route does not apply
-    (outputs wider than half the input). ``vector_code`` False tries the plain C rows that CPUs
-    without AVX2 run. For tests."""
-    cdef ContextKey resize
-    whole_resize_key(src_w, src_h, dst_w, dst_h, colorspace, &resize)
-    if min(src_w, src_h, dst_w, dst_h) <= 0 or not takes_planes_route(&resize):
-        return None
-    return tried_route(&resize, NULL, vector_code)
-
-
-def fused_route_agrees_for(int width, int height, str pixel_format, int colorspace, int color_range, int out_w,
-                           int out_h, int resize_colorspace, bint vector_code=True):
-    """Whether resizing frames of this size, pixel format (a name), AVColorSpace and AVColorRange
-    to out_w x out_h (``resize_colorspace``'s matrix inside swscale's resize) from their YUV planes
-    gives the bytes of swscale's conversion then resize, on random samples; None where the route
-    does not apply (not 8-bit 4:2:0 of even size, outputs wider than half the input).
-    ``vector_code`` False tries the plain C rows. For tests."""
-    cdef ContextKey frame, resize
-    cdef int pixel_format_value = lavu.av_get_pix_fmt(pixel_format.encode())
-    if (pixel_format_value not in (lavu.AV_PIX_FMT_YUV420P, lavu.AV_PIX_FMT_YUVJ420P) or width & 1 or height & 1
-            or min(width, height, out_w, out_h) <= 0):
-        return None
-    frame.src_w, frame.src_h, frame.src_format = width, height, pixel_format_value
-    frame.dst_w, frame.dst_h, frame.dst_format = width, height, lavu.AV_PIX_FMT_RGB24
-    frame.flags, frame.colorspace, frame.color_range = cli_sws_flags(), colorspace, color_range
-    whole_resize_key(width, height, out_w, out_h, resize_colorspace, &resize)
-    if not takes_planes_route(&resize):
-        return None
-    return tried_route(&resize, &frame, vector_code)
-
-
 cdef str pixel_format_name(int pixel_format):
     name = lavu.av_get_pix_fmt_name(<AVPixelFormat>pixel_format)
     return name.decode() if name != NULL else str(pixel_format)
@@ -678,7 +604,7 @@ cdef bint is_chroma_plane(const AVPixFmtDescriptor *desc, int plane) noexcept no
     return (plane == 1 or plane == 2) and not (desc.flags & lavu.AV_PIX_FMT_FLAG_RGB)
 
 
-cdef class Scaler(FrameConverter):
+cdef class Scaler(DeviceConverter):
     def __cinit__(self):
         cdef int i
         self.ptr = NULL
@@ -779,12 +705,6 @@ cdef class Scaler(FrameConverter):
             return NULL
         self.fast_active = True
         return &self.fast
-
-    @property
-    def fast_path_active(self):
-        """Whether the last frame converted to RGB24 went through a one-pass conversion (high bit
-        depth, or 8-bit 4:2:0 and 4:2:2) rather than swscale (for tests)."""
-        return self.fast_active
 
     cdef const AVFrame *rotate_frame(self, const AVFrame *frame, int rotation) except NULL nogil:
         """The frame turned by ``rotation`` (into self.rotated, whose buffer is reused)."""

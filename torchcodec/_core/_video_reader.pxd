@@ -56,7 +56,7 @@ cdef class VideoReader:
     cdef Py_ssize_t position            # index entry of the held frame, in positional mode
     cdef int step_backs                 # consecutive seeks that landed after their target
     cdef bint needs_seek                # the demuxer's position is unknown (after a scan)
-    cdef readonly unsigned long frames_decoded   # counters, for tests and benchmarks
+    cdef readonly unsigned long frames_decoded   # counters (docs/cython_api.md): frames decoded, seeks
     cdef readonly unsigned long seeks
     cdef int64_t time_base_num          # seconds per tick of the stream's time base = num / den
     cdef int64_t time_base_den

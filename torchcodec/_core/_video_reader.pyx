@@ -29,16 +29,6 @@ from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
-cdef bint early_drain_enabled = True      # tests and benchmarks compare with it off
-
-
-def _set_early_drain(bint enabled):
-    """(Tests, benchmarks.) Turn decode_at's early drain on or off; returns the previous setting."""
-    global early_drain_enabled
-    previous = early_drain_enabled
-    early_drain_enabled = enabled
-    return previous
-
 
 cdef int check_output(Py_ssize_t n, size_t address, Py_ssize_t frame_stride, Py_ssize_t row_stride,
                       int height, int width, bint as_float, pts_out, duration_out) except -1:
@@ -418,8 +408,7 @@ cdef class VideoReader:
         packets of those frames are what the decoder counts); else no plan."""
         cdef Py_ssize_t k, d, m = 0
         self.drop_plan()
-        if (not early_drain_enabled or self.index is None or self.positional or not self.decoder.can_drain_early
-                or n == 0):
+        if self.index is None or self.positional or not self.decoder.can_drain_early or n == 0:
             return 0
         self.plan_pts = <int64_t *>malloc(n * sizeof(int64_t))
         self.plan_run_end = <Py_ssize_t *>malloc(n * sizeof(Py_ssize_t))

@@ -1,2 +1,2 @@
-# Declarations of the CUDA driver API (driver.pxd) and NVCUVID (nvcuvid.pxd), both reached through
+# Declarations of the CUDA driver API (cuda.pxd) and NVCUVID (nvcuvid.pxd), both reached through
 # ffnvcodec's dlopen loader: nothing here links libcuda or libnvcuvid.

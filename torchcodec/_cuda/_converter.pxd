@@ -1,10 +1,10 @@
 # The CUDA frame converter: decoded frames (NVDEC surfaces, FFmpeg CUDA hwaccel frames, or host
 # frames of the CPU fallback) to RGB in device memory, with the kernels of kernels/colour.cu.
 from libc.stdint cimport uint8_t
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver
 from torchcodec._core._scaler cimport Scaler
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
@@ -12,7 +12,7 @@ cdef enum:
     NUM_COLOUR_KERNELS = 4      # tc_convert_yuv{8,16}_to_rgb{8,f}, indexed by 2 * wide + as_float
 
 
-cdef class CudaConverter(FrameConverter):
+cdef class CudaConverter(DeviceConverter):
     cdef readonly CudaContext context
     cdef CudaDriver driver
     cdef object modules                 # (colour, copy) CudaModules, shared by the context's converters
@@ -25,12 +25,21 @@ cdef class CudaConverter(FrameConverter):
     cdef bint staging_busy              # staging_read was recorded (the buffer may still be read)
     cdef cu.CUdeviceptr staging         # host frames' planes, uploaded (owned, grown when needed)
     cdef size_t staging_size
+    cdef cu.CUdeviceptr filters         # swscale's chroma filters of 4:2:0 frames (owned, grown when needed)
+    cdef size_t filters_size
+    cdef int filters_width, filters_height, v_taps, h_taps  # what `filters` holds (0 x 0: nothing)
+    cdef cu.CUevent filters_read        # recorded on filters_stream after each conversion that read them
+    cdef cu.CUstream filters_stream
+    cdef bint filters_busy              # filters_read was recorded
     cdef uint8_t *host_rgb              # the Scaler's output for formats the kernels do not read (owned)
     cdef size_t host_rgb_size
     cdef Scaler scaler                  # created on first use
 
     cdef int record(self, cu.CUevent event, cu.CUstream stream) except -1 nogil
     cdef int launch(self, cu.CUfunction function, unsigned grid_x, unsigned grid_y, void *params) except -1 nogil
+    cdef int reuse(self, cu.CUdeviceptr *buffer, size_t *size, size_t needed, cu.CUevent last_read,
+                   bint busy) except -1 nogil
+    cdef int prepare_filters(self, int width, int height) except -1 nogil
     cdef int upload_planes(self, const AVFrame *frame, int num_planes, const int *plane_rows,
                            const size_t *plane_bytes, cu.CUdeviceptr *planes, Py_ssize_t *pitches) except -1 nogil
     cdef int convert_with_scaler(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,

@@ -2,7 +2,7 @@
 kernels/colour.cu (launch interface: include/torchcodec/kernels.h; see docs/cuda_kernels.md,
 "The converter").
 
-``CudaConverter`` implements the engine's FrameConverter for device memory. It takes three kinds of
+``CudaConverter`` implements the engine's DeviceConverter for device memory. It takes three kinds of
 frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the stream set with
 ``set_stream`` (the output library's stream):
 
@@ -23,8 +23,10 @@ frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the str
   the kernels cannot read (a 4:2:2 or RGB source decoded on the CPU, uploaded as it was) come back
   to the host (the host waits for their upload) and go the Scaler's way, as their host frame would.
 
-Rotation (0, 90, 180, 270 degrees clockwise) costs nothing: the kernel walks the source and writes
-each pixel where the rotated image has it, through the destination strides (negative ones included).
+The kernels give the CPU path's bytes: each frame takes the route swscale would take for it
+(include/torchcodec/swscale_rgb.h), with swscale's chroma filters, computed here once per frame
+geometry and kept in device memory (``filters``). Rotation (0, 90, 180, 270 degrees clockwise) is
+the planes' steps: the kernels read the frame turned as the CPU turns it before converting.
 Every driver call runs with the context pushed (popped again on errors) and is checked.
 """
 import threading
@@ -33,42 +35,54 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from torchcodec._core._frame_converter cimport FrameConverter
+from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._core._raw_frames cimport RawFrame
 from torchcodec._cuda._device_frame cimport download_frame
 from torchcodec._cuda._driver cimport (CudaContext, CudaDriver, CudaModule, FrameSync, check_cu, check_cu_nogil,
                                             launch_kernel, stream_wait_event)
 from torchcodec._core._scaler cimport Scaler
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVHWFramesContext, AVPixelFormat, AVPixFmtDescriptor
 
 
+cdef extern from "torchcodec/swscale_rgb.h" nogil:
+    enum:
+        TC_ROUTE_X86_RGB24
+        TC_ROUTE_TABLE_RGB48
+    ctypedef struct tc_sws_coeffs:
+        pass
+    tc_sws_coeffs tc_sws_coeffs_for(int matrix, int full_range)
+    int tc_sws_route(int bits, int subsampled, int planar, int width, int height, int to_rgb48)
+    int tc_sws_filter_table(int width, int height, void **table, int64_t *size, int *v_taps, int *h_taps)
+
+
 cdef extern from "torchcodec/kernels.h" nogil:
     enum:
-        TC_CHROMA_420_INTERLEAVED
-        TC_CHROMA_420_PLANAR
-        TC_CHROMA_444_PLANAR
+        TC_CHROMA_420
+        TC_CHROMA_444
         TC_KERNEL_BLOCK_X
         TC_KERNEL_BLOCK_Y
     ctypedef struct tc_yuv_to_rgb_params:
         uint64_t planes[3]
-        int64_t pitches[3]
+        int64_t x_steps[3]
+        int64_t y_steps[3]
         int64_t src_batch_stride
         uint64_t dst
         int64_t dst_row_stride
         int64_t dst_col_stride
         int64_t dst_chan_stride
         int64_t dst_batch_stride
+        uint64_t filters
         int32_t width
         int32_t height
-        int32_t crop_left
-        int32_t crop_top
         int32_t chroma
-        int32_t matrix
-        int32_t full_range
+        int32_t route
         int32_t sample_shift
         int32_t sample_bits
+        int32_t v_taps
+        int32_t h_taps
+        tc_sws_coeffs coeffs
     ctypedef struct tc_copy_params:
         uint64_t src
         uint64_t dst
@@ -81,7 +95,7 @@ cdef extern from "torchcodec/kernels.h" nogil:
         int32_t count
 
 
-# The colour kernels, in the order of CudaConverter.colour_kernels: index 2 * wide + as_float.
+# The colour kernels, in the order of CudaConverter.colour_kernels: index 2 * (16-bit samples) + as_float.
 COLOUR_KERNELS = (b"tc_convert_yuv8_to_rgb8", b"tc_convert_yuv8_to_rgbf",
                   b"tc_convert_yuv16_to_rgb8", b"tc_convert_yuv16_to_rgbf")
 # The legacy default stream, where FFmpeg's CUDA hwaccel writes its frames.
@@ -104,9 +118,10 @@ def _modules_for(CudaContext context):
 cdef struct Layout:
     # How the colour kernels read a pixel format; chroma == -1 when they cannot.
     int chroma              # TC_CHROMA_*
-    int wide                # samples are 16-bit words (9- to 16-bit formats)
-    int sample_shift        # left shift that MSB-aligns a 16-bit sample
+    int interleaved         # Cb Cr pairs in plane 1 (NV12, P010, P016)
+    int size                # bytes per sample: 1, or 2 (9- to 16-bit formats)
     int depth               # bits per sample
+    int shift               # bits below a sample in its 16-bit word (6 for P010)
     int log2_chroma         # 1 for 4:2:0, 0 for 4:4:4
     int num_planes
 
@@ -135,20 +150,21 @@ cdef Layout layout_of(int pix_fmt) noexcept nogil:
     if desc.comp[0].plane != 0 or desc.comp[0].step != size or desc.comp[1].plane != 1:
         return layout
     if desc.comp[2].plane == 1:
-        # Interleaved chroma: Cb first, 4:2:0 only (the kernels' TC_CHROMA_420_INTERLEAVED).
+        # Interleaved chroma: Cb first, 4:2:0 only.
         if desc.log2_chroma_w != 1 or desc.comp[1].step != 2 * size or desc.comp[1].offset != 0 \
                 or desc.comp[2].offset != size:
             return layout
-        layout.chroma = TC_CHROMA_420_INTERLEAVED
+        layout.interleaved = True
         layout.num_planes = 2
     else:
         if desc.comp[2].plane != 2 or desc.comp[1].step != size or desc.comp[2].step != size:
             return layout
-        layout.chroma = TC_CHROMA_420_PLANAR if desc.log2_chroma_w else TC_CHROMA_444_PLANAR
+        layout.interleaved = False
         layout.num_planes = 3
-    layout.wide = depth > 8
+    layout.chroma = TC_CHROMA_420 if desc.log2_chroma_w else TC_CHROMA_444
+    layout.size = size
     layout.depth = depth
-    layout.sample_shift = 16 - depth - desc.comp[0].shift if depth > 8 else 0
+    layout.shift = desc.comp[0].shift
     layout.log2_chroma = desc.log2_chroma_w
     return layout
 
@@ -158,23 +174,27 @@ cdef str format_name(int pix_fmt):
     return name.decode() if name != NULL else f"pixel format {pix_fmt}"
 
 
-cdef void set_destination(tc_yuv_to_rgb_params *p, uint8_t *dst, Py_ssize_t row_stride, int elem,
-                          int rotation) noexcept nogil:
-    """Point the kernel's output at ``dst`` so that source pixel (x, y) lands where the image turned
-    ``rotation`` degrees clockwise has it (as the Scaler's rotate_plane turns planes):
-    90: row x, column H-1-y; 180: row H-1-y, column W-1-x; 270: row W-1-x, column y.
-    p.width and p.height are the source's (unrotated) size."""
-    cdef int64_t row = row_stride // elem, w = p.width, h = p.height, base
+cdef void set_plane(tc_yuv_to_rgb_params *p, int k, uint64_t base, int64_t elem, int64_t pitch, int width,
+                    int height, int rotation) noexcept nogil:
+    """Point the kernel's plane ``k`` at a plane of ``width`` x ``height`` samples of ``elem`` bytes at
+    ``base``, ``pitch`` bytes a row, turned ``rotation`` degrees clockwise as the Scaler's
+    rotate_plane turns it: sample (x, y) of the turned plane is sample (y, H-1-x) of the plane for
+    90, (W-1-x, H-1-y) for 180, (W-1-y, x) for 270."""
     if rotation == 90:
-        base, p.dst_row_stride, p.dst_col_stride = (h - 1) * 3, -3, row
+        p.planes[k], p.x_steps[k], p.y_steps[k] = base + <uint64_t>((height - 1) * pitch), -pitch, elem
     elif rotation == 180:
-        base, p.dst_row_stride, p.dst_col_stride = (h - 1) * row + (w - 1) * 3, -row, -3
+        p.planes[k] = base + <uint64_t>((width - 1) * elem + (height - 1) * pitch)
+        p.x_steps[k], p.y_steps[k] = -elem, -pitch
     elif rotation == 270:
-        base, p.dst_row_stride, p.dst_col_stride = (w - 1) * row, 3, -row
+        p.planes[k], p.x_steps[k], p.y_steps[k] = base + <uint64_t>((width - 1) * elem), pitch, -elem
     else:
-        base, p.dst_row_stride, p.dst_col_stride = 0, row, 3
-    p.dst = <uint64_t><size_t>dst + <uint64_t>(base * elem)
-    p.dst_chan_stride = 1
+        p.planes[k], p.x_steps[k], p.y_steps[k] = base, elem, pitch
+
+
+cdef void set_destination(tc_yuv_to_rgb_params *p, uint8_t *dst, Py_ssize_t row_stride, int elem) noexcept nogil:
+    """Point the kernel's output at ``dst``: packed RGB rows ``row_stride`` bytes apart."""
+    p.dst = <uint64_t><size_t>dst
+    p.dst_row_stride, p.dst_col_stride, p.dst_chan_stride = row_stride // elem, 3, 1
     p.dst_batch_stride = 0
 
 
@@ -182,7 +202,7 @@ cdef unsigned blocks(int64_t count, int per_block) noexcept nogil:
     return <unsigned>((count + per_block - 1) // per_block)
 
 
-cdef class CudaConverter(FrameConverter):
+cdef class CudaConverter(DeviceConverter):
     """Converts decoded frames to RGB in device memory of ``context``'s device (see the module doc).
 
     ``convert``'s ``dst`` is a device pointer to ``height`` rows of ``width`` packed RGB pixels
@@ -200,6 +220,12 @@ cdef class CudaConverter(FrameConverter):
         self.staging = 0
         self.staging_size = 0
         self.staging_busy = False
+        self.filters_read = NULL
+        self.filters_stream = NULL
+        self.filters_busy = False
+        self.filters = 0
+        self.filters_size = 0
+        self.filters_width = self.filters_height = self.v_taps = self.h_taps = 0
         self.host_rgb = NULL
         self.host_rgb_size = 0
         self.context = context
@@ -217,11 +243,14 @@ cdef class CudaConverter(FrameConverter):
                      "cuEventCreate")
             check_cu(self.driver, self.driver.ptr.cuEventCreate(&self.staging_read, cu.CU_EVENT_DISABLE_TIMING),
                      "cuEventCreate")
+            check_cu(self.driver, self.driver.ptr.cuEventCreate(&self.filters_read, cu.CU_EVENT_DISABLE_TIMING),
+                     "cuEventCreate")
         finally:
             context.exit()
 
     def __dealloc__(self):
-        # The last conversion from the staging buffer is waited for before it is freed; nothing here raises.
+        # The last conversions that read the staging buffer and the filters are waited for before
+        # they are freed; nothing here raises.
         free(self.host_rgb)
         if self.context is None or self.context.ptr == NULL or self.driver.ptr == NULL:
             return
@@ -231,6 +260,12 @@ cdef class CudaConverter(FrameConverter):
             if self.staging_busy:
                 self.driver.ptr.cuEventSynchronize(self.staging_read)
             self.driver.ptr.cuMemFree(self.staging)
+        if self.filters:
+            if self.filters_busy:
+                self.driver.ptr.cuEventSynchronize(self.filters_read)
+            self.driver.ptr.cuMemFree(self.filters)
+        if self.filters_read != NULL:
+            self.driver.ptr.cuEventDestroy(self.filters_read)
         if self.upstream_ready != NULL:
             self.driver.ptr.cuEventDestroy(self.upstream_ready)
         if self.converted != NULL:
@@ -259,6 +294,59 @@ cdef class CudaConverter(FrameConverter):
         """Launch ``function`` on the stream with its one by-value parameter struct ``params``."""
         return launch_kernel(self.driver, function, grid_x, grid_y, self.stream, params)
 
+    cdef int reuse(self, cu.CUdeviceptr *buffer, size_t *size, size_t needed, cu.CUevent last_read,
+                   bint busy) except -1 nogil:
+        """Make ``*buffer`` (``*size`` bytes, owned) ready to be overwritten on the stream with
+        ``needed`` bytes: the stream waits for the last conversion that read it (``last_read``, when
+        ``busy``: on this stream or on an earlier one); when it must grow, the host waits instead and
+        it is reallocated."""
+        if busy:
+            if needed > size[0]:
+                check_cu_nogil(self.driver, self.driver.ptr.cuEventSynchronize(last_read), "cuEventSynchronize")
+            else:
+                stream_wait_event(self.driver, self.stream, last_read)
+        if needed > size[0]:
+            if buffer[0]:
+                check_cu_nogil(self.driver, self.driver.ptr.cuMemFree(buffer[0]), "cuMemFree")
+                buffer[0] = 0
+                size[0] = 0
+            check_cu_nogil(self.driver, self.driver.ptr.cuMemAlloc(buffer, needed), "cuMemAlloc")
+            size[0] = needed
+        return 0
+
+    cdef int prepare_filters(self, int width, int height) except -1 nogil:
+        """Have swscale's chroma filters for 4:2:0 frames of width x height (as converted) in
+        ``self.filters``, computed and uploaded on the stream when the geometry changes, and make
+        the stream wait for the last conversion that read them when that ran on another stream (so
+        that ``filters_read``, recorded after each conversion, covers every reader)."""
+        cdef void *table = NULL
+        cdef int64_t size = 0
+        cdef int v_taps, h_taps
+        cdef cu.CUDA_MEMCPY2D copy
+        if width == self.filters_width and height == self.filters_height:
+            if self.filters_busy and self.filters_stream != self.stream:
+                stream_wait_event(self.driver, self.stream, self.filters_read)
+            return 0
+        if tc_sws_filter_table(width, height, &table, &size, &v_taps, &h_taps) < 0:
+            with gil:
+                raise MemoryError(f"cannot compute the chroma filters of {width}x{height} frames")
+        try:
+            self.reuse(&self.filters, &self.filters_size, <size_t>size, self.filters_read, self.filters_busy)
+            memset(&copy, 0, sizeof(copy))
+            copy.srcMemoryType = cu.CU_MEMORYTYPE_HOST
+            copy.srcHost = table
+            copy.srcPitch = <size_t>size
+            copy.dstMemoryType = cu.CU_MEMORYTYPE_DEVICE
+            copy.dstDevice = self.filters
+            copy.dstPitch = <size_t>size
+            copy.WidthInBytes = <size_t>size
+            copy.Height = 1
+            check_cu_nogil(self.driver, self.driver.ptr.cuMemcpy2DAsync(&copy, self.stream), "cuMemcpy2DAsync")
+        finally:
+            free(table)
+        self.filters_width, self.filters_height, self.v_taps, self.h_taps = width, height, v_taps, h_taps
+        return 0
+
     cdef int upload_planes(self, const AVFrame *frame, int num_planes, const int *plane_rows,
                            const size_t *plane_bytes, cu.CUdeviceptr *planes, Py_ssize_t *pitches) except -1 nogil:
         """Copy the host frame's planes (``plane_rows`` rows of ``plane_bytes`` each) into the staging
@@ -271,20 +359,7 @@ cdef class CudaConverter(FrameConverter):
             pitches[k] = <Py_ssize_t>((plane_bytes[k] + STAGING_PITCH_ALIGN - 1) & ~(STAGING_PITCH_ALIGN - 1))
             offsets[k] = total
             total += <size_t>pitches[k] * plane_rows[k]
-        if self.staging_busy:
-            # The last conversion may still read the buffer (on this stream or on an earlier one).
-            if total > self.staging_size:
-                check_cu_nogil(self.driver, self.driver.ptr.cuEventSynchronize(self.staging_read),
-                               "cuEventSynchronize")
-            else:
-                stream_wait_event(self.driver, self.stream, self.staging_read)
-        if total > self.staging_size:
-            if self.staging:
-                check_cu_nogil(self.driver, self.driver.ptr.cuMemFree(self.staging), "cuMemFree")
-                self.staging = 0
-                self.staging_size = 0
-            check_cu_nogil(self.driver, self.driver.ptr.cuMemAlloc(&self.staging, total), "cuMemAlloc")
-            self.staging_size = total
+        self.reuse(&self.staging, &self.staging_size, total, self.staging_read, self.staging_busy)
         for k in range(num_planes):
             memset(&copy, 0, sizeof(copy))
             copy.srcMemoryType = cu.CU_MEMORYTYPE_HOST
@@ -365,8 +440,11 @@ cdef class CudaConverter(FrameConverter):
         cdef bint on_device = hwaccel or frame.opaque != NULL
         cdef FrameSync *sync = <FrameSync *>frame.opaque if frame.opaque != NULL and not hwaccel else NULL
         cdef int sw_format = frame.format
-        cdef int src_w = frame.width, src_h = frame.height, crop_left = 0, crop_top = 0, k
+        cdef int src_w = frame.width, src_h = frame.height, crop_left = 0, crop_top = 0, k, bits
+        cdef int source, sub, step
+        cdef uint64_t base
         cdef bint same_stream = self.stream == NULL or self.stream == LEGACY_STREAM
+        cdef bint filtered
         cdef Layout layout
         cdef tc_yuv_to_rgb_params params
         cdef int plane_rows[3]
@@ -410,40 +488,56 @@ cdef class CudaConverter(FrameConverter):
                     with gil:
                         raise RuntimeError(f"a {format_name(sw_format)} frame in device memory lacks plane {k}")
                 return self.convert_with_scaler(frame, rotation, dst, row_stride, width, height, as_float)
+        # The CPU path converts the frame turned by the rotation, of `width` x `height`: so do the
+        # kernels, reading the planes through rotated steps. Its samples: `bits`-bit (NVDEC's 16-bit
+        # surfaces say their content's depth through their FrameSync), each a stored word >> shift.
+        bits = sync.bits if sync != NULL and layout.size == 2 and 8 < sync.bits <= layout.depth else layout.depth
         memset(&params, 0, sizeof(params))
-        params.width, params.height = src_w, src_h
-        params.crop_left, params.crop_top = crop_left, crop_top
+        params.width, params.height = width, height
         params.chroma = layout.chroma
-        params.matrix = frame.colorspace
-        params.full_range = frame.color_range == lavu.AVCOL_RANGE_JPEG
-        params.sample_shift = layout.sample_shift
-        # The content's depth scales full-range samples by their true maximum (colour.h): NVDEC's
-        # 16-bit surfaces say it through their FrameSync, other formats through their descriptor.
-        params.sample_bits = sync.bits if sync != NULL and sync.bits > 8 else layout.depth
-        set_destination(&params, dst, row_stride, elem, rotation)
+        params.sample_bits = bits
+        params.sample_shift = layout.shift + layout.depth - bits
+        # Device frames (NVDEC's, FFmpeg hwaccel's, the CPU fallback's uploads into surface formats)
+        # hold what the CPU decoder gives as planar YUV: swscale's routes for that; a host frame
+        # takes the route of its own format (NV12 from a CPU decoder: the general scaler).
+        params.route = tc_sws_route(bits, layout.chroma == TC_CHROMA_420, on_device or not layout.interleaved,
+                                    width, height, as_float)
+        params.coeffs = tc_sws_coeffs_for(frame.colorspace, frame.color_range == lavu.AVCOL_RANGE_JPEG)
+        filtered = (layout.chroma == TC_CHROMA_420 and params.route != TC_ROUTE_X86_RGB24
+                    and params.route != TC_ROUTE_TABLE_RGB48)
+        set_destination(&params, dst, row_stride, elem)
         self.context.enter()
         try:
             if on_device:
                 for k in range(layout.num_planes):
-                    params.planes[k] = <uint64_t><size_t>frame.data[k]
-                    params.pitches[k] = frame.linesize[k]
+                    planes[k] = <cu.CUdeviceptr><size_t>frame.data[k]
+                    pitches[k] = frame.linesize[k]
             else:
                 for k in range(layout.num_planes):
                     plane_rows[k] = src_h if k == 0 else (src_h + layout.log2_chroma) >> layout.log2_chroma
                     plane_bytes[k] = <size_t>((src_w + layout.log2_chroma) >> layout.log2_chroma if k else src_w)
-                    plane_bytes[k] *= (2 if layout.wide else 1) * (2 if k and layout.num_planes == 2 else 1)
+                    plane_bytes[k] *= layout.size * (2 if k and layout.interleaved else 1)
                 self.upload_planes(frame, layout.num_planes, plane_rows, plane_bytes, planes, pitches)
-                for k in range(layout.num_planes):
-                    params.planes[k] = planes[k]
-                    params.pitches[k] = pitches[k]
+            for k in range(3):
+                # Plane k as the kernels read it; interleaved chroma: Cb and Cr are the pairs of plane 1.
+                source = 1 if k and layout.interleaved else k
+                sub = layout.log2_chroma if k else 0
+                step = layout.size * (2 if source == 1 and layout.interleaved else 1)
+                base = (planes[source] + <uint64_t>((crop_left >> sub) * step + (crop_top >> sub) * pitches[source])
+                        + <uint64_t>(layout.size if k == 2 and layout.interleaved else 0))
+                set_plane(&params, k, base, step, pitches[source], (src_w + sub) >> sub, (src_h + sub) >> sub, rotation)
+            if filtered:
+                self.prepare_filters(width, height)
+                params.filters, params.v_taps, params.h_taps = self.filters, self.v_taps, self.h_taps
             if hwaccel and not same_stream:
                 self.record(self.upstream_ready, LEGACY_STREAM)
                 stream_wait_event(self.driver, self.stream, self.upstream_ready)
             if sync != NULL:
                 # NVDEC: the map's post-processing, on the decoder's stream, must be done first.
                 stream_wait_event(self.driver, self.stream, sync.ready)
-            self.launch(self.colour_kernels[2 * layout.wide + as_float], blocks(src_w, TC_KERNEL_BLOCK_X),
-                        blocks(src_h, TC_KERNEL_BLOCK_Y), &params)
+            # One thread per pixel pair.
+            self.launch(self.colour_kernels[2 * (layout.size == 2) + as_float],
+                        blocks((width + 1) // 2, TC_KERNEL_BLOCK_X), blocks(height, TC_KERNEL_BLOCK_Y), &params)
             if sync != NULL:
                 # NVDEC: the decoder unmaps the surface once `done` has passed. A read recorded on another
                 # stream is kept: this stream waits for it before `done` is recorded again here.
@@ -455,6 +549,10 @@ cdef class CudaConverter(FrameConverter):
             if not on_device:
                 self.record(self.staging_read, self.stream)
                 self.staging_busy = True
+            if filtered:
+                self.record(self.filters_read, self.stream)
+                self.filters_stream = self.stream
+                self.filters_busy = True
             if hwaccel and not same_stream:
                 # FFmpeg writes the next frames into this surface on the legacy stream.
                 self.record(self.converted, self.stream)

@@ -3,7 +3,7 @@
 # needed: the layout is the ABI), and DeviceBuffer, which exports DLPack and __cuda_array_interface__.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._cuda._driver cimport CudaContext
 
 

@@ -24,9 +24,20 @@ from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver, check_cu, check_cu_nogil, stream_wait_event
-from torchcodec._outputs import c_strides
+
+
+cdef tuple element_strides(shape):
+    """The strides, in elements, of a C-contiguous array of ``shape`` (an extent of 0 counts as 1,
+    as DLPack producers write them); this module imports nothing of the package above the wing."""
+    cdef list steps = [1] * len(shape)
+    cdef Py_ssize_t k, step = 1
+    for k in range(len(shape) - 1, -1, -1):
+        steps[k] = step
+        step *= max(<Py_ssize_t>shape[k], 1)
+    return tuple(steps)
+
 
 cdef extern from "Python.h":
     void Py_IncRef(PyObject *o)
@@ -308,7 +319,7 @@ cdef class DeviceBuffer:
         itemsize = DTYPES[dtype][1] // 8
         memory = DeviceMemory.__new__(DeviceMemory)
         (<DeviceMemory>memory).allocate(context, nbytes, as_stream(handle))
-        return make_view(memory, dims, c_strides(dims), dtype, itemsize)
+        return make_view(memory, dims, element_strides(dims), dtype, itemsize)
 
     # ---- synchronisation ----------------------------------------------------------------------
 
@@ -403,7 +414,7 @@ cdef class DeviceBuffer:
         if count != self.size:
             raise ValueError(f"cannot reshape a buffer of shape {self._shape} ({self.size} elements) to {dims}")
         if self.is_c_contiguous:
-            return make_view(self.memory, dims, c_strides(dims), self._dtype, self.itemsize, self._offset)
+            return make_view(self.memory, dims, element_strides(dims), self._dtype, self.itemsize, self._offset)
         rest = self._shape[1:]
         lead = len(dims) - len(rest)
         if lead >= 1 and dims[lead:] == rest:
@@ -488,7 +499,7 @@ cdef class DeviceBuffer:
     @property
     def is_c_contiguous(self) -> bool:
         return self.size == 0 or all(stride == expected for stride, expected, extent
-                                     in zip(self._strides, c_strides(self._shape), self._shape) if extent > 1)
+                                     in zip(self._strides, element_strides(self._shape), self._shape) if extent > 1)
 
     def __repr__(self) -> str:
         order = "" if self.is_c_contiguous else f", strides={self.strides}"

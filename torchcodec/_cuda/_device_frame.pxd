@@ -4,7 +4,7 @@
 from libc.stdint cimport uint8_t
 from torchcodec._core._raw_frames cimport RawFrame
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver, FrameSync
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 cdef enum:

@@ -1,6 +1,6 @@
 # The CUDA driver, opened at run time through ffnvcodec's loader; the primary context of a device,
 # pushed and popped around every entry; kernel modules loaded from the embedded fatbins.
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._cuda cimport nvcuvid as cuvid
 
 

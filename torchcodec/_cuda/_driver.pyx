@@ -25,7 +25,7 @@ import types
 
 from posix.dlfcn cimport dlsym
 
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._cuda cimport nvcuvid as cuvid
 
 #: The driver functions looked up with dlsym because ffnvcodec's table lacks them.

@@ -6,7 +6,7 @@ from torchcodec._core._error cimport ErrorStash
 from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, FrameSync
 from torchcodec._core._packet_decoder cimport VideoPacketDecoder
 from torchcodec._cuda._nvdec_input cimport NvdecInput
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._cuda cimport nvcuvid as cuvid
 from torchcodec._ffmpeg.avcodec cimport AVPacket
 from torchcodec._ffmpeg.avutil cimport AVFrame

@@ -52,7 +52,7 @@ from torchcodec._core._packet_decoder cimport VideoPacketDecoder
 from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, FrameSync, check_cu, stashed_cuda_error
 from torchcodec._cuda._nvdec_caps cimport refusal, stream_refusal, surface_format
 from torchcodec._cuda._nvdec_input cimport NvdecInput
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._cuda cimport nvcuvid as cuvid
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf

@@ -3,14 +3,12 @@
 A CUVID decoder costs milliseconds to create; a later VideoDecoder of the same codec, size and
 surface layout on the same GPU reuses an idle one instead. The cache knows decoders only by their
 ``device`` and typed ``key`` (:class:`DecoderKey`); destroying one is dropping the last reference.
-The capacity lives here, once: setting it imports nothing else and never opens the driver.
+Its capacity is set through the gate (torchcodec._cuda.set_nvdec_cache_capacity).
 """
 from __future__ import annotations
 
 import threading
 from typing import Any, NamedTuple
-
-from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
 
 DEFAULT_CAPACITY = 20
 
@@ -92,21 +90,3 @@ class DecoderCache:
 
 
 cache = DecoderCache(DEFAULT_CAPACITY)
-
-
-def set_nvdec_cache_capacity(capacity: int) -> None:
-    """Keep at most ``capacity`` idle NVDEC decoders per GPU for reuse (default 20; 0 disables the
-    cache). A decoder is reused by a later VideoDecoder of the same codec, size and format, which
-    skips the decoder's creation (milliseconds). Decoders beyond it, least recently used first,
-    are destroyed now. The cache and its capacity are process-wide (decoders belong to a device,
-    not to a thread)."""
-    if isinstance(capacity, bool) or not isinstance(capacity, int):
-        raise InvalidArgumentTypeError(f"the NVDEC cache capacity must be an int, got {capacity!r}")
-    if capacity < 0:
-        raise InvalidArgumentError(f"NVDEC cache capacity must be non-negative, got {capacity}")
-    cache.set_capacity(capacity)
-
-
-def get_nvdec_cache_capacity() -> int:
-    """The number of idle NVDEC decoders kept per GPU (see set_nvdec_cache_capacity)."""
-    return cache.capacity

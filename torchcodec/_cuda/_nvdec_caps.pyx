@@ -16,7 +16,7 @@ from libc.string cimport memset
 from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, check_cu
 from torchcodec._cuda._nvdec_input cimport NvdecInput
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._cuda cimport nvcuvid as cuvid
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avcodec cimport AVCodecParameters

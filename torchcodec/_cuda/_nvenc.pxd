@@ -3,7 +3,7 @@
 from libc.stdint cimport uint8_t
 from torchcodec._core._encoder cimport StreamEncoder
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame
 
 
@@ -16,7 +16,6 @@ cdef class CudaFrameWriter:
     cdef cu.CUevent input_ready         # recorded on the producer's stream: the input is written
     cdef cu.CUevent input_read          # recorded on `stream` after the launches: the input was read
     cdef AVBufferRef *frames_ref        # AVHWFramesContext of NV12 CUDA frames, width x height (owned)
-    cdef AVFrame *held                  # convert()'s last frame (Python callers: tests, gpu_check)
     cdef readonly int width
     cdef readonly int height
     cdef public int matrix              # AVColorSpace of the conversion

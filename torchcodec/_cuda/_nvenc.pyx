@@ -34,7 +34,7 @@ from torchcodec._core._packet_decoder cimport cuda_device_ref
 from torchcodec._core._packet_decoder import cuda_hwaccel_unavailable_reason
 from torchcodec._cuda._converter import _modules_for
 from torchcodec._cuda._driver cimport CudaContext, CudaModule, check_cu, check_cu_nogil, launch_kernel, stream_wait_event
-from torchcodec._cuda cimport driver as cu
+from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecDescriptor, AVCodecHWConfig, AVCodecID
@@ -136,7 +136,6 @@ cdef class CudaFrameWriter:
         self.stream = NULL
         self.input_ready = self.input_read = NULL
         self.frames_ref = NULL
-        self.held = NULL
         self.context, self.driver = context, context.driver
         self.width, self.height = width, height
         self.matrix, self.full_range = lavu.AVCOL_SPC_BT470BG, False
@@ -148,9 +147,6 @@ cdef class CudaFrameWriter:
             raise RuntimeError(f"NVENC cannot be used: {reason}")
         self.modules = _modules_for(context)
         self.kernel = (<CudaModule>self.modules[0]).function_ptr(b"tc_convert_rgb8_to_nv12")
-        self.held = lavu.av_frame_alloc()
-        if self.held == NULL:
-            raise MemoryError("av_frame_alloc failed")
         context.enter()
         try:
             check_cu(self.driver, self.driver.ptr.cuStreamCreate(&self.stream, cu.TC_STREAM_NON_BLOCKING),
@@ -179,7 +175,6 @@ cdef class CudaFrameWriter:
 
     def __dealloc__(self):
         # Frames go back to FFmpeg's pool (freed with it, in its own context push); nothing here raises.
-        lavu.av_frame_free(&self.held)
         lavu.av_buffer_unref(&self.frames_ref)
         if self.context is None or self.context.ptr == NULL or self.driver.ptr == NULL:
             return
@@ -243,22 +238,6 @@ cdef class CudaFrameWriter:
         frame.color_range = lavu.AVCOL_RANGE_JPEG if self.full_range else lavu.AVCOL_RANGE_MPEG
         return launch_kernel(self.driver, self.kernel, blocks((self.width + 1) // 2, TC_KERNEL_BLOCK_X),
                              blocks((self.height + 1) // 2, TC_KERNEL_BLOCK_Y), self.stream, &params)
-
-    def convert(self, size_t address, tuple strides, size_t producer_stream):
-        """Write the RGB frame at ``address`` (byte ``strides`` of (3, H, W)), produced on
-        ``producer_stream``, into a new frame of the pool, kept until the next call: its planes'
-        ``(y, uv)`` addresses and ``(y, uv)`` pitches. (The encoder's own path is nogil C; this is
-        for checking the frames themselves.)"""
-        cdef cu.CUstream producer = <cu.CUstream>producer_stream
-        cdef Py_ssize_t sc = strides[0], sh = strides[1], sw = strides[2]
-        with nogil:
-            self.begin(producer)
-            try:
-                self.write(self.held, <const uint8_t *>address, sc, sh, sw)
-            finally:
-                self.end(producer)
-        return ((<size_t>self.held.data[0], <size_t>self.held.data[1]),
-                (self.held.linesize[0], self.held.linesize[1]))
 
 
 cdef class NvencStreamEncoder(StreamEncoder):

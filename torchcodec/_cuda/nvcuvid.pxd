@@ -3,7 +3,7 @@
 # dynlink_cuviddec.h that torchcodec._cuda._nvdec uses. C names kept; only what is used. The picture
 # parameters (CUVIDPICPARAMS) are passed through from the parser to the decoder; only the surface
 # they decode into (CurrPicIdx) is read.
-from torchcodec._cuda.driver cimport CUdeviceptr, CUresult, CUstream
+from torchcodec._cuda.cuda cimport CUdeviceptr, CUresult, CUstream
 
 
 cdef extern from "torchcodec/cuda_loader.h" nogil:

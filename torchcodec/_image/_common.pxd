@@ -20,6 +20,13 @@ cdef int mode_channels(int mode, int unchanged_channels) noexcept nogil
 cdef bint output_wide(int dtype_code, bint source_wide) noexcept nogil
 
 cdef int exif_orientation(const uint8_t *tiff, size_t size) noexcept nogil
+
+cdef struct Markers:
+    # What jpeg_markers reads from a JPEG stream's segments
+    int orientation             # EXIF, 0 when absent
+    bint complete               # an end-of-image marker follows the first scan
+
+cdef Markers jpeg_markers(const uint8_t *data, size_t size) noexcept nogil
 cdef bint swaps_axes(int orientation) noexcept nogil
 cdef void orient(const uint8_t *src, uint8_t *dst, Py_ssize_t height, Py_ssize_t width, Py_ssize_t pixel_bytes,
                  int orientation) noexcept nogil

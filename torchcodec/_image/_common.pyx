@@ -1,7 +1,9 @@
 """What every image codec module shares.
 
 - The ImageReadMode and output_dtype codes, and how many channels a mode gives.
-- EXIF orientation: the tag read from TIFF-formatted EXIF data, and the copy that applies it.
+- EXIF orientation: the tag read from TIFF-formatted EXIF data (found in a JPEG's APP1 segment by
+  the one walk of its markers, which also says whether the stream is complete), and the copy that
+  applies it.
 - Pixel conversion between channel layouts (gray from RGB with TorchCodec's luma weights, an opaque
   alpha channel added, 8-bit samples widened to 16 bits), in place when the output is larger.
 - The size bounds checked before any output is allocated (the pixel limit, then the memory limit of
@@ -12,10 +14,10 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.math cimport nearbyintf
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport malloc
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 
-from torchcodec._core._error import MemoryLimitError
+from torchcodec._memory import MemoryLimitError
 from torchcodec._memory import check_request
 
 
@@ -87,6 +89,56 @@ cdef int exif_orientation(const uint8_t *tiff, size_t size) noexcept nogil:
             return <int>value if 1 <= value <= 8 else 0
         offset += 12
     return 0
+
+
+# ---- JPEG markers --------------------------------------------------------------------------------
+
+cdef Markers jpeg_markers(const uint8_t *data, size_t size) noexcept nogil:
+    """Walk a JPEG stream's segments before the first scan: the EXIF orientation of the first APP1
+    segment that starts with "Exif\\0\\0"; then whether an end-of-image marker (FF D9) lies after the
+    scan start. The one reading of JPEG metadata: libjpeg-turbo's decoder and nvJPEG's both use it."""
+    cdef Markers found
+    found.orientation = 0
+    found.complete = True                 # unknown structure: let the decoder decide
+    if size < 4 or data[0] != 0xFF or data[1] != 0xD8:
+        return found
+    cdef size_t pos = 2, length, scan = 0, i
+    cdef uint8_t marker
+    cdef bint have_exif = False
+    while pos + 4 <= size:
+        if data[pos] != 0xFF:
+            return found
+        marker = data[pos + 1]
+        if marker == 0xFF:                # fill byte
+            pos += 1
+            continue
+        if marker == 0xD8 or marker == 0x01 or 0xD0 <= marker <= 0xD7:
+            pos += 2
+            continue
+        if marker == 0xD9:
+            return found
+        length = (<size_t>data[pos + 2] << 8) | data[pos + 3]
+        if length < 2 or pos + 2 + length > size:
+            found.complete = False        # a segment runs past the end of the data
+            return found
+        if marker == 0xE1 and not have_exif and length - 2 > 6 and memcmp(data + pos + 4, b"Exif\0\0", 6) == 0:
+            have_exif = True
+            found.orientation = exif_orientation(data + pos + 10, length - 8)
+        if marker == 0xDA:
+            scan = pos + 2 + length
+            break
+        pos += 2 + length
+    if scan == 0:
+        found.complete = pos + 4 <= size
+        return found
+    found.complete = False
+    i = size - 1
+    while i > scan:
+        if data[i] == 0xD9 and data[i - 1] == 0xFF:
+            found.complete = True
+            break
+        i -= 1
+    return found
 
 
 cdef bint swaps_axes(int orientation) noexcept nogil:

@@ -17,12 +17,12 @@ libjpeg's defaults, so the bytes equal cjpeg's and Pillow's for the same quality
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcmp, strlen, strncmp, strncpy, strstr
+from libc.string cimport strlen, strncmp, strncpy, strstr
 
 from torchcodec._image cimport turbojpeg as tj
 from torchcodec._image._common cimport (
     DTYPE_UINT16, MODE_GRAY, MODE_GRAY_ALPHA, MODE_RGB, MODE_RGB_ALPHA, MODE_UNCHANGED, Pixels, allocate,
-    check_size, convert_pixels, exif_orientation, mode_channels, orient, output_bytes, packed_rows, swaps_axes)
+    Markers, check_size, convert_pixels, jpeg_markers, mode_channels, orient, output_bytes, packed_rows, swaps_axes)
 from torchcodec._image.pthread cimport (pthread_create, pthread_join, pthread_mutex_destroy, pthread_mutex_init,
                                         pthread_mutex_lock, pthread_mutex_t, pthread_mutex_unlock, pthread_t)
 
@@ -52,58 +52,6 @@ cdef struct Job:
     uint8_t *out
     bint failed
     char message[MESSAGE_SIZE]
-
-
-cdef struct Markers:
-    int orientation
-    bint complete               # an end-of-image marker follows the first scan
-
-
-cdef Markers scan_markers(const uint8_t *data, size_t size) noexcept nogil:
-    """Walk the segments before the first scan: the EXIF orientation of the first APP1 segment that
-    starts with "Exif\\0\\0"; then whether an end-of-image marker (FF D9) lies after the scan start."""
-    cdef Markers found
-    found.orientation = 0
-    found.complete = True                 # unknown structure: let libjpeg decide
-    if size < 4 or data[0] != 0xFF or data[1] != 0xD8:
-        return found
-    cdef size_t pos = 2, length, scan = 0, i
-    cdef uint8_t marker
-    cdef bint have_exif = False
-    while pos + 4 <= size:
-        if data[pos] != 0xFF:
-            return found
-        marker = data[pos + 1]
-        if marker == 0xFF:                # fill byte
-            pos += 1
-            continue
-        if marker == 0xD8 or marker == 0x01 or 0xD0 <= marker <= 0xD7:
-            pos += 2
-            continue
-        if marker == 0xD9:
-            return found
-        length = (<size_t>data[pos + 2] << 8) | data[pos + 3]
-        if length < 2 or pos + 2 + length > size:
-            found.complete = False        # a segment runs past the end of the data
-            return found
-        if marker == 0xE1 and not have_exif and length - 2 > 6 and memcmp(data + pos + 4, b"Exif\0\0", 6) == 0:
-            have_exif = True
-            found.orientation = exif_orientation(data + pos + 10, length - 8)
-        if marker == 0xDA:
-            scan = pos + 2 + length
-            break
-        pos += 2 + length
-    if scan == 0:
-        found.complete = pos + 4 <= size
-        return found
-    found.complete = False
-    i = size - 1
-    while i > scan:
-        if data[i] == 0xD9 and data[i - 1] == 0xFF:
-            found.complete = True
-            break
-        i -= 1
-    return found
 
 
 cdef bint is_warning(tj.tjhandle handle) noexcept nogil:
@@ -142,7 +90,7 @@ cdef void note_warning(Job *job, tj.tjhandle handle) noexcept nogil:
 cdef int read_header(Job *job, tj.tjhandle handle) noexcept nogil:
     """Fill the job's size, colour space and orientation from the stream's headers."""
     cdef int subsamp = -1, colorspace = -1
-    cdef Markers markers = scan_markers(job.data, job.size)
+    cdef Markers markers = jpeg_markers(job.data, job.size)
     job.orientation = markers.orientation
     cdef int ret = tj.tjDecompressHeader3(handle, job.data, job.size, &job.width, &job.height, &subsamp, &colorspace)
     if is_warning(handle):

@@ -15,6 +15,12 @@ callers' arrays the same way. This package is the only code that knows array lib
 - functions that dispatch to the adapter of a bridge or of an object: :func:`allocate`,
   :func:`describe`, :func:`describe_out`, :func:`nchw`, :func:`copy_into`, :func:`from_host`,
   :func:`float64_array`, :func:`adapter_of`, ...
+- host memory in Cython: ``_host_array`` (HostArray, a strided view of memory another object
+  owns, such as a decoded frame's planes) and ``_pool`` (the output pool, which large CPU outputs
+  are allocated from).
+
+The engine (torchcodec._core) uses this package; it imports nothing of the engine (CUDA memory
+comes from the CUDA wing's ``_driver`` and ``_device_buffer``, imported when first asked for).
 
 A library's types are recognised by ``isinstance`` only when the library is already imported
 (``sys.modules``): an object of a library that is not imported cannot exist. torch, numpy, jax and
@@ -36,7 +42,7 @@ from typing import Any, Optional
 BRIDGES = ("auto", "numpy", "torch", "jax", "cupy")
 CPU_DTYPES = {"bool": 1, "uint8": 1, "uint16": 2, "int16": 2, "int32": 4, "int64": 8, "float32": 4, "float64": 8}
 """The dtypes :func:`allocate` gives on the CPU, with their item sizes."""
-CUDA_DTYPES = {"uint8": 1, "float32": 4, "float64": 8}
+CUDA_DTYPES = {"uint8": 1, "uint16": 2, "float32": 4, "float64": 8}
 """The dtypes :func:`allocate` gives on CUDA (those of torchcodec's DeviceBuffer)."""
 _PACKAGES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "cupy": "cupy"}
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("torchcodec_bridge", default="auto")
@@ -337,8 +343,8 @@ def allocate(shape: tuple[int, ...], dtype: str, *, device_index: Optional[int] 
     that ``finish()`` hands to jax through DLPack, no copy; cupy: ValueError (its frames are CUDA
     frames; pass ``bridge=host_bridge()`` for numpy CPU arrays under it).
 
-    ``device_index`` N: memory on cuda:N, ``dtype`` uint8, float32 or float64 (CUDA_DTYPES), and the
-    stream to write it on (``Memory.stream``; docs/cuda_outputs.md): torch's current stream for
+    ``device_index`` N: memory on cuda:N, ``dtype`` uint8, uint16 (images), float32 or float64
+    (CUDA_DTYPES), and the stream to write it on (``Memory.stream``; docs/cuda_outputs.md): torch's current stream for
     torch, cupy's for cupy and for numpy when cupy is installed, else torchcodec's DeviceBuffer on
     the legacy default stream (numpy; jax, handed over in ``finish()``).
 
@@ -350,7 +356,7 @@ def allocate(shape: tuple[int, ...], dtype: str, *, device_index: Optional[int] 
         if dtype not in CPU_DTYPES:
             raise ValueError(f"CPU outputs are {', '.join(CPU_DTYPES)}, not {dtype!r}")
         if adapter is _numpy.NUMPY or adapter is _torch.TORCH:
-            pooled = _memory.pooled_array(tuple(shape), dtype)
+            pooled = _pool.pooled_array(tuple(shape), dtype)
             if pooled is not None:              # a large output: memory reused (torchcodec.set_output_pool)
                 return adapter.describe(adapter.from_host(pooled), True, "an output")
         return adapter.empty(tuple(shape), dtype)
@@ -492,8 +498,7 @@ def copy_into(out: Any, source: Any) -> None:
 
 
 # The adapters subclass Adapter and build Memory: imported once both are defined.
-from torchcodec import _memory  # noqa: E402
-from torchcodec._outputs import _cupy, _device_buffer, _jax, _numpy, _protocols, _torch  # noqa: E402
+from torchcodec._outputs import _cupy, _device_buffer, _jax, _numpy, _pool, _protocols, _torch  # noqa: E402
 
 _BRIDGE_ADAPTERS: dict[str, Adapter] = {"numpy": _numpy.NUMPY, "torch": _torch.TORCH, "jax": _jax.JAX,
                                         "cupy": _cupy.CUPY}

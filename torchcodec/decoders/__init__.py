@@ -8,8 +8,8 @@ from torchcodec._core._frame_index import FrameIndex
 from torchcodec._core._packet_decoder import AudioPacketDecoder, VideoPacketDecoder
 from torchcodec._core._raw_frames import RawAudioSamples, RawFrame
 from torchcodec.decoders._audio_decoder import AudioDecoder
-from torchcodec._cuda._backend import CpuFallbackStatus, set_cuda_backend
-from torchcodec._cuda._nvdec_cache import get_nvdec_cache_capacity, set_nvdec_cache_capacity
+from torchcodec._core._devices import CpuFallbackStatus
+from torchcodec._cuda import get_nvdec_cache_capacity, set_cuda_backend, set_nvdec_cache_capacity
 from torchcodec.decoders._image_decoders import (ImageCodecUnavailableError, ImageReadMode, ImageTooLargeError,
                                                  decode_avif, decode_gif, decode_heic, decode_image, decode_jpeg,
                                                  decode_png, decode_webp, get_max_image_pixels,

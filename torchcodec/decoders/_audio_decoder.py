@@ -1,4 +1,5 @@
-"""AudioDecoder: TorchCodec's audio decoding API over the Cython engine (torchcodec/_core/_audio.pyx)."""
+"""AudioDecoder: TorchCodec's audio decoding API over the Cython engine (torchcodec/_core/_audio_reader.pyx),
+and SampleRanges, the sample ranges it shares with WavDecoder."""
 from __future__ import annotations
 
 import math
@@ -7,17 +8,17 @@ import os
 import threading
 from typing import Any, Optional
 
-from torchcodec import _index_cache as index_cache
 from torchcodec import _outputs
-from torchcodec._core._audio_reader import AudioReader, compact_rows
-from torchcodec._core._demuxer import unselected_demuxer
+from torchcodec._core._audio_reader import compact_rows
 from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
+from torchcodec._core._metadata import AudioStreamMetadata
+from torchcodec._core._source import SourceLike
 from torchcodec._frame import AudioSamples
-from torchcodec._memory import check_request
 from torchcodec._logging import forwards_ffmpeg_log
-from torchcodec._source import SourceLike
-from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream, reading_demuxer
-from torchcodec._core._metadata import AudioStreamMetadata, audio_metadata
+from torchcodec._memory import check_request
+from torchcodec.decoders._arguments import as_seconds
+from torchcodec.decoders._factory import open_audio
+from torchcodec.decoders._reopenable import Reopenable
 
 _SEEK_MODES = ("exact", "approximate")
 _UNKNOWN_LENGTH_GUESS = 1 << 22      # samples per channel allocated first when the header has no duration
@@ -211,20 +212,13 @@ class AudioDecoder(SampleRanges):
                             num_channels=num_channels, seek_mode=seek_mode)
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        cached = index_cache.lookup(source)
-        opened = unselected_demuxer(source, probe=cached.probe if cached else None)
-        self.stream_index: int = choose_stream(opened, stream_index, "audio")
-        opened._follow(self.stream_index)
-        if cached:
-            cached.remember(opened, {})
-        self._demuxer = demuxer = reading_demuxer(opened, scanned=False)
-        header = demuxer._stream_header(self.stream_index)
-        self._engine = AudioReader(demuxer, self.stream_index, int(sample_rate or 0), int(num_channels or 0),
-                                   seek_mode == "approximate")
-        self.metadata: AudioStreamMetadata = audio_metadata(header)
+        engine = open_audio(source, stream_index, sample_rate, num_channels, seek_mode)
+        self.stream_index: int = engine.stream_index
+        self._engine, self._demuxer = engine.reader, engine.demuxer
+        self.metadata: AudioStreamMetadata = engine.metadata
         self._sample_rate = self._engine.out_rate
         self._begin = self._engine.begin_seconds
-        self._source_size = demuxer._size
+        self._source_size = engine.source_size
         if self._engine.keeps_history:      # reserve what the stream plausibly holds, in one block
             self._engine.history_expected = self._expected_remaining(0)
 

@@ -16,6 +16,7 @@ import os
 from typing import Any, Literal, Union
 
 from torchcodec import _outputs
+from torchcodec._core._devices import parse_device
 from torchcodec._image import ImageCodecUnavailableError, codec
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec._image._common import EncodedBytes, ImageTooLargeError
@@ -183,52 +184,62 @@ def _decode(name: str, source: ImageSource, mode: Any, output_dtype: Any, **opti
 
 # ---- the decoders --------------------------------------------------------------------------
 
-def _check_device(device: Any) -> None:
-    kind = device if isinstance(device, str) else getattr(device, "type", None)
-    if device is None or kind == "cpu":
-        return
-    if isinstance(kind, str) and kind.split(":")[0] == "cuda":
-        raise NotImplementedError(
-            f"decode_jpeg(device={str(device)!r}): JPEG decoding on CUDA (nvJPEG) is not in this version of "
-            f"torchcodec; decode on the CPU (device='cpu', the default) and move the result to the GPU")
-    raise ValueError(f"Invalid device {device!r}: decode_jpeg decodes on 'cpu'")
+def _device_index(device: Any) -> int | None:
+    """None for the CPU, N for "cuda" (0) / "cuda:N" (torch.device objects too); ValueError otherwise."""
+    try:
+        name, index = parse_device("cpu" if device is None else device)
+    except ValueError:
+        name, index = "", None
+    if name == "cpu":
+        return None
+    if name != "cuda":
+        raise InvalidArgumentError(f"Invalid device {device!r}: decode_jpeg decodes on 'cpu', 'cuda' or 'cuda:N'")
+    return index
 
 
 def decode_jpeg(source: ImageSource | list[ImageSource] | tuple[ImageSource, ...], *, mode: Mode = "RGB",
                 output_dtype: Any = None, device: Any = "cpu", num_threads: int | None = None) -> Any:
     """Decode a JPEG into a (C, H, W) uint8 array, or a list (or tuple) of JPEGs into a list of them.
 
-    A list is decoded on ``num_threads`` threads (default: one per CPU core this process may use, at
-    most one per image) without the GIL, every image straight into its own output; an error names the
-    index of the image that failed. ``mode``: "RGB" (default), "GRAY" (the luma component),
-    "GRAY_ALPHA", "RGB_ALPHA" (opaque alpha added), "UNCHANGED" (the stored components: 1, 3, or 4 for
-    CMYK). ``output_dtype``: uint8, uint16 (the 8-bit values times 257) or "auto" (uint8). The EXIF
-    orientation is applied. ``device="cuda"`` raises NotImplementedError (nvJPEG is not built yet).
-    Raises RuntimeError with libjpeg's message for corrupt data ("Image is incomplete or truncated."
-    for a truncated stream).
+    On the CPU (the default), a list is decoded on ``num_threads`` threads (default: one per CPU
+    core this process may use, at most one per image) without the GIL, every image straight into its
+    own output. ``device="cuda"`` (or "cuda:N") decodes with nvJPEG into new contiguous arrays of
+    the bridge's CUDA library (torch, cupy, or torchcodec's DeviceBuffer), on its current stream: a
+    list in one call, through the GPU's JPEG engines where it has them (baseline JPEGs; the others
+    one at a time); pass lists for speed. An error names the index of the image that failed.
+    ``mode``: "RGB" (default), "GRAY" (the luma component), "GRAY_ALPHA", "RGB_ALPHA" (opaque alpha
+    added), "UNCHANGED" (the stored components: 1, 3, or 4 for CMYK on the CPU; 1 or 3 on CUDA,
+    where CMYK is refused). ``output_dtype``: uint8, uint16 (the 8-bit values times 257) or "auto"
+    (uint8). The EXIF orientation is applied. Raises RuntimeError with libjpeg's (or nvJPEG's)
+    message for corrupt data ("Image is incomplete or truncated." for a truncated stream).
 
     Args:
         source: a path (str or os.PathLike), bytes, bytearray, memoryview, a 1-D uint8 array or CPU
             tensor of encoded bytes (read in place), or a binary file object; or a list or tuple
-            of those.
+            of those. The encoded bytes are on the CPU, also for CUDA decoding.
         mode: "RGB", "GRAY", "GRAY_ALPHA", "RGB_ALPHA" or "UNCHANGED" (any case), or an
             :class:`ImageReadMode`.
         output_dtype: None or uint8 (numpy or torch dtype), uint16, or "auto".
-        device: "cpu" (the default); CUDA raises NotImplementedError.
-        num_threads: threads for a list (>= 1); None: one per usable CPU core, at most one per image.
+        device: "cpu" (the default), "cuda" or "cuda:N" (a torch.device too).
+        num_threads: CPU threads for a list (>= 1); None: one per usable CPU core, at most one per
+            image. Not used on CUDA.
 
     Returns:
         A (C, H, W) array of the bridge's library, or a list of them for a list or tuple.
 
     Raises:
-        RuntimeError: corrupt or truncated data, with libjpeg's message.
-        ValueError: an unknown mode or output_dtype, an empty source, or ``num_threads < 1``.
+        RuntimeError: corrupt or truncated data, with libjpeg's or nvJPEG's message; on CUDA, no
+            usable GPU or no libnvjpeg (saying where it was looked for), before any work.
+        ValueError: an unknown mode, output_dtype or device, an empty source (an empty list on
+            CUDA), or ``num_threads < 1``.
         TypeError: a source of no supported kind, or a text-mode file.
         ImageTooLargeError: the header declares more pixels than ``get_max_image_pixels()`` (a
             MemoryError and a RuntimeError), raised before allocating.
         ImageCodecUnavailableError: this build has no JPEG codec (an ImportError and a RuntimeError).
     """
-    _check_device(device)
+    device_index = _device_index(device)
+    if device_index is not None:
+        return _decode_jpeg_cuda(source, mode, output_dtype, device_index)
     if not isinstance(source, (list, tuple)):
         return _decode("jpeg", source, mode, output_dtype)
     code = _dtype_code(output_dtype)
@@ -237,17 +248,34 @@ def decode_jpeg(source: ImageSource | list[ImageSource] | tuple[ImageSource, ...
         num_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     elif not isinstance(num_threads, int) or num_threads < 1:
         raise InvalidArgumentError(f"num_threads must be >= 1, got {num_threads}")
-    encoded = []
-    for index, item in enumerate(source):
-        try:
-            encoded.append(_encoded(item))
-        except (TypeError, ValueError, OSError) as error:
-            raise type(error)(f"decode_jpeg: image {index} of the batch: {error}") from error
+    encoded = _encoded_batch(source)
     module = codec("jpeg")
     outputs = _Outputs()
     module.decode_batch([(item.address, item.size) for item in encoded], mode_value, code, _max_pixels.get(),
                         outputs, num_threads)
     return [outputs.result(index) for index in range(len(encoded))]
+
+
+def _encoded_batch(sources: list[ImageSource] | tuple[ImageSource, ...]) -> list[EncodedBytes]:
+    encoded = []
+    for index, item in enumerate(sources):
+        try:
+            encoded.append(_encoded(item))
+        except (TypeError, ValueError, OSError) as error:
+            raise type(error)(f"decode_jpeg: image {index} of the batch: {error}") from error
+    return encoded
+
+
+def _decode_jpeg_cuda(source: Any, mode: Any, output_dtype: Any, device_index: int) -> Any:
+    """decode_jpeg(device="cuda:N"): nvJPEG (torchcodec._cuda._jpeg), after the gate."""
+    from torchcodec._cuda import _jpeg
+    code = _dtype_code(output_dtype)
+    mode_value = _normalize_mode(mode)
+    _jpeg.check(device_index, "decode_jpeg")          # before any work
+    batch = isinstance(source, (list, tuple))
+    encoded = _encoded_batch(source) if batch else [_encoded(source)]
+    decoded = _jpeg.decode(encoded, mode_value, code == 1, device_index, _max_pixels.get(), batch=batch)
+    return decoded if batch else decoded[0]
 
 
 def decode_png(source: ImageSource, *, mode: Mode = "RGB", output_dtype: Any = None) -> Any:

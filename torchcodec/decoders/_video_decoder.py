@@ -2,41 +2,31 @@
 from __future__ import annotations
 
 import array
-import json
 import math
 import numbers
-import operator
 import os
-import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
 from torchcodec import _outputs
-from torchcodec import _index_cache as index_cache
-from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
-from torchcodec._core._demuxer import IndexScan, unselected_demuxer
-from torchcodec._core._error import InvalidArgumentError, InvalidArgumentTypeError
-from torchcodec._core._frame_index import FrameIndex
-from torchcodec._core._packet_decoder import make_video_decoder
-from torchcodec._core._video_reader import Match, Request, VideoReader
-from torchcodec._frame import Frame, FrameBatch
-from torchcodec._memory import check_request
-from torchcodec._source import SourceLike
-from torchcodec._cuda import _backend
-from torchcodec.decoders._common import Reopenable, as_seconds, choose_stream, reading_demuxer
+from torchcodec._core._color_converter import output_dtype_name
+from torchcodec._core._devices import CpuFallbackStatus, device_parts, parse_device
+from torchcodec._core._error import InvalidArgumentError
 from torchcodec._core._metadata import VideoStreamMetadata, video_metadata
+from torchcodec._core._packet_decoder import check_threads
+from torchcodec._core._source import SourceLike
+from torchcodec._core._video_reader import Match, Request
+from torchcodec._frame import Frame, FrameBatch
+from torchcodec._logging import _LOGGER, forwards_ffmpeg_log
+from torchcodec._memory import check_request
+from torchcodec.decoders._arguments import (as_index, as_index_list, as_seconds, as_seconds_list, check_fps,
+                                            round_half_away_from_zero)
+from torchcodec.decoders._factory import LAZY_MARGIN, check_approximate_mode, open_video
+from torchcodec.decoders._reopenable import Reopenable
 from torchcodec.transforms._decoder_transforms import Resize, convert_transforms, make_plan
 
 _DIMENSION_ORDERS = ("NCHW", "NHWC")
 _SEEK_MODES = ("exact", "approximate")
-_DTYPES = ("uint8", "float32")
-_FFMPEG_AUTO_THREADS = 16          # the most threads FFmpeg starts for num_ffmpeg_threads=0
-# The lazy index (exact mode): scan the file only as far as requests need (see VideoDecoder).
-# TORCHCODEC_LAZY_INDEX=0 scans every file whole at construction, as TorchCodec does.
-_LAZY_INDEX = os.environ.get("TORCHCODEC_LAZY_INDEX", "1").strip() != "0"
-# How many frames past the furthest one a request needs a lazy index reads on: the reader looks
-# at the frames after a target (the next pts, frames a decoder leaves out).
-_LAZY_MARGIN = 64
 
 
 class VideoDecoder(Reopenable):
@@ -98,15 +88,12 @@ class VideoDecoder(Reopenable):
         if custom_frame_mappings is not None and seek_mode == "approximate":
             raise ValueError("custom_frame_mappings gives exact timestamps; it cannot be combined with "
                              "seek_mode='approximate' (use the default seek_mode='exact')")
-        num_ffmpeg_threads = _backend.check_threads(num_ffmpeg_threads)
-        self._device_index = _backend.parse_device(device)
+        num_ffmpeg_threads = check_threads(num_ffmpeg_threads)
+        device_name, self._device_index = parse_device(device)
         if self._device_index is not None:
-            _backend.check_cuda_usable(device, bool(transforms))
+            device_parts(device_name).check_usable(device, bool(transforms))
         transforms = convert_transforms(transforms)      # refused before the source is opened
-
-        self._dimension_order = dimension_order
-        self._seek_mode = seek_mode
-        self._lock = threading.Lock()
+        self._dimension_order, self._seek_mode = dimension_order, seek_mode
         if custom_frame_mappings is not None and hasattr(custom_frame_mappings, "read"):
             custom_frame_mappings = custom_frame_mappings.read()       # kept, for pickling and fork
         # What pickling and a forked child need to open the same stream again.
@@ -115,87 +102,34 @@ class VideoDecoder(Reopenable):
                             output_dtype=output_dtype, custom_frame_mappings=custom_frame_mappings,
                             transforms=None)
         self._pid = os.getpid()
-        cached = index_cache.lookup(source)
-        opened = demuxer = unselected_demuxer(source, probe=cached.probe if cached else None)
-        self.stream_index = choose_stream(demuxer, stream_index, "video")
-        demuxer._follow(self.stream_index)
-        header = demuxer._stream_header(self.stream_index)
-        # Decoding threads are started when the codec opens: refuse absurd counts before that.
-        check_request(f"num_ffmpeg_threads={num_ffmpeg_threads}", threads=int(num_ffmpeg_threads) or _FFMPEG_AUTO_THREADS,
-                      frame_size=(header["height"] or 0, header["width"] or 0))
-
-        scanned = False
-        self._scan: Optional[IndexScan] = None     # the lazy index's scan, until it reaches the end
-        self._index_reordered_late = False     # it ended out of order, after its start was used
-        if custom_frame_mappings is not None:
-            index = _index_from_mappings(custom_frame_mappings, self.stream_index, header["time_base"])
-        elif seek_mode == "exact":
-            index = cached.index(self.stream_index) if cached and demuxer.probe_skipped else None
-            # Lazy where the cache cannot give the index: a file it knows (a probe state, opened
-            # before) without one is scanned whole, once, and the index kept for later opens.
-            if index is None and _LAZY_INDEX and demuxer._probe_state() is not None and not demuxer.probe_skipped:
-                self._scan = IndexScan(demuxer, self.stream_index)
-                index, scanned = self._scan.index, True
-            elif index is None:
-                index, scanned = demuxer._scan(self.stream_index), True
-        else:
-            index = None
-        self._demuxer = demuxer = reading_demuxer(opened, scanned)
-        if self._scan is not None and demuxer is opened:
-            self._scan.complete()           # no second demuxer to decode from (a URL): scan it all now
-        # A demuxer that has read nothing: the reader need not seek first. Only an index whose
-        # decoder reads from a demuxer opened from the probe state is cached (reading_demuxer).
-        at_start = demuxer is not opened or not scanned
-        self._from_cache = opened.probe_skipped     # the cache held this file's probe state
-        self._cached = cached if self._scan is not None else None     # told the index once it is complete
-        if cached:
-            cached.remember(opened, {self.stream_index: index}
-                            if scanned and demuxer.probe_skipped and self._scan is None else {})
-        clockwise = (-round(header["rotation"])) % 360 if header["rotation"] is not None else 0
-        # The blocks: one demuxer, the stream's packet decoder and a colour converter, which the reader drives.
-        self._cuda = None
-        converter = None
-        if self._device_index is not None:
-            self._cuda = _backend.CudaParts(self._device_index, demuxer, self.stream_index, int(num_ffmpeg_threads))
-            decoder, converter = self._cuda.decoder, self._cuda.converter
-        else:
-            decoder = make_video_decoder(demuxer, self.stream_index, int(num_ffmpeg_threads))
-        self._engine = VideoReader(demuxer, self.stream_index, index, clockwise if clockwise in (90, 180, 270) else 0,
-                                   at_start, decoder, converter)
-        self._index: Optional[FrameIndex] = index
-        self._header = header
-        self._time_base = float(header["time_base"])
+        engine = open_video(source, stream_index, num_ffmpeg_threads, (device_name, self._device_index), seek_mode,
+                            custom_frame_mappings)
+        self.stream_index = engine.stream_index
+        self._engine, self._demuxer, self._cuda = engine.reader, engine.demuxer, engine.parts
+        self._frames, self._lock, self._from_cache = engine.index, engine.lock, engine.from_cache
+        header = engine.header
         # Approximate mode's grid, as the header gives it: frame i is expected at begin + i / fps.
         begin = header["begin_stream_seconds_from_header"]
         self._grid = (begin if begin is not None else 0.0, header["average_fps_from_header"])
-        self._output_dtype = _resolve_dtype(output_dtype, header["bits_per_component"])
-        self._metadata: Optional[VideoStreamMetadata] = None
-        self._num_frames = self._begin = self._end = None     # a lazy index: until it is complete
-        if self._scan is None:
-            self._take_bounds()
-        if index is None and self._num_frames is None:
-            raise InvalidArgumentError(f"Cannot use approximate mode: the number of frames of stream "
-                                       f"{self.stream_index} is not in its header; use seek_mode='exact'")
-        if index is None and not _usable_rate(self.metadata.average_fps):
-            raise InvalidArgumentError(
-                f"Cannot use approximate mode since we couldn't find the average fps from the metadata: stream "
-                f"{self.stream_index} has no usable frame rate in its header (average_fps is "
-                f"{self.metadata.average_fps}); use seek_mode='exact', which reads the timestamps from the file")
-        frame_size = self._metadata or video_metadata(header, None)    # the size is the header's either way
-        if transforms is not None and not (frame_size.height and frame_size.width):
+        self._output_dtype = output_dtype_name(output_dtype)
+        if self._output_dtype == "auto":
+            self._output_dtype = "float32" if header["bits_per_component"] > 8 else "uint8"
+        check_approximate_mode(self._frames)
+        size = self._frames.metadata or video_metadata(header, None)    # the size is the header's either way
+        if transforms is not None and not (size.height and size.width):
             raise InvalidArgumentError(f"stream {self.stream_index} has no frame size in its header: "
                                        f"transforms need one")
-        applied, stages, (self._height, self._width) = make_plan(transforms, (frame_size.height, frame_size.width))
+        applied, stages, (self._height, self._width) = make_plan(transforms, (size.height, size.width))
         self._engine.set_transforms(stages, single_resize=len(applied) == 1 and isinstance(applied[0], Resize))
         # Kept as applied (random crops drawn), so that a pickled or forked decoder crops the same place.
         self._reopen["transforms"] = applied or None
-        if self._scan is None:
+        if self._frames.scan is None:
             _LOGGER.debug("VideoDecoder created:\n%s", self.metadata)
         else:
             _LOGGER.debug("VideoDecoder created, its index to be read as requests need it (lazy index)")
 
     def _engines(self) -> tuple:
-        return (self._engine, self._demuxer, self._scan)
+        return (self._engine, self._demuxer, self._frames.scan)
 
     # ---- the metadata and bounds, and the lazy index ---------------------------------------------
 
@@ -203,92 +137,51 @@ class VideoDecoder(Reopenable):
     def metadata(self) -> VideoStreamMetadata:
         """The stream's VideoStreamMetadata (exact mode: from the whole index, which a lazy index
         then reads to the end of the file)."""
-        if self._metadata is None:
+        if self._frames.metadata is None:
             self._read_index("complete")
-        return self._metadata
+        return self._frames.metadata
 
     @metadata.setter
     def metadata(self, value: VideoStreamMetadata) -> None:
-        self._metadata = value
-
-    def _take_bounds(self) -> None:
-        """The metadata and the bounds, from the header and the complete index (if any). The bounds
-        are taken once, as TorchCodec does: metadata fields can be assigned afterwards."""
-        index = self._index
-        content = None
-        if index is not None and len(index) > 0:
-            begin, end = index.content_bounds()
-            content = (begin, end, len(index))
-        elif index is not None:
-            content = (None, None, 0)
-        self._metadata = video_metadata(self._header, content)
-        self._num_frames = self._metadata.num_frames
-        self._begin = self._metadata.begin_stream_seconds
-        self._end = self._metadata.end_stream_seconds
+        self._frames.metadata = value
 
     def _read_index(self, how: str, *args: Any) -> None:
-        """Read the lazy index on (``IndexScan.cover_frames``, ``cover_seconds`` or ``complete``);
-        once it reaches the end, take the metadata and bounds and store the index in the cache.
-
-        A lazy index gives the answers of a whole scan: its entries are final (IndexBuilder), and
-        each request reads on past the furthest frame it needs (``_LAZY_MARGIN``) before the reader
-        looks at them."""
-        if self._scan is None:
+        """Read a lazy index on (see VideoIndex.read), in the process that opened it."""
+        if self._frames.scan is None:
             return
         self._check_fork()
-        scan = self._scan
-        if scan is None:
-            return
-        with self._lock:
-            if self._scan is not scan:
-                return                      # another thread completed it
-            getattr(scan, how)(*args)
-            if not scan.done:
-                return
-            if not scan.builder.ordered and (scan.builder.prefix_changed or self._index.pts_from_dts):
-                # Entries taken as final moved, or frames are to be matched by position: the reader
-                # must know, and frames it returned before came from the index as it was.
-                self._index_reordered_late = self._engine._index_reordered()
-                if self._index_reordered_late:
-                    _LOGGER.warning("the frame index of stream %d changed after its start was used: packets late "
-                                    "in the file are out of order, and frames returned before may differ from "
-                                    "those of seek_mode='exact' with TORCHCODEC_LAZY_INDEX=0", self.stream_index)
-            self._take_bounds()
-            self._scan = None
-        if self._cached is not None:
-            self._cached.remember(self._demuxer, {self.stream_index: self._index})
-            self._cached = None
+        self._frames.read(self._engine, self._demuxer, how, *args)
 
     def _lower_bound(self) -> float:
         """The stream's begin bound: the first frame's pts (exact), read no further than it."""
-        if self._scan is not None:
+        if self._frames.scan is not None:
             self._read_index("cover_frames", 1)
-            if self._scan is not None and len(self._index):
-                return self._index.begin_stream_seconds_from_content
-        return self._begin
+            if self._frames.scan is not None and len(self._frames.index):
+                return self._frames.index.begin_stream_seconds_from_content
+        return self._frames.begin
 
     def _ends_after(self, seconds: float, or_at: bool = False) -> bool:
         """Whether ``seconds`` is before the stream's end bound (``or_at``: or at it); a lazy index
         reads only until a frame ends later (the end is the latest end of a frame)."""
-        if self._scan is not None:
-            if not _before(seconds, self._scan.end_seconds, or_at):
+        if self._frames.scan is not None:
+            if not _before(seconds, self._frames.scan.end_seconds, or_at):
                 self._read_index("cover_seconds", seconds)
-            if self._scan is not None and _before(seconds, self._scan.end_seconds, or_at):
+            if self._frames.scan is not None and _before(seconds, self._frames.scan.end_seconds, or_at):
                 return True
             self._read_index("complete")
-        return self._end is None or _before(seconds, self._end, or_at)
+        return self._frames.end is None or _before(seconds, self._frames.end, or_at)
 
     def _cover_time(self, seconds: float) -> None:
         """Have a lazy index reach past ``seconds`` (and the margin), for a lookup by time."""
-        if self._scan is not None:
-            self._read_index("cover_seconds", seconds, _LAZY_MARGIN)
+        if self._frames.scan is not None:
+            self._read_index("cover_seconds", seconds, LAZY_MARGIN)
 
     # ---- the Sequence protocol ----------------------------------------------------------------
 
     def __len__(self) -> int:
-        if self._scan is not None:
+        if self._frames.scan is not None:
             self._read_index("complete")
-        return self._num_frames
+        return self._frames.num_frames
 
     def __getitem__(self, key: Union[int, slice]) -> Any:
         """``decoder[i]``: the frame data at index i (negative allowed; any integer type, numpy's
@@ -304,11 +197,11 @@ class VideoDecoder(Reopenable):
             yield self.get_frame_at(i).data
 
     @property
-    def cpu_fallback(self) -> _backend.CpuFallbackStatus:
+    def cpu_fallback(self) -> CpuFallbackStatus:
         """Whether a CUDA decoder decodes on the CPU, and why: falsy when it does not (and always for
         CPU decoders); ``str()`` says which and why, ``.reason`` gives the reason alone."""
         if self._cuda is None:
-            return _backend.CpuFallbackStatus(backend="CPU")
+            return CpuFallbackStatus(backend="CPU")
         return self._cuda.fallback_status()
 
     @property
@@ -337,7 +230,7 @@ class VideoDecoder(Reopenable):
             TypeError: ``index`` is not an integer (also a RuntimeError, as TorchCodec raises).
             TypeError, ValueError: ``out`` is not a writable array of the frame's shape and dtype.
         """
-        batch = self._frames_at_indices([self._normalize_index(_as_index(index))], _one_frame_batch(out))
+        batch = self._frames_at_indices([self._normalize_index(as_index(index))], _one_frame_batch(out))
         return _single_frame(batch, out)
 
     def get_frames_at(self, indices: Sequence[int], *, out: Any = None) -> FrameBatch:
@@ -363,7 +256,7 @@ class VideoDecoder(Reopenable):
             TypeError: an index is not an integer in a list (also a RuntimeError, as in TorchCodec).
             MemoryError: the batch needs more than ``torchcodec.get_memory_limit()`` (also a RuntimeError).
         """
-        given = _as_index_list(indices)
+        given = as_index_list(indices)
         return self._frames_at_indices([self._normalize_index(i) for i in given], out, given)
 
     def get_frames_in_range(self, start: int, stop: int, step: int = 1, *, out: Any = None) -> FrameBatch:
@@ -406,12 +299,12 @@ class VideoDecoder(Reopenable):
         if not self._in_stream(seconds):
             len(self)                       # the bounds the message gives: a lazy index reads to the end
             raise IndexError(f"Invalid pts in seconds: {seconds}. It must be greater than or equal to "
-                             f"{self._begin} and less than {self._end}.")
-        if self._index is None:
+                             f"{self._frames.begin} and less than {self._frames.end}.")
+        if self._frames.index is None:
             requests = array.array("q", [Request.BY_TIME])
             return _single_frame(self._decode_requests(requests, array.array("d", [seconds]), [0]))
         self._cover_time(seconds)
-        shown = self._index.index_shown_at(seconds)
+        shown = self._frames.index.index_shown_at(seconds)
         if shown < 0:
             raise IndexError("Requested next frame while there are no more frames left to decode.")
         return _single_frame(self._frames_at_indices([shown]))
@@ -431,13 +324,13 @@ class VideoDecoder(Reopenable):
             RuntimeError: a time lies outside ``[begin_stream_seconds, end_stream_seconds)``, as in TorchCodec.
             ValueError: a time is not a number.
         """
-        times = _as_seconds_list(seconds)
+        times = as_seconds_list(seconds)
         begin = self._lower_bound()
         for t in times:
             if not t >= begin:
                 raise RuntimeError(f"frame pts is {t}; must be greater than or equal to {begin}.")
             if not self._ends_after(t):
-                raise RuntimeError(f"frame pts is {t}; must be less than {self._end}.")
+                raise RuntimeError(f"frame pts is {t}; must be less than {self._frames.end}.")
         return self._frames_at_indices([self._index_played_at(t) for t in times], out)
 
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float,
@@ -473,14 +366,14 @@ class VideoDecoder(Reopenable):
                              f"({stop}){nan}.")
         if not self._in_stream(start):
             len(self)
-            raise ValueError(f"Invalid start seconds: {start}. It must be greater than or equal to {self._begin} and "
-                             f"less than {self._end}.")
+            raise ValueError(f"Invalid start seconds: {start}. It must be greater than or equal to {self._frames.begin} and "
+                             f"less than {self._frames.end}.")
         if not self._ends_after(stop, or_at=True):
-            raise ValueError(f"Invalid stop seconds: {stop}. It must be less than or equal to {self._end}.")
+            raise ValueError(f"Invalid stop seconds: {stop}. It must be less than or equal to {self._frames.end}.")
         if start == stop:
             return self._frames_at_indices([], out)
         if fps is not None:
-            return self._resampled(start, stop, _check_fps(fps), out)
+            return self._resampled(start, stop, check_fps(fps), out)
         return self._frames_at_indices(list(range(self._index_played_at(start), self._index_after(stop))), out)
 
     def get_all_frames(self, fps: Optional[float] = None, *, out: Any = None) -> FrameBatch:
@@ -501,14 +394,14 @@ class VideoDecoder(Reopenable):
         if fps is None:
             return self._frames_at_indices(list(range(len(self))), out)
         len(self)                           # the bounds: a lazy index reads to the end
-        return self.get_frames_played_in_range(self._begin, self._end, fps=fps, out=out)
+        return self.get_frames_played_in_range(self._frames.begin, self._frames.end, fps=fps, out=out)
 
     # ---- internals ----------------------------------------------------------------------------
 
     def _normalize_index(self, index: int) -> int:
-        if self._scan is not None and index >= 0:
-            self._read_index("cover_frames", index + 1 + _LAZY_MARGIN)
-            if index < len(self._index):
+        if self._frames.scan is not None and index >= 0:
+            self._read_index("cover_frames", index + 1 + LAZY_MARGIN)
+            if index < len(self._frames.index):
                 return index
         n = len(self)
         i = index + n if index < 0 else index
@@ -523,9 +416,9 @@ class VideoDecoder(Reopenable):
     def _slice_indices(self, start: Optional[int], stop: Optional[int], step: Optional[int]) -> list[int]:
         if step is not None and step < 0:
             raise RuntimeError(f"Step must be greater than 0; is {step}")
-        if self._scan is not None and stop is not None and stop >= 0 and (start is None or start >= 0):
-            self._read_index("cover_frames", stop + _LAZY_MARGIN)
-            if stop <= len(self._index):        # within the frames known: slicing does not clamp
+        if self._frames.scan is not None and stop is not None and stop >= 0 and (start is None or start >= 0):
+            self._read_index("cover_frames", stop + LAZY_MARGIN)
+            if stop <= len(self._frames.index):        # within the frames known: slicing does not clamp
                 return list(range(*slice(start, stop, step).indices(stop)))
         return list(range(*slice(start, stop, step).indices(len(self))))
 
@@ -535,17 +428,17 @@ class VideoDecoder(Reopenable):
     def _index_played_at(self, seconds: float) -> int:
         """Index of the frame shown at ``seconds`` (exact: the last one whose pts is not later,
         as long as the next frame's pts is later; approximate: on the header's frame-rate grid)."""
-        if self._index is not None:
+        if self._frames.index is not None:
             self._cover_time(seconds)
-            return max(self._index.index_played_at(seconds), 0)
+            return max(self._frames.index.index_played_at(seconds), 0)
         begin, fps = self._grid_or_raise()
         return math.floor((seconds - begin) * fps)
 
     def _index_after(self, seconds: float) -> int:
         """Index of the first frame whose pts is at or after ``seconds`` (approximate: on the grid)."""
-        if self._index is not None:
+        if self._frames.index is not None:
             self._cover_time(seconds)
-            return self._index.index_at_or_after(seconds)
+            return self._frames.index.index_at_or_after(seconds)
         begin, fps = self._grid_or_raise()
         return math.ceil((seconds - begin) * fps)
 
@@ -564,10 +457,10 @@ class VideoDecoder(Reopenable):
         order of the indices as ``given`` (negative ones not normalised yet), a repeated index once;
         an index past the end raises IndexError when its turn comes.
         """
-        if self._index is not None:
-            if self._scan is not None and indices:
-                self._read_index("cover_frames", max(indices) + 1 + _LAZY_MARGIN)
-            index = self._index
+        if self._frames.index is not None:
+            if self._frames.scan is not None and indices:
+                self._read_index("cover_frames", max(indices) + 1 + LAZY_MARGIN)
+            index = self._frames.index
             targets = array.array("q", [index.pts(i) for i in indices])
             return self._decode(len(targets), lambda engine, *memory: engine.decode_at(targets, int(Match.AT_OR_AFTER),
                                                                                        *memory), out, **override)
@@ -593,7 +486,7 @@ class VideoDecoder(Reopenable):
 
     def _resampled(self, start: float, stop: float, fps: float, out: Any = None) -> FrameBatch:
         """``get_frames_played_in_range(start, stop, fps)``: the frames shown at start + k * (1 / fps)."""
-        count = _round_half_away_from_zero((stop - start) * fps)
+        count = round_half_away_from_zero((stop - start) * fps)
         self._check_request(count, f"get_frames_played_in_range({start}, {stop}, fps={fps})")
         frame_duration = 1.0 / fps
         times = [start + k * frame_duration for k in range(count)]
@@ -642,7 +535,7 @@ class VideoDecoder(Reopenable):
         self._check_fork()
         with self._lock:
             if stream is not None:
-                self._cuda.frame_converter.set_stream(stream)
+                self._cuda.set_stream(stream)
             run(self._engine, address, frame_stride, row_stride, self._height, self._width,
                 self._output_dtype == "float32", pts, durations)
 
@@ -696,153 +589,6 @@ def _one_frame_batch(out: Any) -> Any:
     return _outputs.batch_of_one(out)
 
 
-def _resolve_dtype(output_dtype: Any, bits_per_component: int) -> str:
-    name = "auto" if output_dtype == "auto" else _outputs.dtype_name(output_dtype)
-    if name == "auto":
-        return "float32" if bits_per_component > 8 else "uint8"
-    if name not in _DTYPES:
-        raise ValueError(f"Invalid output_dtype ({output_dtype}). Supported values are uint8, float32, and 'auto'.")
-    return name
-
-
 def _before(seconds: float, end: Optional[float], or_at: bool) -> bool:
     """Whether ``seconds`` is before ``end`` (``or_at``: or at it); False when ``end`` is None."""
     return end is not None and (seconds < end or or_at and seconds == end)
-
-
-def _round_half_away_from_zero(x: float) -> int:
-    """C's round(): 2.5 -> 3 (Python's round gives 2), as TorchCodec counts resampled frames."""
-    whole = math.floor(abs(x))
-    return int(math.copysign(whole + (abs(x) - whole >= 0.5), x))
-
-
-def _as_index(index: Any) -> int:
-    """A single frame index: an int, or anything with ``__index__`` (numpy ints, 0-d int tensors)."""
-    try:
-        return operator.index(index)
-    except TypeError:
-        raise InvalidArgumentTypeError(f"Expected a value of type 'int' for the frame index but instead found "
-                                       f"type '{type(index).__name__}' ({index!r})") from None
-
-
-def _as_index_list(indices: Any) -> list[int]:
-    """Frame indices as TorchCodec takes them: a tensor or array of any real dtype, flattened, its values
-    converted like ``tensor.to(torch.int64)`` (floats truncated toward zero; NaN and infinities are no
-    index: IndexError); or ints, in a (nested) list or tuple, or alone."""
-    if hasattr(indices, "dtype") and hasattr(indices, "reshape") and hasattr(indices, "tolist"):
-        dtype = str(indices.dtype).replace("torch.", "")
-        if not dtype.startswith(("int", "uint", "float", "bool", "bfloat", "half", "double", "long", "short")):
-            raise InvalidArgumentTypeError(f"frame indices must be integers: expected scalar type Long but found "
-                                           f"{dtype} (an array of {dtype})")
-        result = []
-        for value in indices.reshape(-1).tolist():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise IndexError(f"Invalid frame index={value}: an index must be a finite number")
-            result.append(int(value))
-        return result
-    if isinstance(indices, numbers.Integral) and not isinstance(indices, bool):
-        return [int(indices)]
-    result = []
-    _flatten_ints(indices, result)
-    return result
-
-
-def _flatten_ints(values: Any, result: list[int]) -> None:
-    try:
-        items = iter(values)
-    except TypeError:
-        raise InvalidArgumentTypeError(f"frame indices must be a sequence of ints or a tensor/array, "
-                                       f"got {type(values).__name__}") from None
-    for value in items:
-        if isinstance(value, (list, tuple)):
-            _flatten_ints(value, result)
-        elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
-            result.append(int(value))
-        else:
-            found = {bool: "Bool", float: "Float"}.get(type(value), type(value).__name__)
-            raise InvalidArgumentTypeError(
-                f"frame indices must be integers: expected scalar type Long but found {found} ({value!r} at "
-                f"position {len(result)}); pass ints, or a tensor/array (whose values are truncated toward zero)")
-
-
-def _as_seconds_list(seconds: Any) -> list[float]:
-    """Times as TorchCodec takes them (``torch.tensor(seconds, dtype=torch.float64)``): a tensor or
-    array, flattened; numbers in a (nested) list or tuple, or alone. Anything else: ValueError."""
-    if hasattr(seconds, "dtype") and hasattr(seconds, "reshape") and hasattr(seconds, "tolist"):
-        seconds = seconds.reshape(-1).tolist()
-    if isinstance(seconds, numbers.Real):
-        return [float(seconds)]
-    result: list[float] = []
-
-    def flatten(values: Any) -> None:
-        for value in values:
-            if isinstance(value, (list, tuple)):
-                flatten(value)
-            elif isinstance(value, numbers.Real):
-                result.append(float(value))
-            else:
-                raise ValueError(f"Couldn't convert timestamps input to a tensor: {value!r} "
-                                 f"({type(value).__name__}) is not a number of seconds")
-
-    if isinstance(seconds, (str, bytes)) or not hasattr(seconds, "__iter__"):
-        raise ValueError(f"Couldn't convert timestamps input to a tensor: {type(seconds).__name__} is not a "
-                         f"sequence of seconds")
-    flatten(seconds)
-    return result
-
-
-def _check_fps(fps: Any) -> float:
-    """``fps`` as a float: a positive, finite number (the errors are ValueErrors and RuntimeErrors)."""
-    if isinstance(fps, bool) or not isinstance(fps, numbers.Real):
-        raise InvalidArgumentTypeError(f"fps must be a number, got {type(fps).__name__} ({fps!r})")
-    fps = float(fps)
-    if not fps > 0:
-        raise InvalidArgumentError(f"fps must be positive, got {fps}")
-    if not math.isfinite(fps):
-        raise InvalidArgumentError(f"fps must be finite, got {fps}")
-    return fps
-
-
-def _usable_rate(rate: Optional[float]) -> bool:
-    return rate is not None and math.isfinite(rate) and rate > 0
-
-
-def _index_from_mappings(mappings: Any, stream_index: int, time_base: Any) -> FrameIndex:
-    """A FrameIndex from ffprobe ``-show_frames -of json`` output (str, bytes or file object)."""
-    if hasattr(mappings, "read"):
-        mappings = mappings.read()
-    if not isinstance(mappings, (str, bytes, bytearray)):
-        raise TypeError(f"custom_frame_mappings must be a JSON str, bytes or a file object, "
-                        f"not {type(mappings).__name__}")
-    try:
-        data = json.loads(mappings if isinstance(mappings, str) else mappings.decode("utf-8"))
-    except ValueError as e:
-        raise ValueError(f"Invalid custom frame mappings: {e}. It should be the JSON output of ffprobe "
-                         f"-show_frames -of json, as a str, bytes or a file object.") from None
-    if not isinstance(data, dict) or not isinstance(data.get("frames"), list):
-        raise ValueError("Invalid custom frame mappings. The input is empty or missing the required 'frames' key.")
-    frames = data["frames"]
-    pts, durations, keys = [], [], []
-    for number, frame in enumerate(frames):
-        if not isinstance(frame, dict):
-            raise ValueError(f"Invalid custom frame mappings. Each entry of 'frames' must be a JSON object, "
-                             f"got {frame!r}")
-        if frame.get("stream_index", stream_index) != stream_index or frame.get("media_type", "video") != "video":
-            continue
-        try:
-            pts.append(int(frame["pts"] if "pts" in frame else frame["pkt_pts"]))
-            durations.append(int(frame["duration"] if "duration" in frame else frame["pkt_duration"]))
-            keys.append(bool(int(frame["key_frame"])))
-        except KeyError as e:
-            raise ValueError(f"Invalid custom frame mappings. The 'pts'/'pkt_pts', 'duration'/'pkt_duration', and "
-                             f"'key_frame' keys are required in the frame metadata (frame {number} lacks "
-                             f"{e}).") from None
-        except (TypeError, ValueError, OverflowError) as e:     # null, "x", 1e400...
-            raise ValueError(f"Invalid custom frame mappings. Frame {number} has a value that is not an "
-                             f"integer: {e}") from None
-    if not pts:
-        raise ValueError(f"Invalid custom frame mappings: no frame of video stream {stream_index}")
-    try:
-        return FrameIndex.from_lists(time_base, pts, durations, keys)
-    except OverflowError:
-        raise ValueError("Invalid custom frame mappings: a pts or duration does not fit in 64 bits") from None

@@ -5,7 +5,7 @@ import os
 import threading
 
 from torchcodec._core._wav import WavReader
-from torchcodec._source import SourceLike, open_source
+from torchcodec._core._source import SourceLike, open_source
 from torchcodec.decoders._audio_decoder import SampleRanges
 from torchcodec._core._metadata import AudioStreamMetadata, audio_metadata
 

@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec.encoders import _inputs
-from torchcodec.encoders._common import memory_to_array
+from torchcodec.encoders._encoded_bytes import memory_to_array
 from torchcodec.encoders._multi_stream_encoder import Encoder, PathLike
 
 

@@ -18,7 +18,7 @@ from torchcodec import _outputs
 from torchcodec._core._avio import FileObjectSink, MemorySink
 from torchcodec._core._encoder import AudioStreamEncoder, VideoStreamEncoder
 from torchcodec._core._error import InvalidArgumentError
-from torchcodec._cuda import _backend
+from torchcodec._core._devices import parse_device
 from torchcodec._core._muxer import Muxer
 from torchcodec.encoders import _inputs, _nvenc
 
@@ -27,9 +27,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 def _device_name(device: Any) -> str:
     """"cpu" or "cuda:N" from a str or torch.device (None: torch's default device when torch is in
-    use, as everywhere in torchcodec; see torchcodec._cuda._backend.parse_device)."""
-    index = _backend.parse_device(device)
-    return "cpu" if index is None else f"cuda:{index}"
+    use, as everywhere in torchcodec; see torchcodec._core._devices.parse_device)."""
+    name, index = parse_device(device)
+    return "cpu" if index is None else f"{name}:{index}"
 
 
 def _options(extra_options: Optional[dict[str, Any]]) -> dict[str, str]:

@@ -6,7 +6,7 @@ from typing import Any, Optional
 from torchcodec import _random
 from torchcodec._frame import FrameBatch
 from torchcodec.decoders import VideoDecoder
-from torchcodec.samplers._common import (Policy, as_clips, check_clips_request, check_common, check_num_clips,
+from torchcodec.samplers._clips import (Policy, as_clips, check_clips_request, check_common, check_num_clips,
                                          complete_clip, evenly_spaced_ints)
 
 

@@ -7,7 +7,7 @@ from typing import Any, Optional
 from torchcodec import _random
 from torchcodec._frame import FrameBatch
 from torchcodec.decoders import VideoDecoder
-from torchcodec.samplers._common import (Policy, arange_below, as_clips, check_clips_request, check_common,
+from torchcodec.samplers._clips import (Policy, arange_below, as_clips, check_clips_request, check_common,
                                          check_num_clips, complete_clip)
 
 
