@@ -178,6 +178,71 @@ def test_exit_codes_and_one_line_errors(media, tmp_path):
     assert _cli.main(["frames", str(media["h264_bframes.mp4"]), "--every", "0", "-o", str(tmp_path)]) == 1
 
 
+def test_version_names_this_package_its_api_and_ffmpeg():
+    import torchcodec
+    result = run_cli("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (f"torchcodec {torchcodec.__version__} (torchcodec-cython, TorchCodec "
+                             f"{'.'.join(torchcodec.__version__.split('.')[:2])} API) with FFmpeg "
+                             f"{reference.ffmpeg_version()}\n")
+
+
+@pytest.mark.parametrize("name, magic", [("sheet.png", b"\x89PNG\r\n\x1a\n"), ("sheet.JPG", b"\xff\xd8\xff"),
+                                         ("sheet.jpeg", b"\xff\xd8\xff")])
+def test_contact_sheet_format_follows_the_extension(media, tmp_path, name, magic):
+    result = run_cli("contact-sheet", str(media["h264_bframes.mp4"]), "-o", str(tmp_path / name), "--rows", "1")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / name).read_bytes()[:len(magic)] == magic
+
+
+@pytest.mark.parametrize("name", ["sheet.gif", "sheet.webp", "sheet"])
+def test_contact_sheet_refuses_a_format_it_cannot_write_before_decoding(media, tmp_path, name):
+    result = run_cli("contact-sheet", str(media["h264_bframes.mp4"]), "-o", str(tmp_path / name))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert "use .png or .jpg" in result.stderr and name in result.stderr
+    assert not (tmp_path / name).exists()
+
+
+def test_an_existing_output_is_kept_unless_forced(media, tmp_path):
+    out = tmp_path / "sheet.png"
+    out.write_bytes(b"mine")
+    refused = run_cli("contact-sheet", str(media["h264_bframes.mp4"]), "-o", str(out), "--rows", "1")
+    assert refused.returncode == 1 and f"{out} exists" in refused.stderr and "--force" in refused.stderr
+    assert out.read_bytes() == b"mine"
+    forced = run_cli("contact-sheet", str(media["h264_bframes.mp4"]), "-o", str(out), "--rows", "1", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    frames_out = tmp_path / "frames"
+    assert run_cli("frames", str(media["h264_bframes.mp4"]), "--at", "1", "-o", str(frames_out)).returncode == 0
+    again = run_cli("frames", str(media["h264_bframes.mp4"]), "--at", "1", "-o", str(frames_out))
+    assert again.returncode == 1 and "exists" in again.stderr and "--force" in again.stderr
+    assert run_cli("frames", str(media["h264_bframes.mp4"]), "--at", "1", "-o", str(frames_out),
+                   "--force").returncode == 0
+    not_a_folder = run_cli("frames", str(media["h264_bframes.mp4"]), "--at", "1", "-o", str(out))
+    assert not_a_folder.returncode == 1 and "not a directory" in not_a_folder.stderr
+
+
+# AVERROR_INVALIDDATA: FFERRTAG('I', 'N', 'D', 'A'), negated (libavutil/error.h)
+INVALIDDATA = -(ord("I") | ord("N") << 8 | ord("D") << 16 | ord("A") << 24)
+
+
+def test_a_file_that_is_not_media_is_said_so_in_words(tmp_path):
+    # (JSON: no demuxer claims it; a .txt file is ANSI art to a full FFmpeg's tty demuxer)
+    text = tmp_path / "notes.json"
+    text.write_text('{"these are": ["words", "not frames"]}\n' * 20)
+    result = run_cli("probe", str(text))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"torchcodec: error: Could not open input file: '{text}': not a media file "
+                                    f"FFmpeg can read (avformat_open_input: ")
+    assert result.stderr.endswith(f", FFmpeg error {INVALIDDATA})\n"), "the number comes last, if at all"
+    from torchcodec.decoders import AudioDecoder, VideoDecoder
+    for decoder in (VideoDecoder, AudioDecoder):
+        with pytest.raises(RuntimeError, match="Could not open input file: .*: not a media file FFmpeg can read"):
+            decoder(str(text))
+        with pytest.raises(RuntimeError, match="Could not open input buffer: .*: not a media file FFmpeg can read"):
+            decoder(text.read_bytes())
+
+
 def test_png_writer_round_trips_through_ffmpeg(tmp_path):
     rgb = np.random.default_rng(0).integers(0, 256, (7, 13, 3), dtype=np.uint8)
     _cli.write_image(str(tmp_path / "x.png"), rgb, "png")

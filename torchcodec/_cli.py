@@ -1,9 +1,12 @@
 """The command line: ``python -m torchcodec`` or ``torchcodec`` (the console script).
 
+    torchcodec --version                         this package's version, the API it implements, FFmpeg's
     torchcodec info [--json]                     versions, FFmpeg, decoders, CUDA/NVDEC and why not
     torchcodec probe FILE [--json] [--exact]     every stream's metadata, as a table or JSON
-    torchcodec frames FILE (--at S [S ...] | --every S) -o DIR [--format png|jpg]
-    torchcodec contact-sheet FILE -o sheet.png [--columns 4] [--rows 4] [--width 320]
+    torchcodec frames FILE (--at S [S ...] | --every S) -o DIR [--format png|jpg] [--force]
+    torchcodec contact-sheet FILE -o sheet.png|.jpg [--columns 4] [--rows 4] [--width 320] [--force]
+
+Outputs are never overwritten without --force; a contact sheet's format is its extension's.
 
 Exit codes: 0 success; 1 the work failed (a file that cannot be opened or decoded, a time outside
 the stream, a missing optional package), with one line ``torchcodec: error: ...`` on stderr; 2 a
@@ -99,6 +102,31 @@ def write_image(path: str, rgb: Any, image_format: str) -> None:
             JpegEncoder(image).to_file(path, quality=95)
     except ImageCodecUnavailableError as error:
         raise CliError(str(error)) from None
+
+
+# The image formats the command line writes, by the output's extension (the package's encoders).
+_IMAGE_FORMATS = {".png": "png", ".jpg": "jpg", ".jpeg": "jpg"}
+
+
+def image_format_of(path: str) -> str:
+    """"png" or "jpg", chosen by ``path``'s extension; CliError for any other."""
+    extension = os.path.splitext(path)[1].lower()
+    if extension not in _IMAGE_FORMATS:
+        said = f"'{extension}'" if extension else "no extension"
+        raise CliError(f"cannot write {path}: the extension chooses the image format, and {said} is not one this "
+                       f"command writes: use .png or .jpg (.jpeg)")
+    return _IMAGE_FORMATS[extension]
+
+
+def refuse_existing(path: str, force: bool) -> None:
+    """CliError when ``path`` exists, unless ``force`` (then it is removed: written anew)."""
+    if not os.path.lexists(path):
+        return
+    if not force:
+        raise CliError(f"{path} exists: choose another name, or add --force to overwrite it")
+    if os.path.isdir(path) and not os.path.islink(path):
+        raise CliError(f"{path} is a directory: --force overwrites files only")
+    os.remove(path)
 
 
 def _numpy() -> Any:
@@ -267,7 +295,12 @@ def cmd_frames(args: argparse.Namespace, out: TextIO) -> int:
         times = list(args.at)
     else:
         times = frame_times(metadata.begin_stream_seconds, metadata.end_stream_seconds, args.every)
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise CliError(f"{args.output} exists and is not a directory: -o names the directory to write the frames into")
     os.makedirs(args.output, exist_ok=True)
+    names = [f"frame_{k:05d}_{t:.3f}s.{args.format}" for k, t in enumerate(times)]
+    for name in names:
+        refuse_existing(os.path.join(args.output, name), args.force)
     bar = progress(len(times), "frames", enabled=not args.no_progress)
     written = []
     try:
@@ -281,8 +314,8 @@ def cmd_frames(args: argparse.Namespace, out: TextIO) -> int:
                         raise CliError(f"a time is outside the stream [{metadata.begin_stream_seconds}, "
                                        f"{metadata.end_stream_seconds}) s: {error}") from None
                     raise
-                for k, t in enumerate(chunk):
-                    name = f"frame_{start + k:05d}_{t:.3f}s.{args.format}"
+                for k in range(len(chunk)):
+                    name = names[start + k]
                     write_image(os.path.join(args.output, name), numpy.asarray(batch.data[k]), args.format)
                     written.append(name)
                 bar.update(len(chunk))
@@ -305,6 +338,8 @@ def cmd_contact_sheet(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.columns < 1 or args.rows < 1 or args.width < 2:
         raise CliError("--columns and --rows must be at least 1, --width at least 2")
+    image_format = image_format_of(args.output)
+    refuse_existing(args.output, args.force)
     metadata = _video_decoder(args.file, args.stream).metadata
     height = max(2, round(args.width * metadata.height / metadata.width / 2) * 2)
     decoder = _video_decoder(args.file, args.stream, transforms=[Resize((height, args.width))])
@@ -325,7 +360,6 @@ def cmd_contact_sheet(args: argparse.Namespace, out: TextIO) -> int:
                 bar.update(len(chunk))
     finally:
         bar.close()
-    image_format = "jpg" if args.output.lower().endswith((".jpg", ".jpeg")) else "png"
     write_image(args.output, sheet, image_format)
     out.write(f"wrote {args.output} ({args.columns}x{args.rows} frames of {args.width}x{height})\n")
     return EXIT_OK
@@ -333,9 +367,22 @@ def cmd_contact_sheet(args: argparse.Namespace, out: TextIO) -> int:
 
 # ---- entry point ----------------------------------------------------------------------------
 
+def _version_line() -> str:
+    import torchcodec
+    from torchcodec import _install
+
+    api = ".".join(torchcodec.__version__.split(".")[:2])
+    return (f"torchcodec {torchcodec.__version__} ({_install.DISTRIBUTION}, TorchCodec {api} API) with FFmpeg "
+            f"{torchcodec.ffmpeg_version()}")
+
+
 def _parser() -> argparse.ArgumentParser:
+    # (the raw formatter keeps --version's line whole: argparse wraps it to the terminal otherwise)
     parser = argparse.ArgumentParser(prog="torchcodec", description="Decode video and audio with torchcodec: "
-                                     "inspect files, extract frames, make contact sheets.")
+                                     "inspect files, extract frames, make contact sheets.",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=_version_line(),
+                        help="the version of torchcodec, the API it implements, and FFmpeg's")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     info = commands.add_parser("info", help="versions, FFmpeg, decoders, CUDA and NVDEC status")
@@ -357,12 +404,15 @@ def _parser() -> argparse.ArgumentParser:
     frames.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write into")
     frames.add_argument("--format", choices=("png", "jpg"), default="png")
     frames.add_argument("--stream", type=int, default=None, help="video stream index (default: the best)")
+    frames.add_argument("--force", action="store_true", help="overwrite frame files that exist")
     frames.add_argument("--no-progress", action="store_true")
     frames.set_defaults(run=cmd_frames)
 
     sheet = commands.add_parser("contact-sheet", help="a grid of frames spread over the video, as one image")
     sheet.add_argument("file")
-    sheet.add_argument("-o", "--output", required=True, metavar="IMAGE", help=".png or .jpg")
+    sheet.add_argument("-o", "--output", required=True, metavar="IMAGE",
+                       help="the image to write: its extension chooses the format, .png or .jpg (.jpeg)")
+    sheet.add_argument("--force", action="store_true", help="overwrite IMAGE if it exists")
     sheet.add_argument("--columns", type=int, default=4)
     sheet.add_argument("--rows", type=int, default=4)
     sheet.add_argument("--width", type=int, default=320, help="width of each frame in pixels")

@@ -18,7 +18,7 @@ from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t
 from libc.stdlib cimport free, malloc
 
 from torchcodec._core._avio cimport IOSource, MemorySource
-from torchcodec._core._error cimport check_av
+from torchcodec._core._error cimport check_av, open_error
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec._core._frame_index cimport FrameIndex, IndexBuilder, closest_ticks, ticks_to_seconds
 from torchcodec._core import _metadata
@@ -249,7 +249,7 @@ cdef class Demuxer:
             ret = lavf.avformat_open_input(&ctx, c_url, NULL, NULL)   # frees ctx on failure
         if ret < 0:
             self.raise_source_error()
-            check_av(ret, "avformat_open_input", self.name)
+            raise open_error(ret, self.name, self.source is not None)
         self.ptr = ctx
         if probe is not None and self.restore_probe(probe):
             self.probe_skipped = True

@@ -6,6 +6,7 @@ from cpython.ref cimport PyObject
 cdef int check_av(int ret, const char *where, object subject=*) except -1
 cdef str av_error_string(int ret)
 cdef object av_exception(int ret, str message)
+cdef object open_error(int ret, str name, bint in_memory)
 cdef bint is_again_or_eof(int ret) noexcept nogil
 
 cdef enum:

@@ -70,6 +70,17 @@ cdef int check_av(int ret, const char *where, object subject=None) except -1:
     raise av_exception(ret, f"{where.decode()} failed{target}: {av_error_string(ret)} (FFmpeg error {ret})")
 
 
+cdef object open_error(int ret, str name, bint in_memory):
+    """avformat_open_input's failure, with TorchCodec's words first ("Could not open input file:
+    NAME"), then what it means in words ("not a media file FFmpeg can read" for data no demuxer
+    recognises), and FFmpeg's own text and error number last."""
+    text = av_error_string(ret)
+    meaning = "not a media file FFmpeg can read" if ret == lavu.AVERROR_INVALIDDATA else text
+    detail = f"avformat_open_input: {text}, " if meaning != text else "avformat_open_input, "
+    return av_exception(ret, f"Could not open input {'buffer' if in_memory else 'file'}: {name}: {meaning} "
+                             f"({detail}FFmpeg error {ret})")
+
+
 cdef object av_exception(int ret, str message):
     """The Python exception for the AVERROR ``ret``, carrying ``message``; the OSError kinds carry
     the errno too (``error.errno``; the message stays as it is)."""
