@@ -35,6 +35,7 @@ from torchcodec._core._packet_decoder import cuda_hwaccel_unavailable_reason
 from torchcodec._cuda._converter import _modules_for
 from torchcodec._cuda._driver cimport CudaContext, CudaModule, check_cu, check_cu_nogil, launch_kernel, stream_wait_event
 from torchcodec._cuda cimport cuda as cu
+from torchcodec._cuda cimport ffnvcodec   # the C definitions of the driver's tables
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecDescriptor, AVCodecHWConfig, AVCodecID
