@@ -112,9 +112,11 @@ smoke_test_ffmpeg() {
   local out
   out=$(env -u LD_LIBRARY_PATH "$BUNDLE/ffmpeg/bin/ffmpeg" -hide_banner -nostdin -v error \
         -i "$BUNDLE/media/h264_bframes.mp4" -f null - 2>&1) || { log "ffmpeg smoke test: $out"; return 1; }
-  "$BUNDLE/ffmpeg/bin/ffmpeg" -hide_banner -hwaccels | grep -q cuda || { log "no cuda hwaccel"; return 1; }
-  ldd "$BUNDLE/ffmpeg/bin/ffmpeg" | grep -q "$BUNDLE/ffmpeg/bin/../lib/libavcodec" \
-    || { log "ffmpeg does not load the bundle's libavcodec"; return 1; }
+  # (outputs are read whole: grep -q would stop reading, and pipefail would fail the writer's SIGPIPE)
+  out=$("$BUNDLE/ffmpeg/bin/ffmpeg" -hide_banner -hwaccels)
+  [[ $out == *cuda* ]] || { log "no cuda hwaccel"; return 1; }
+  out=$(ldd "$BUNDLE/ffmpeg/bin/ffmpeg")
+  [[ $out == *"$BUNDLE/ffmpeg/bin/../lib/libavcodec"* ]] || { log "ffmpeg does not load the bundle's libavcodec"; return 1; }
 }
 
 download_wheels() {
