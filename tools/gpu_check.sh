@@ -385,7 +385,7 @@ main() {
   RESERVE=$((BUDGET / 9))
   step outputs 90 outputs
   RESERVE=$((BUDGET / 12))
-  step sanitize 60 sanitize
+  step sanitize 90 sanitize
   RESERVE=$((BUDGET / 15))
   step corpus 120 corpus
   RESERVE=8     # timeout's grace (-k 5) and the table's end stay within the budget

@@ -136,9 +136,11 @@ def workload_command(settings: Settings) -> list[str]:
             str(settings.media)]
 
 
-def sanitized_row(tool: str, sanitizer: str, settings: Settings) -> Row:
+def sanitized_row(tool: str, sanitizer: str, settings: Settings, share: float) -> Row:
+    """One tool's run over the workload, given ``share`` of the time left before the deadline."""
     subject = f"compute-sanitizer --tool {tool}"
-    seconds = max(10.0, settings.deadline - time.monotonic()) if settings.deadline != float("inf") else 600.0
+    left = settings.deadline - time.monotonic() if settings.deadline != float("inf") else 1200.0
+    seconds = max(10.0, left * share)
     start = time.perf_counter()
     try:
         proc = subprocess.run([sanitizer, "--tool", tool, "--error-exitcode", "99", "--print-limit", "20",
@@ -184,12 +186,12 @@ def check_sanitize(settings: Settings) -> Iterator[Row]:
                       f"{len(report['ran'])} workloads in {time.perf_counter() - start:.0f} s"
                       + ("; left out: " + "; ".join(report["left_out"]) if report["left_out"] else ""), "ok", report)
         return
-    for tool in TOOLS:
+    for k, tool in enumerate(TOOLS):
         if settings.out_of_time():
             yield Row("sanitize", f"compute-sanitizer --tool {tool}", "not run: --deadline reached", "skipped")
             continue
         try:
-            yield sanitized_row(tool, sanitizer, settings)
+            yield sanitized_row(tool, sanitizer, settings, 1.0 / (len(TOOLS) - k))
         except Exception as error:   # noqa: BLE001
             yield Row("sanitize", f"compute-sanitizer --tool {tool}", error_text(error), "ERROR")
 
