@@ -143,3 +143,94 @@ def test_cimported_blocks_decode_only_the_key_frames_as_the_cli_does(frame_reade
     assert frames.shape == (len(keys), *expected.shape[1:])
     np.testing.assert_array_equal(frames, expected[keys])
     assert list(pts) == sorted(pts) and pts[0] == 0.0
+
+
+# ---- the CUDA declarations, cimported without ffnvcodec's headers --------------------------------
+
+# Inside a mount namespace: bind an empty folder over every ffnvcodec/ folder the C compiler finds
+# with the helper's flags (the system's, or one that pkg-config or CPATH point at), until it finds
+# none, then build tests/cimport_example/cuda_memory.pyx as tests/cuda_stubs' build_helper does.
+HIDE_AND_BUILD = r'''
+set -euo pipefail
+empty=$1 stubs=$2 out=$3; shift 3
+while path=$(printf '#include <ffnvcodec/dynlink_loader.h>\n' | "$CC" "$@" -M -x c - 2>/dev/null |
+             tr ' \\' '\n\n' | grep 'ffnvcodec/dynlink_loader\.h$'); do
+  mount --bind "$empty" "$(dirname "$path")"
+  echo "hidden: $(dirname "$path")"
+done
+printf '#include <ffnvcodec/dynlink_loader.h>\n' | "$CC" "$@" -fsyntax-only -x c - 2>/dev/null &&
+  { echo "ffnvcodec's headers are still found"; exit 1; }
+"$PYTHON" -P -c '
+import pathlib, sys
+sys.path.insert(0, sys.argv[1])
+from stub_build import build_helper
+build_helper("cuda_memory", pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]), packages=())
+' "$stubs" "$out" "$EXAMPLE"
+echo built
+'''
+
+
+def mount_namespace() -> list[str]:
+    """The command that runs a program in a new mount namespace where binding folders is allowed
+    (as root: unshare -m; else a user namespace mapped to root: unshare -rm); skips without one."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare (util-linux) to hide ffnvcodec's headers in a mount namespace")
+    for command in (["unshare", "-m"], ["unshare", "-rm"]):
+        probe = subprocess.run([*command, "sh", "-c", "mount --bind / /mnt 2>/dev/null || mount --bind /tmp /tmp"],
+                               capture_output=True, text=True)
+        if probe.returncode == 0:
+            return command
+    pytest.skip(f"mount namespaces are not permitted here (unshare: {probe.stderr.strip()[:200]})")
+
+
+def test_cuda_declarations_cimport_and_run_without_ffnvcodecs_headers(tmp_path):
+    """ffnvcodec is a build dependency only (ARCHITECTURE decision 7): an extension cimporting the
+    CUDA declarations (cuda.pxd, CudaDriver / CudaContext, DeviceBuffer) builds where no ffnvcodec
+    header can be found, and its copy of the classes' layout reads the package's own objects right:
+    contexts pushed and popped from C, a buffer's pointer, size and stream, events recorded."""
+    from torchcodec._cuda import _build_config
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
+    from stub_build import CC, STUBS, build_stub, run_python
+    if not _build_config.CUDA_DRIVER:
+        pytest.skip("this build has no CUDA driver loader (-Dcuda=disabled, or no ffnvcodec headers)")
+    if CC is None or shutil.which("pkg-config") is None:
+        pytest.skip("no C compiler or pkg-config to build the extension and the stub driver")
+    namespace = mount_namespace()
+    (tmp_path / "empty").mkdir()
+    flags = ["-I", torchcodec.get_include(), "-I", sysconfig.get_paths()["include"]]
+    env = dict(os.environ, CC=CC, PYTHON=sys.executable, EXAMPLE=str(EXAMPLE))
+    built = subprocess.run([*namespace, "bash", "-c", HIDE_AND_BUILD, "hide_and_build", str(tmp_path / "empty"),
+                            str(STUBS), str(tmp_path / "ext"), *flags], env=env, capture_output=True, text=True)
+    assert built.returncode == 0 and built.stdout.endswith("built\n"), built.stdout + built.stderr
+    if pathlib.Path("/usr/include/ffnvcodec/dynlink_loader.h").exists():
+        assert "hidden: /usr/include/ffnvcodec" in built.stdout
+
+    libdir = build_stub(tmp_path / "stub", "libcuda.so.1", "libcuda_stub.c", "cuda_load_functions")
+    out = run_python(f"""
+import ctypes, json, sys
+sys.path.insert(0, {str(tmp_path / "ext")!r})
+import cuda_memory
+from torchcodec._cuda import _device_buffer, _driver
+stub = ctypes.CDLL("libcuda.so.1")
+stub.stub_call_log.restype = ctypes.c_char_p
+def counter(name):
+    return ctypes.c_int.in_dll(stub, name).value
+context = _driver.load_driver().context(0)
+pushes, pops = counter("stub_pushes"), counter("stub_pops")
+handle, device = cuda_memory.enter_and_exit(0, 3)
+result = {{"handle": [handle, context.handle], "device": device, "pushes": counter("stub_pushes") - pushes,
+           "pops": counter("stub_pops") - pops}}
+buffer = _device_buffer.DeviceBuffer.empty(context, (2, 3, 5), "uint16", 1)
+result["memory"] = cuda_memory.memory_of(buffer)
+result["data"] = buffer.__cuda_array_interface__["data"][0]
+stub.stub_clear_log()
+cuda_memory.record_and_wait(buffer, 1)
+result["calls"] = stub.stub_call_log().decode().splitlines()
+print(json.dumps(result))
+""", libdir)
+    assert out["handle"][0] == out["handle"][1] != 0 and out["device"] == 0
+    assert out["pushes"] == out["pops"] == 3
+    assert out["memory"] == [out["data"], 2 * 3 * 5 * 2, 1] and out["data"] != 0
+    assert [call.split("(")[0] for call in out["calls"] if call.startswith("cuEvent")] == [
+        "cuEventRecord", "cuEventSynchronize"]
+    assert "stream=0x1)" in next(call for call in out["calls"] if call.startswith("cuEventRecord"))

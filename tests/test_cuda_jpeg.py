@@ -17,6 +17,7 @@ import io
 import json
 import os
 import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -445,22 +446,44 @@ def test_the_nvjpeg_benchmark_runs_against_the_stubs(stubs, images, tmp_path):
 GPU_CHECK = """
 sys.path.insert(0, {tools!r})
 import contextlib, io
+if {inputs!r}:           # the JPEGs from a folder: Pillow must not be needed then
+    sys.modules["PIL"] = None
 from gpu import jpeg_check
 printed = io.StringIO()
 with contextlib.redirect_stdout(printed):
-    status = jpeg_check.main(["--quick", "--out", {out!r}, "--only",
-                                  "library,pixels,batch,orientation,errors,encode,streams"])
+    status = jpeg_check.main(["--quick", "--out", {out!r}, "--only", "library,pixels,batch,orientation,errors,encode,"
+                              "streams,bench", *(["--inputs", {inputs!r}] if {inputs!r} else [])])
 print(json.dumps({{"status": status}}))
 """
 
 
-def test_the_gpu_jpeg_check_passes_against_the_stubs(stubs, images, tmp_path):
-    tools = str(pathlib.Path(__file__).resolve().parent.parent / "tools")
-    out = run(stubs, GPU_CHECK.format(tools=tools, out=str(tmp_path)), images, STUB_NVJPEG_HARDWARE="1")
+@pytest.mark.parametrize("engines", ["1", "0"], ids=["engines", "no-engines"])
+@pytest.mark.parametrize("inputs", [False, True], ids=["pillow", "carried-inputs"])
+def test_the_gpu_jpeg_check_passes_against_the_stubs(stubs, images, tmp_path, inputs, engines):
+    """The check's rows against the stubs, its JPEGs made by Pillow or read from a folder that
+    --write-inputs wrote (as tools/gpu_bundle.sh does for the GPU machine, which has no Pillow: the
+    run has no PIL module then), on a GPU with JPEG engines and on one without (a hardware limit)."""
+    tools = pathlib.Path(__file__).resolve().parent.parent / "tools"
+    folder = ""
+    if inputs:
+        folder = str(tmp_path / "inputs")
+        subprocess.run([sys.executable, "-P", str(tools / "gpu" / "jpeg_check.py"), "--write-inputs", folder],
+                       check=True)
+        sys.path.insert(0, str(tools))
+        from gpu import jpeg_check
+        assert sorted(p.name for p in pathlib.Path(folder).iterdir()) == sorted(
+            jpeg_check.file_name(name) for name in jpeg_check.RECIPES)
+    out = run(stubs, GPU_CHECK.format(tools=str(tools), out=str(tmp_path), inputs=folder), images,
+              STUB_NVJPEG_HARDWARE=engines)
     rows = [json.loads(line) for line in (tmp_path / "gpu_jpeg_check.jsonl").read_text().splitlines()]
     assert out["status"] == 0
     assert {row["step"] for row in rows} == {"library", "pixels", "batch", "orientation", "errors", "encode",
-                                             "streams"}
-    assert all(row["status"] in ("PASS", "INFO", "SKIP") for row in rows), rows
+                                             "streams", "bench"}
+    device = next(row for row in rows if row["check"] == "device")
+    limits = ["limit: no JPEG engines"] if engines == "0" else []
+    assert [row["status"] for row in rows if row["status"].startswith("limit:")] == limits
+    assert device["status"] == (limits[0] if limits else "info")
+    assert all(row["status"] in ("ok", "info", "skipped", *limits) for row in rows), rows
     # the stub decodes with libjpeg-turbo: every difference the tolerances allow is 0 here
     assert all(row["result"].startswith("max 0, mean 0.000") for row in rows if row["check"].startswith("RGB"))
+    assert len([row for row in rows if row["step"] == "orientation"]) == 8

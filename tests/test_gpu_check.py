@@ -74,8 +74,8 @@ def test_dry_run_prints_one_table_with_the_rows_of_the_report(dry_run):
     races = 4 if importlib.util.find_spec("torch") else 3    # torch, cupy's stand-in, DLPack (2, or 1 skipped)
     probe = [cells[0] for cells in printed if cells[0] == "probe"]
     assert probe in (["probe"], ["probe"] * 9), "libcuda absent (skipped), or the stubs: 2 + 7 codecs"
-    assert [cells[0] for cells in printed] == probe + ["frames"] * 2 + ["blocks"] * 3 + ["nvenc"] * 2 + ["race"] * races \
-        + ["interop"] * 4 + ["bench"] * 4
+    assert [cells[0] for cells in printed] == probe + ["frames"] * 2 + ["blocks"] * 3 + ["nvenc"] * 3 + ["race"] * races \
+        + ["interop"] * 4 + ["sanitize"] * 3 + ["bench"] * 8
     assert report["device"] == "cpu" and report["failed"] == 0
 
 
@@ -122,22 +122,104 @@ def test_dry_run_races_read_every_round_correctly(dry_run):
         assert [r["status"] for r in dlpack] == ["ok", "ok"]
 
 
-def test_dry_run_benchmarks_every_contender(dry_run):
+def test_dry_run_benchmarks_whole_files_in_threads_and_processes(dry_run, media):
+    """The benchmark's rows: every decoder count in threads and in processes, RGB and NV12 (the
+    blocks), each with frames/s and the host CPU it took; the frames counted are the whole file but
+    the first frame of each decoder, which was decoded before the clock (with the decoder's open)."""
     _, report = dry_run
     bench = [r for r in report["rows"] if r["check"] == "bench"]
     assert [r["subject"] for r in bench] == [
-        "h264_25fps_2s: sequential (32 frames max)", "h264_25fps_2s: open + 10 random frames",
-        "h264_25fps_2s: 1 decoder(s) in 1 thread(s)", "h264_25fps_2s: 8 decoder(s) in 8 thread(s)"]
-    for row in bench:
-        numbers = row["numbers"]
-        assert row["status"] == "info" and numbers["errors"] == []
-        values = [numbers[label] for label in ("cpu(dry run)", "cpu t0", "cpu t1")]
-        assert all(v > 0 for v in values), row
-        # speed-ups of the device under test: fps ratios, or time ratios inverted
-        forward = numbers["unit"] == "fps"
-        for label in ("cpu t0", "cpu t1"):
-            expected = values[0] / numbers[label] if forward else numbers[label] / values[0]
-            assert numbers[f"speed-up vs {label}"] == pytest.approx(expected)
+        "NVDEC utilisation", "PyNvVideoCodec", "h264_25fps_2s: 1 decoder vs the CPU decoder, RGB",
+        "h264_25fps_2s: open + 10 random frames", "h264_25fps_2s: RGB, decoders in threads",
+        "h264_25fps_2s: NV12 (blocks), decoders in threads", "h264_25fps_2s: RGB, decoders in processes",
+        "h264_25fps_2s: NV12 (blocks), decoders in processes"]
+    assert all(r["status"] == "info" for r in bench), bench
+    frames = len(reference.ffprobe_frames(media["h264_25fps_2s.mp4"], 0))
+    for row in bench[4:]:
+        runs = row["numbers"]["runs"]
+        assert list(runs) == ["1", "2"] and row["numbers"]["error"] == ""
+        for count, run in runs.items():
+            assert run["frames"] == int(count) * (frames - 1), (row["subject"], run)
+            assert run["fps"] == pytest.approx(run["frames"] / run["seconds"]) and run["host_cores"] > 0
+            assert "nvdec_mean" not in run           # no GPU: no utilisation, no NVDEC counters
+    reference_row = bench[2]["numbers"]
+    assert reference_row["ratio"] == pytest.approx(reference_row["cpu(dry run)"] / reference_row["cpu t0"])
+    assert set(bench[3]["numbers"]) == {"cpu(dry run)", "cpu t0"}
+
+
+def test_dry_run_sanitize_step_runs_its_workload_and_says_the_sanitizer_did_not(dry_run):
+    _, report = dry_run
+    rows = [r for r in report["rows"] if r["check"] == "sanitize"]
+    assert [r["status"] for r in rows] == ["skipped", "skipped", "ok"]
+    assert all("not run: a dry run has no GPU" in r["result"] for r in rows[:2])
+    assert rows[2]["numbers"]["left_out"] == ["NVENC: a dry run"] and len(rows[2]["numbers"]["ran"]) == 8
+
+
+@pytest.mark.parametrize(("output", "errors"), [
+    ("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n", 0),
+    ("========= Invalid __global__ read of size 1 bytes\n=========     at tc_copy_strided+0x80\n"
+     "========= ERROR SUMMARY: 3 errors\n", 3),
+    ("========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n========= ERROR SUMMARY: 1 error\n", 1),
+    ("the process died\n", None)])
+def test_sanitizer_summaries_are_read(output, errors):
+    from gpu.sanitize import summary
+    found, lines = summary(output)
+    assert found == errors
+    assert bool(lines) == ("Invalid" in output)
+
+
+def test_interop_readers_each_keep_their_own_library():
+    """The late-binding bug of the first GPU run: the torch reader, made in a loop over the
+    libraries, called cupy's array .cpu() (a lambda sees the loop's last module)."""
+    from gpu.outputs import dlpack_consumers
+
+    class Imported:
+        def __init__(self, library):
+            self.library = library
+
+        def cpu(self):
+            assert self.library == "torch", f"{self.library}'s array asked for .cpu()"
+            return self
+
+        def numpy(self):
+            return np.array([1])
+
+        def get(self):
+            assert self.library == "cupy", f"{self.library}'s array asked for .get()"
+            return np.array([2])
+
+    class Library:
+        def __init__(self, name):
+            self.__name__ = name
+
+        def from_dlpack(self, view):
+            return Imported(self.__name__)
+
+    consumers = dict(dlpack_consumers({"torch": Library("torch"), "cupy": Library("cupy")}, dry_run=False))
+    assert consumers["DLPack frame views -> torch"](None).tolist() == [1]
+    assert consumers["DLPack frame views -> cupy"](None).tolist() == [2]
+    assert dlpack_consumers({}, dry_run=False) == [("DLPack frame views -> torch", "torch is not installed"),
+                                                  ("DLPack frame views -> cupy", "cupy is not installed")]
+
+
+def test_another_checks_rows_join_the_table(tmp_path):
+    """--rows: tools/gpu/jpeg_check.py's JSON lines as rows of the shared table, statuses kept
+    (a hardware limit is not a failure; a FAIL is)."""
+    rows = tmp_path / "rows.jsonl"
+    lines = [{"step": "library", "check": "device", "subject": "GPU", "result": "no engines",
+              "status": "limit: no JPEG engines"},
+             {"step": "pixels", "check": "RGB", "subject": "gray", "result": "max 0", "status": "ok"}]
+    rows.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    proc = subprocess.run([sys.executable, "-P", str(GPU_CHECK), "--rows", str(rows), "--out", str(tmp_path),
+                           "--step", "jpeg"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    table = (tmp_path / "gpu_check.md").read_text().splitlines()
+    assert table[2:] == ["| jpeg | library | device: GPU | no engines | limit: no JPEG engines |",
+                         "| jpeg | pixels | RGB: gray | max 0 | ok |"]
+    lines[1]["status"] = "FAIL"
+    rows.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert subprocess.run([sys.executable, "-P", str(GPU_CHECK), "--rows", str(rows), "--out", str(tmp_path / "2"),
+                           "--step", "jpeg"], capture_output=True).returncode == 1
 
 
 def test_one_failing_file_does_not_stop_the_others(media, tmp_path):
@@ -248,6 +330,22 @@ def test_a_gpu_machine_without_libnvcuvid_fails_the_check(media, tmp_path, stub_
     assert rows["h264_10bit.mp4"]["numbers"]["max_abs_diff"] == 0, "the kernels give the CPU's 10-bit bytes"
 
 
+def test_a_gpu_without_an_nvenc_engine_is_a_hardware_limit_not_a_failure(media, tmp_path, stub_driver):
+    """The nvenc step on a GPU whose NVENC refuses sessions as an H200's does
+    (NV_ENC_ERR_UNSUPPORTED_DEVICE, the stub libnvidia-encode's default): the session row and every
+    encoding row say "limit: no NVENC engine", with the cause in the error, and the check passes."""
+    build_stub(stub_driver[1], "libnvidia-encode.so.1", "libnvidia_encode_stub.c", "nvenc_load_functions")
+    proc = run_gpu_check(media, tmp_path, "--only", "nvenc", "--bridge", "numpy", device="cuda",
+                         libdir=stub_driver[1])
+    (stub_driver[1] / "libnvidia-encode.so.1").unlink()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads((tmp_path / "gpu_check.json").read_text())["rows"]
+    assert [r["status"] for r in rows] == ["limit: no NVENC engine"] * len(rows) and len(rows) >= 3
+    assert rows[0]["result"].startswith("this GPU has no NVENC engine: cuda:0 (Stub GPU 0) refused an encode session")
+    assert all(r["numbers"]["cause"] == "engine" for r in rows)
+    assert all("(FFmpeg's h264_nvenc: avcodec_open2: " in r["result"] for r in rows[1:2])
+
+
 def test_the_probe_asks_every_codec_and_fails_without_h264(media, tmp_path, stub_driver):
     proc = run_gpu_check(media, tmp_path, "--only", "probe", device="cuda", libdir=stub_driver[1],
                          STUB_NVDEC_UNSUPPORTED="h264,vp8")
@@ -292,8 +390,8 @@ def test_gpu_check_sh_out_of_budget_still_writes_every_steps_row(tmp_path):
     table = (tmp_path / "gpu_check.md").read_text().splitlines()
     assert table[0] == "| step | check | subject | result | status |"
     steps = [line.split(" | ")[2] for line in table[2:] if line.startswith("| ") and " | step | " in line]
-    assert steps == ["setup", "probe", "nvdec", "frames", "blocks", "nvenc", "outputs", "corpus", "bench"] or \
-        steps == ["setup", "probe", "build", "nvdec", "frames", "blocks", "nvenc", "outputs", "corpus", "bench"]
+    later = ["nvdec", "frames", "blocks", "nvenc", "jpeg", "outputs", "sanitize", "corpus", "bench"]
+    assert steps in (["setup", "probe", *later], ["setup", "probe", "build", *later])
     not_run = [line for line in table[2:] if " | step | " in line and "not run: out of time" in line]
     assert not_run and all(line.endswith("| FAIL |") for line in not_run if not line.startswith("| bench |"))
     assert table[-1].startswith(f"{sum(line.endswith('| FAIL |') for line in table)} rows FAILED or ERRORED")

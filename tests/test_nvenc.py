@@ -6,9 +6,11 @@ memory) on frames from FFmpeg's CUDA frame pool, against a numpy reference of th
 (exact) and against swscale's conversion (the CPU encoder's, through the ffmpeg CLI: tolerances
 below); the engine's calls into the stub driver (the package's primary context wrapped by FFmpeg,
 the writer's stream given to FFmpeg, events and waits against the producer's stream); the codec
-choice and argument checks, up to avcodec_open2. NVENC itself (libnvidia-encode.so.1) is not
-modelled: a stand-in without its entry points makes avcodec_open2 fail as a driver without NVENC
-does, so encoding itself is checked on a GPU by tools/gpu_check.sh (step "nvenc").
+choice and argument checks, up to avcodec_open2. NVENC itself is modelled only as far as opening an
+encode session (tests/cuda_stubs/libnvidia_encode_stub.c, built once per way NVENC can be missing:
+no library, a driver too old, no entry point, no NVENC engine as on an H200, a refused session), so
+that each refusal is checked to name its cause; encoding itself is checked on a GPU by
+tools/gpu_check.sh (step "nvenc").
 """
 from __future__ import annotations
 
@@ -23,12 +25,14 @@ import pytest
 from torchcodec._cuda import _build_config
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
-from stub_build import CC, CXX, build_emulating_libcuda, build_helper, build_stub, run_python  # noqa: E402
+from stub_build import (CC, CXX, build_emulating_libcuda, build_helper, build_stub, loader_header,  # noqa: E402
+                        run_python)
 
 
 @pytest.fixture(scope="module")
 def stub(tmp_path_factory):
-    """The emulating stub libcuda.so.1 and a libnvidia-encode.so.1 without NVENC, in one directory."""
+    """The emulating stub libcuda.so.1 and a libnvidia-encode.so.1 of a GPU without an NVENC engine
+    (its sessions refused with NV_ENC_ERR_UNSUPPORTED_DEVICE, as on an H200), in one directory."""
     if not (_build_config.CUDA_DRIVER and _build_config.CUDA_KERNELS):
         pytest.skip("this build has no CUDA driver loader or no kernels (-Dcuda=disabled, no ffnvcodec, no nvcc)")
     if CC is None or CXX is None:
@@ -224,6 +228,8 @@ def attempt(name, fmt="mp4", **kwargs):
     results[name].append([str(w.message) for w in caught])
 pushes, pops = counter("stub_pushes"), counter("stub_pops")
 attempt("default")
+attempt("default-mov", fmt="mov")
+attempt("default-mkv", fmt="mkv")
 attempt("h264", codec="h264", extra_options={{"preset": "p4", "colorspace": "bt709", "color_range": "pc"}})
 attempt("hevc", codec="hevc_nvenc", crf=20)
 attempt("libx264", codec="libx264")
@@ -240,12 +246,14 @@ results["events"] = [counter("stub_events_created"), counter("stub_events_destro
 results["memory"] = [counter("stub_allocs"), counter("stub_frees")]
 print(json.dumps(results))
 """, stub)
-    missing = "NVENC is not available: FFmpeg's {} could not load NVIDIA's encoder library libnvidia-encode.so.1"
-    assert out["default"][0] == "RuntimeError" and missing.format("h264_nvenc") in out["default"][1]
-    assert out["h264"][0] == "RuntimeError" and missing.format("h264_nvenc") in out["h264"][1]
-    assert out["hevc"][0] == "RuntimeError" and missing.format("hevc_nvenc") in out["hevc"][1]
+    no_engine = "NVENC cannot encode: this GPU has no NVENC engine: cuda:0 ("
+    for name in ("default", "default-mov", "default-mkv", "h264", "hevc", "nv12"):
+        assert out[name][0] == "NvencUnavailableError" and out[name][1].startswith(no_engine), out[name]
+        assert "(nvEncOpenEncodeSessionEx: NV_ENC_ERR_UNSUPPORTED_DEVICE)" in out[name][1]
+    for name in ("default", "default-mov", "default-mkv", "h264", "nv12"):   # h264's for mp4, mov and mkv
+        assert "(FFmpeg's h264_nvenc: avcodec_open2: " in out[name][1]
+    assert "(FFmpeg's hevc_nvenc: avcodec_open2: " in out["hevc"][1]
     assert out["hevc"][3] == ["the hevc_nvenc encoder has no crf option: crf=20.000000 is ignored"]
-    assert out["nv12"][0] == "RuntimeError" and "libnvidia-encode" in out["nv12"][1]
     assert out["libx264"][:3] == ["InvalidArgumentError", "the libx264 encoder cannot encode CUDA frames: use an "
                                   "NVENC encoder (h264_nvenc, hevc_nvenc or av1_nvenc), or encode CPU frames", True]
     assert out["yuv444p"][0] == "InvalidArgumentError"
@@ -257,6 +265,131 @@ print(json.dumps(results))
     assert not list(tmp_path.iterdir())                       # nothing written: settings come first
     assert out["balanced"] and out["streams"][0] == out["streams"][1] >= 4
     assert out["events"][0] == out["events"][1] and out["memory"][0] == out["memory"][1]
+
+
+# ---- why NVENC cannot encode: each cause, from a stub libnvidia-encode.so.1 ---------------------
+
+# name -> build_stub's (defines, omit) for tests/cuda_stubs/libnvidia_encode_stub.c; None: no library.
+NVENC_VARIANTS = {
+    "no-engine": ((), ()),
+    "no-encode-device": (("STUB_NVENC_OPEN_STATUS=NV_ENC_ERR_NO_ENCODE_DEVICE",), ()),
+    "old-driver": (("STUB_NVENC_VERSION=0x90",), ()),
+    "no-entry-point": ((), ("NvEncodeAPICreateInstance",)),
+    "session-refused": (("STUB_NVENC_OPEN_STATUS=NV_ENC_ERR_OUT_OF_MEMORY",), ()),
+    "opens": (("STUB_NVENC_OPEN_STATUS=NV_ENC_SUCCESS",), ()),
+    "no-library": None,
+}
+
+
+def headers_api_version() -> tuple[int, int]:
+    """NVENCAPI_MAJOR_VERSION and _MINOR_VERSION of the nvEncodeAPI.h beside the loader header."""
+    import re
+    text = (pathlib.Path(loader_header()).parent / "nvEncodeAPI.h").read_text()
+    return tuple(int(re.search(rf"#define NVENCAPI_{part}_VERSION (\d+)", text).group(1)) for part in ("MAJOR", "MINOR"))
+
+
+@pytest.fixture(scope="module")
+def nvenc_variants(stub, tmp_path_factory):
+    """name -> a directory holding the emulating libcuda.so.1 and that variant's libnvidia-encode.so.1."""
+    import ctypes
+    try:
+        ctypes.CDLL("libnvidia-encode.so.1")
+    except OSError:
+        pass
+    else:
+        pytest.skip("this machine has a real libnvidia-encode.so.1, which the stubs cannot stand in front of "
+                    "for the 'no library' case")
+    root = tmp_path_factory.mktemp("nvenc_variants")
+    directories = {}
+    for name, variant in NVENC_VARIANTS.items():
+        directory = root / name
+        if variant is None:
+            directory.mkdir()
+        else:
+            build_stub(directory, "libnvidia-encode.so.1", "libnvidia_encode_stub.c", "nvenc_load_functions",
+                       defines=variant[0], omit=variant[1])
+        shutil.copy(stub / "libcuda.so.1", directory)
+        directories[name] = directory
+    return directories
+
+
+STATUS = """
+import ctypes, json
+from torchcodec._cuda import _driver, _nvenc
+try:      # loaded first, so that it stays loaded (with its log) when nvenc_status closes it
+    nvenc = ctypes.CDLL("libnvidia-encode.so.1")
+except OSError:
+    nvenc = None
+context = _driver.load_driver().context(0)
+cause, text = _nvenc.nvenc_status(context)
+result = {"cause": cause, "text": text, "context": context.handle, "gpu": context.name}
+if nvenc is not None:
+    nvenc.stub_nvenc_log.restype = ctypes.c_char_p
+    result["log"] = nvenc.stub_nvenc_log().decode().splitlines()
+    result["sessions"] = [ctypes.c_int.in_dll(nvenc, n).value for n in ("stub_nvenc_opened", "stub_nvenc_destroyed")]
+print(json.dumps(result))
+"""
+
+
+@pytest.mark.parametrize(("variant", "cause", "phrases"), [
+    ("no-engine", "engine", ["this GPU has no NVENC engine: cuda:0 (", "NV_ENC_ERR_UNSUPPORTED_DEVICE", "H200"]),
+    ("no-encode-device", "engine", ["this GPU has no NVENC engine", "NV_ENC_ERR_NO_ENCODE_DEVICE"]),
+    ("old-driver", "driver", ["the NVIDIA driver's NVENC API is version 9.0, older than the {api}",
+                              "update the driver"]),
+    ("no-entry-point", "driver", ["libnvidia-encode.so.1 was opened but lacks NVENC's entry point "
+                                  "NvEncodeAPICreateInstance"]),
+    ("session-refused", "session", ["refused an encode session (nvEncOpenEncodeSessionEx: NV_ENC_ERR_OUT_OF_MEMORY)",
+                                    "limit of concurrent encode sessions"]),
+    ("opens", None, ["an NVENC session opens on cuda:0 (", "driver NVENC API {api})"]),
+    ("no-library", "library", ["libnvidia-encode.so.1 could not be opened", "NVIDIA_DRIVER_CAPABILITIES",
+                               "'video'"]),
+])
+def test_nvenc_status_names_why_nvenc_cannot_encode(nvenc_variants, variant, cause, phrases):
+    out = run_python(STATUS, nvenc_variants[variant])
+    major, minor = headers_api_version()
+    assert out["cause"] == cause, out
+    for phrase in phrases:
+        assert phrase.format(api=f"{major}.{minor}") in out["text"], out["text"]
+    if variant in ("no-engine", "no-encode-device", "session-refused", "opens"):
+        # one session asked for on the package's primary context, as CUDA (deviceType 1), with the
+        # headers' API version and the struct version nvEncodeAPI.h defines for the parameters
+        api = major | minor << 24
+        opens = [line for line in out["log"] if line.startswith("nvEncOpenEncodeSessionEx")]
+        assert opens == [f"nvEncOpenEncodeSessionEx(version={api | 1 << 16 | 7 << 28:#x}, deviceType=1, "
+                         f"device={out['context']:#x}, apiVersion={api:#x}) -> {opens[0].rsplit(' ', 1)[1]}"]
+        assert out["log"][0] == f"NvEncodeAPIGetMaxSupportedVersion() -> {major << 4 | minor:#x}"
+    if variant == "opens":
+        assert out["sessions"] == [1, 1]           # opened, and closed again
+    if variant == "old-driver":
+        assert not any(line.startswith("NvEncodeAPICreateInstance") for line in out["log"])
+
+
+@pytest.mark.parametrize(("variant", "cause"), [("no-engine", "engine"), ("old-driver", "driver"),
+                                                ("no-entry-point", "driver"), ("no-library", "library")])
+def test_cuda_encoding_refused_by_nvenc_says_why(nvenc_variants, variant, cause, tmp_path):
+    """FFmpeg's h264_nvenc fails to open (whatever its error code), and the exception carries the
+    cause NVENC gives and the sentence nvenc_status says, then FFmpeg's own error."""
+    out = run_python(f"""
+import json
+import numpy as np
+from torchcodec.encoders import VideoEncoder
+from torchcodec._cuda import _driver, _nvenc
+class CudaFrames:      # device memory of the stub driver is host memory
+    def __init__(self, array):
+        self.array, self.shape, self.dtype = array, array.shape, array.dtype
+        self.__cuda_array_interface__ = dict(version=3, shape=array.shape, typestr="|u1", strides=None,
+                                             data=(array.ctypes.data, True), stream=1)
+status = _nvenc.nvenc_status(_driver.load_driver().context(0))
+try:
+    VideoEncoder(CudaFrames(np.zeros((2, 3, 32, 48), np.uint8)), frame_rate=30).to_file({str(tmp_path / "out.mp4")!r})
+except Exception as error:
+    print(json.dumps({{"type": type(error).__name__, "runtime": isinstance(error, RuntimeError),
+                      "cause": getattr(error, "cause", None), "message": str(error), "status": status}}))
+""", nvenc_variants[variant])
+    assert out["type"] == "NvencUnavailableError" and out["runtime"] and out["cause"] == cause
+    assert out["status"][0] == cause
+    assert out["message"].startswith(f"NVENC cannot encode: {out['status'][1]} (FFmpeg's h264_nvenc: avcodec_open2: ")
+    assert not (tmp_path / "out.mp4").exists()
 
 
 # ---- without a GPU (this process: no libcuda.so.1 or no device) -----------------------------------
@@ -300,6 +433,16 @@ def gpu():
         pytest.skip("no usable NVIDIA GPU")
 
 
+@pytest.fixture(scope="module")
+def nvenc(gpu):
+    """NVENC on this GPU: skips where the GPU has no NVENC engine (a hardware limit, as on an H200);
+    any other cause fails the test that needs it."""
+    from torchcodec._cuda import _driver, _nvenc
+    cause, text = _nvenc.nvenc_status(_driver.load_driver().context(0))
+    if cause == "engine":
+        pytest.skip(f"hardware limit: {text}")
+
+
 def psnr(a, b):
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
     return np.inf if mse == 0 else 10 * np.log10(255 ** 2 / mse)
@@ -314,7 +457,7 @@ def gradient_frames(count=12, height=240, width=320):
 @pytest.mark.cuda
 @pytest.mark.parametrize("library", ["torch", "cupy"])
 @pytest.mark.parametrize(("container", "codec"), [("mp4", None), ("mkv", "hevc_nvenc")])
-def test_on_the_gpu_nvenc_encodes_cuda_frames_of_a_busy_stream(gpu, library, container, codec):
+def test_on_the_gpu_nvenc_encodes_cuda_frames_of_a_busy_stream(nvenc, library, container, codec):
     """Frames written on a non-default stream that is still busy (queued matrix products) when the
     encoder is called: NVENC must read them after that work (the writer's stream waits for the
     producer's), and the decoded file is within 30 dB PSNR of the input, tagged BT.601 limited."""

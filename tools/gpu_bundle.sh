@@ -17,6 +17,8 @@
 #                  Cython at the versions the wheels are built with (for a build there)
 #   .gpu/media/    the test corpus and the 1080p benchmark clips (tools/make_media.py), so that
 #                  nothing is encoded there (its ffmpeg has no encoders for most of the corpus)
+#   .gpu/jpeg/     the JPEGs tools/gpu/jpeg_check.py decodes (--write-inputs), made here with Pillow,
+#                  which the GPU machine may lack (made every time, in a venv of numpy and Pillow)
 #   .gpu/install/<ABI>/  torchcodec built here with -Dcuda=enabled against .gpu/ffmpeg's FFmpeg, one
 #                  per CPython of GPU_BUNDLE_PYTHONS (default "3.12", the GPU machine's), each found
 #                  by tools/wheels/pythons.sh and built in its own virtual environment with the wheels'
@@ -110,9 +112,11 @@ smoke_test_ffmpeg() {
   local out
   out=$(env -u LD_LIBRARY_PATH "$BUNDLE/ffmpeg/bin/ffmpeg" -hide_banner -nostdin -v error \
         -i "$BUNDLE/media/h264_bframes.mp4" -f null - 2>&1) || { log "ffmpeg smoke test: $out"; return 1; }
-  "$BUNDLE/ffmpeg/bin/ffmpeg" -hide_banner -hwaccels | grep -q cuda || { log "no cuda hwaccel"; return 1; }
-  ldd "$BUNDLE/ffmpeg/bin/ffmpeg" | grep -q "$BUNDLE/ffmpeg/bin/../lib/libavcodec" \
-    || { log "ffmpeg does not load the bundle's libavcodec"; return 1; }
+  # (outputs are read whole: grep -q would stop reading, and pipefail would fail the writer's SIGPIPE)
+  out=$("$BUNDLE/ffmpeg/bin/ffmpeg" -hide_banner -hwaccels)
+  [[ $out == *cuda* ]] || { log "no cuda hwaccel"; return 1; }
+  out=$(ldd "$BUNDLE/ffmpeg/bin/ffmpeg")
+  [[ $out == *"$BUNDLE/ffmpeg/bin/../lib/libavcodec"* ]] || { log "ffmpeg does not load the bundle's libavcodec"; return 1; }
 }
 
 download_wheels() {
@@ -170,6 +174,17 @@ sys.exit(f"stale or missing in {sys.argv[2]}: {stale}" if stale else 0)
 EOF
 }
 
+make_jpeg_inputs() {
+  # The nvJPEG check's JPEGs, by Pillow (libjpeg-turbo) in a venv of its own under $WORK.
+  local venv=$WORK/jpeg-inputs
+  [[ -x $venv/bin/python ]] || "$PYTHON" -m venv "$venv"
+  "$venv/bin/python" -c 'import numpy, PIL' 2>/dev/null ||
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pillow >&2
+  rm -rf "$BUNDLE/jpeg"
+  "$venv/bin/python" -P "$REPO/tools/gpu/jpeg_check.py" --write-inputs "$BUNDLE/jpeg"
+  log "JPEG inputs of tools/gpu/jpeg_check.py in $BUNDLE/jpeg ($(ls "$BUNDLE/jpeg" | wc -l) files)"
+}
+
 abi_tag() {   # cpython-312-x86_64-linux-gnu: the extension suffix without its dots and .so
   "$1" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX").strip(".").removesuffix(".so"))'
 }
@@ -217,6 +232,7 @@ main() {
   stage_ffnvcodec_headers
   build_ffmpeg_once
   make_media
+  make_jpeg_inputs
   [[ -x $BUNDLE/ffmpeg/bin/ffmpeg ]] || carry_ffmpeg
   [[ -f $BUNDLE/ffnvcodec/lib/pkgconfig/ffnvcodec.pc ]] || stage_ffnvcodec_headers "$BUNDLE/ffnvcodec"
   [[ -x $BUNDLE/pkgconf/bin/pkg-config ]] || carry_pkg_config

@@ -22,34 +22,46 @@
 #   6 nvenc  NVENC: 30 frames of the 1080p clip from CUDA torch tensors and cupy arrays encoded with
 #            h264_nvenc (mp4's default on CUDA) and hevc_nvenc (mkv), decoded on the CPU: PSNR >= 30
 #            dB per frame, frame count, colour tags (gpu/check.py nvenc); then tests/test_nvenc.py's
-#            cuda tests (a dry run: libx264 from numpy, and the stub tests). NVENC unavailable FAILs
-#   7 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
+#            cuda tests (a dry run: libx264 from numpy, and the stub tests). A GPU without an NVENC
+#            engine is a hardware limit ("limit: no NVENC engine"); NVENC unavailable otherwise FAILs
+#   7 jpeg   nvJPEG (gpu/jpeg_check.py --quick: pixels against libjpeg-turbo, the JPEG engines'
+#            batch, EXIF turns, errors, the encoder; "limit: no JPEG engines" where the GPU has none),
+#            on the JPEGs of .gpu/jpeg when carried (no Pillow needed); a dry run: the stub
+#            libcuda and libnvjpeg, and the stub tests of test_cuda_jpeg.py / test_nvjpeg_loader.py
+#   8 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
 #            DLPack views and CUDA Array Interface (gpu/check.py race,interop), and the cuda tests
 #            of tests/test_device_buffer.py
-#   8 corpus every other cuda test (the whole corpus GPU vs CPU, converter, FFmpeg backend)
-#   9 bench  NVDEC vs the CPU decoder, one vs eight decoders, if time remains
+#   9 sanitize compute-sanitizer memcheck and racecheck over gpu/sanitize.py (every kernel, a short
+#            NVDEC decode, the blocks' copies); skipped, saying so, where compute-sanitizer is absent
+#  10 corpus every other cuda test (the whole corpus GPU vs CPU, converter, FFmpeg backend)
+#  11 bench  whole 1080p files, 1/2/4/8/16 decoders in threads and in processes, RGB and NV12,
+#            NVDEC utilisation beside frames/s, PyNvVideoCodec when importable, if time remains
 #
 # pytest runs with -v --tb=short, its output streamed; every step and every row of gpu/check.py goes
 # into one table, $OUT/gpu_check.md, as it is known (and $OUT/gpu_check.jsonl). Each step runs
 # under `timeout`, within GPU_CHECK_BUDGET seconds (290 with --quick, 450 without), later steps
-# getting what earlier ones left. Files in $OUT (else /tmp/gpu_check): gpu_check.log (everything
-# printed), gpu_check.md, gpu_check.jsonl, build.log, pytest-<step>.xml; step logs and summaries
-# stay in /tmp/gpu_check-steps.
+# getting what earlier ones left. Every run works in a folder of its own (mktemp: gpu_check.XXXXXX
+# under $TMPDIR or /tmp, printed at the start), so that two runs at once never share a file: step
+# logs and summaries in its steps/, the pip build and the wheels' site in build/, site/ and
+# install/ (removed at the end). Files in $OUT (else the run's folder): gpu_check.log (everything
+# printed), gpu_check.md, gpu_check.jsonl, build.log, pytest-<step>.xml.
 #
 # --dry-run (or --device cpu) rehearses the whole on a machine without a GPU: the stubs of
-# tests/cuda_stubs stand for libcuda.so.1 and libnvcuvid.so.1 in the probe; the pytest steps run
-# the stub tests (-m "not cuda") of the same files, which build and load their own stubs; gpu/check.py runs with --device cpu;
-# without a carried build the current environment's torchcodec is used. The table has the same
-# shape. PYTHON picks the interpreter (python3); GPU_CHECK_FFMPEG=bundle forces the carried FFmpeg.
-# Nothing is downloaded. Exit status: 0 when every step passed, else 1.
+# tests/cuda_stubs stand for libcuda.so.1, libnvcuvid.so.1 and libnvjpeg in the probe and the jpeg
+# step; the pytest steps run the stub tests (-m "not cuda") of the same files, which build and load
+# their own stubs; gpu/check.py runs with --device cpu; without a carried build the current
+# environment's torchcodec is used. The table has the same shape. PYTHON picks the interpreter
+# (python3); GPU_CHECK_FFMPEG=bundle forces the carried FFmpeg. Nothing is downloaded. Exit status:
+# 0 when no row FAILed or ERRORed (hardware limits, named as such, are not failures), else 1.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUNDLE=$REPO/.gpu
-LOGS=${OUT:-/tmp/gpu_check}
-STEP_LOGS=/tmp/gpu_check-steps
-SITE=/tmp/site
-INSTALL=/tmp/torchcodec-install
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX") || exit 1
+LOGS=${OUT:-$RUN}
+STEP_LOGS=$RUN/steps
+SITE=$RUN/site
+INSTALL=$RUN/install
 PYTHON=${PYTHON:-python3}
 QUICK=0
 DRY_RUN=0
@@ -71,7 +83,8 @@ QUICK_FLAG=$( ((QUICK)) && echo --quick)
 START=$(date +%s)
 FAILED=0
 mkdir -p "$LOGS" "$STEP_LOGS"
-rm -f "$LOGS"/gpu_check.md "$LOGS"/gpu_check.jsonl "$LOGS"/pytest-*.xml "$STEP_LOGS"/*
+rm -f "$LOGS"/gpu_check.md "$LOGS"/gpu_check.jsonl "$LOGS"/pytest-*.xml
+trap 'rm -rf "$SITE" "$INSTALL" "$RUN/build"' EXIT
 printf '| step | check | subject | result | status |\n| --- | --- | --- | --- | --- |\n' >"$LOGS/gpu_check.md"
 cd "$REPO" || exit 1
 
@@ -168,7 +181,7 @@ use_ffmpeg() {
 }
 
 install_wheels() {
-  # Only where meson-python is missing: the wheels this Python can install, into /tmp/site.
+  # Only where meson-python is missing: the wheels this Python can install, into the run's site/.
   "$PYTHON" -c 'import mesonpy' 2>/dev/null && { echo "meson-python is installed"; return 0; }
   local wheels
   mapfile -t wheels < <("$PYTHON" - "$BUNDLE"/wheels/*.whl <<'EOF'
@@ -182,7 +195,6 @@ for path in sys.argv[1:]:
 EOF
 )
   ((${#wheels[@]})) || { echo "no meson-python here and no wheel in $BUNDLE/wheels"; return 1; }
-  rm -rf "$SITE"
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$SITE" "${wheels[@]}" && export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH
   echo "wheels into $SITE: ${wheels[*]##*/}"
@@ -206,9 +218,8 @@ start_build() {
   fi
   echo "$BUILD_NOTE" >"$LOGS/build.log"
   if [[ $BUILD_NOTE == "no carried build"* ]]; then
-    rm -rf "$INSTALL" build/gpu-check
     ( "$PYTHON" -m pip install -v --no-build-isolation --no-index --no-deps --no-cache-dir \
-        --target "$INSTALL" -Csetup-args=-Dcuda=enabled -Cbuild-dir=build/gpu-check . >>"$LOGS/build.log" 2>&1
+        --target "$INSTALL" -Csetup-args=-Dcuda=enabled -Cbuild-dir="$RUN/build" . >>"$LOGS/build.log" 2>&1
       echo $? >"$BUILD_RC" ) &
     BUILD_PID=$!
   else
@@ -236,22 +247,24 @@ if os.environ["INSTALL"]:
 
 # --- steps --------------------------------------------------------------------------------------
 
-# The dry run's stand-ins for the driver: the stub libcuda.so.1 (kernels run on the CPU) and
-# libnvcuvid.so.1, on the library path of the probe (the stub tests build and load their own).
+# The dry run's stand-ins for the driver: the stub libcuda.so.1 (kernels run on the CPU),
+# libnvcuvid.so.1 and libnvjpeg.so.12 (over libjpeg-turbo), on the library path of the probe and
+# the jpeg step (the stub tests build and load their own).
 build_stubs() {
   "$PYTHON" -P - "$REPO/tests/cuda_stubs" "$STEP_LOGS/stubs" <<'EOF'
 import pathlib, sys
 sys.path.insert(0, sys.argv[1])
-from stub_build import build_emulating_libcuda, build_stub
+from stub_build import build_emulating_libcuda, build_nvjpeg_stub, build_stub
 directory = build_emulating_libcuda(pathlib.Path(sys.argv[2]))
 build_stub(directory, "libnvcuvid.so.1", "libnvcuvid_stub.c", "cuvid_load_functions")
-print(f"stub libcuda.so.1 and libnvcuvid.so.1 in {directory}")
+build_nvjpeg_stub(directory)
+print(f"stub libcuda.so.1, libnvcuvid.so.1 and libnvjpeg.so.12 in {directory}")
 EOF
 }
 
-with_driver() {   # the real driver, or in a dry run the stubs
+with_driver() {   # the real driver, or in a dry run the stubs (the stub nvJPEG with JPEG engines)
   if ((DRY_RUN)); then
-    LD_LIBRARY_PATH=$STEP_LOGS/stubs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"
+    LD_LIBRARY_PATH=$STEP_LOGS/stubs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} STUB_NVJPEG_HARDWARE=1 "$@"
   else
     "$@"
   fi
@@ -309,6 +322,23 @@ nvenc() {
   return $status
 }
 
+jpeg() {
+  # nvJPEG on the GPU (the stubs in a dry run: its "device" is cuda:0 there too); its own table's
+  # rows go into this one. The JPEGs are the carried ones when there are (made where Pillow is).
+  local status=0 device=$DEVICE inputs=()
+  ((DRY_RUN)) && device=cuda:0
+  [[ -d $BUNDLE/jpeg ]] && inputs=(--inputs "$BUNDLE/jpeg")
+  PYTHONUNBUFFERED=1 with_driver "$PYTHON" -P tools/gpu/jpeg_check.py --device "$device" --quick \
+    --out "$STEP_LOGS/jpeg" "${inputs[@]}" || status=1
+  "$PYTHON" -P tools/gpu/check.py --rows "$STEP_LOGS/jpeg/gpu_jpeg_check.jsonl" --out "$LOGS" --step jpeg \
+    --summary "$STEP_LOGS/jpeg-rows.json" >/dev/null || status=1
+  # (the tests that run jpeg_check.py itself are left out: the step just ran it)
+  run_pytest jpeg tests/test_cuda_jpeg.py tests/test_nvjpeg_loader.py -k "not gpu_jpeg_check" || status=1
+  return $status
+}
+
+sanitize() { gpu_check_py sanitize --only sanitize; }
+
 outputs() {
   local status=0
   gpu_check_py outputs --only race,interop || status=1
@@ -324,10 +354,10 @@ corpus() {
 bench() { gpu_check_py bench --only bench; }
 
 main() {
-  echo "gpu_check.sh: $(date -u +%FT%TZ) in $REPO, budget ${BUDGET}s$( ((QUICK)) && echo ', quick')$( ((DRY_RUN)) && echo ', dry run'), logs in $LOGS"
+  echo "gpu_check.sh: $(date -u +%FT%TZ) in $REPO, budget ${BUDGET}s$( ((QUICK)) && echo ', quick')$( ((DRY_RUN)) && echo ', dry run'), logs in $LOGS, run folder $RUN"
   export -f system_ffmpeg_usable abi_tag wait_for_build build_stubs with_driver gpu_check_py run_pytest \
-    probe nvdec frames blocks nvenc outputs corpus bench left elapsed table_row
-  export PYTHON REPO BUNDLE LOGS STEP_LOGS BUDGET START QUICK_FLAG DEVICE DRY_RUN
+    probe nvdec frames blocks nvenc jpeg outputs sanitize corpus bench left elapsed table_row
+  export PYTHON REPO BUNDLE RUN LOGS STEP_LOGS BUDGET START QUICK_FLAG DEVICE DRY_RUN
   printf '\n==== setup\n'
   local began=$SECONDS
   if use_ffmpeg && install_wheels; then
@@ -344,23 +374,29 @@ main() {
     { [[ -z ${INSTALL:-} ]] || export PYTHONPATH=$INSTALL${PYTHONPATH:+:$PYTHONPATH}; }
   RESERVE=$((BUDGET / 4))
   step nvdec 90 nvdec
-  RESERVE=$((BUDGET / 6))
+  RESERVE=$((BUDGET / 5))
   step frames 40 frames
-  RESERVE=$((BUDGET / 8))
+  RESERVE=$((BUDGET / 6))
   step blocks 45 blocks
-  RESERVE=$((BUDGET / 9))
+  RESERVE=$((BUDGET / 7))
   step nvenc 40 nvenc
-  RESERVE=$((BUDGET / 10))
+  RESERVE=$((BUDGET / 8))
+  step jpeg 60 jpeg
+  RESERVE=$((BUDGET / 9))
   step outputs 90 outputs
+  RESERVE=$((BUDGET / 12))
+  step sanitize 90 sanitize
   RESERVE=$((BUDGET / 15))
   step corpus 120 corpus
   RESERVE=8     # timeout's grace (-k 5) and the table's end stay within the budget
   OPTIONAL=1 step bench 120 bench
   [[ -n ${BUILD_PID:-} ]] && kill "$BUILD_PID" 2>/dev/null
-  local verdict
+  local verdict limits
   verdict=$(grep -cE '\| (FAIL|ERROR) \|$' "$LOGS/gpu_check.md")
-  printf '\n%s\n' "$( ((verdict)) && echo "$verdict rows FAILED or ERRORED" || echo 'no row failed'), $(elapsed)s of ${BUDGET}s" \
-    >>"$LOGS/gpu_check.md"
+  limits=$(grep -oE '\| limit: [^|]+ \|$' "$LOGS/gpu_check.md" | sort | uniq -c | sed -E 's/^ *([0-9]+) \| limit: (.*) \|$/\2 (\1)/' |
+           paste -sd, - | sed 's/,/, /g')
+  printf '\n%s%s\n' "$( ((verdict)) && echo "$verdict rows FAILED or ERRORED" || echo 'no row failed'), $(elapsed)s of ${BUDGET}s" \
+    "${limits:+; hardware limits: $limits}" >>"$LOGS/gpu_check.md"
   printf '\n==== the table (%ss of %ss)\n' "$(elapsed)" "$BUDGET"
   cat "$LOGS/gpu_check.md"
   ((verdict)) && FAILED=1

@@ -19,6 +19,11 @@ from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avcodec cimport AVPacket
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
+# The C definitions of the driver's tables and NVCUVID's types, which this helper reads (the
+# package's .pxd files declare them without a header): build_helper asks pkg-config for ffnvcodec.
+cdef extern from "ffnvcodec/dynlink_loader.h":
+    pass
+
 
 def clock_rate(int num, int den):
     return parser_clock_rate(num, den)

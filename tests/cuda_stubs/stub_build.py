@@ -23,9 +23,18 @@ CC = shutil.which(os.environ.get("CC", "cc"))
 CXX = shutil.which(os.environ.get("CXX", "c++"))
 
 
+def ffnvcodec_cflags() -> list[str]:
+    """pkg-config's compiler flags for ffnvcodec's headers ([] where pkg-config does not know it:
+    then the compiler's own search path must have them, as with Debian's libffmpeg-nvenc-dev)."""
+    if shutil.which("pkg-config") is None:
+        return []
+    result = subprocess.run(["pkg-config", "--cflags", "ffnvcodec"], capture_output=True, text=True)
+    return result.stdout.split() if result.returncode == 0 else []
+
+
 def loader_header() -> str:
     """The path of the ffnvcodec/dynlink_loader.h that the compiler finds."""
-    result = subprocess.run([CC, "-M", "-x", "c", "-"], input="#include <ffnvcodec/dynlink_loader.h>\n",
+    result = subprocess.run([CC, *ffnvcodec_cflags(), "-M", "-x", "c", "-"], input="#include <ffnvcodec/dynlink_loader.h>\n",
                             capture_output=True, text=True, check=True)
     return next(path for path in result.stdout.replace("\\\n", " ").split() if path.endswith("dynlink_loader.h"))
 
@@ -51,7 +60,7 @@ def build_stub(directory: pathlib.Path, soname: str, sources: str | tuple[str, .
                  if name not in omit and not re.search(rf"\b{name}\(", written)]
     rest = directory / "generated.c"
     rest.write_text("\n".join(generated) + "\n")
-    flags = ["-fPIC", "-O1", "-I", str(REPO / "include"), *(f"-D{d}" for d in defines),
+    flags = ["-fPIC", "-O1", "-I", str(REPO / "include"), *ffnvcodec_cflags(), *(f"-D{d}" for d in defines),
              *(f"-DSTUB_WITHOUT_{name}" for name in omit)]
     objects = []
     for source in (*sources, rest):
@@ -114,24 +123,38 @@ def host(array):
 """
 
 
-def build_helper(name: str, directory: pathlib.Path, folder: pathlib.Path = STUBS) -> pathlib.Path:
+FFMPEG_PACKAGES = ("libavformat", "libavcodec", "libavutil", "libswscale")
+
+
+def build_helper(name: str, directory: pathlib.Path, folder: pathlib.Path = STUBS,
+                 packages: tuple[str, ...] | None = None) -> pathlib.Path:
     """Compile the test helper <folder>/<name>.pyx (default: tests/cuda_stubs) into ``directory``
     against the installed package's .pxd files and headers (as a downstream extension would):
-    Cython, then the C compiler with pkg-config's FFmpeg flags. Import it with ``directory`` on
-    sys.path."""
+    Cython, then the C compiler with pkg-config's flags for ``packages`` (default: FFmpeg's, and
+    ffnvcodec's when the helper includes its headers, as helpers that read the driver's tables do:
+    the package's own .pxd files need no ffnvcodec). Import it with ``directory`` on sys.path.
+    A failing step raises RuntimeError with its output."""
     import torchcodec
     directory.mkdir(parents=True, exist_ok=True)
     package_parent = pathlib.Path(torchcodec.__file__).resolve().parent.parent
+    source = folder / f"{name}.pyx"
+    if packages is None:
+        packages = FFMPEG_PACKAGES + (("ffnvcodec",) if "ffnvcodec/" in source.read_text() else ())
     c_file = directory / f"{name}.c"
-    subprocess.run([sys.executable, "-m", "cython", "-3", "-I", str(package_parent), "-o", str(c_file),
-                    str(folder / f"{name}.pyx")], check=True, capture_output=True)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libavformat", "libavcodec", "libavutil", "libswscale"],
-                           capture_output=True, text=True, check=True).stdout.split()
-    subprocess.run([CC, "-shared", "-fPIC", "-O1", "-I", torchcodec.get_include(), "-I",
-                    sysconfig.get_paths()["include"], str(c_file), *flags, "-o",
-                    str(directory / (name + sysconfig.get_config_var("EXT_SUFFIX")))],
-                   check=True, capture_output=True)
+    _run([sys.executable, "-m", "cython", "-3", "-I", str(package_parent), "-o", str(c_file), str(source)])
+    flags = _run(["pkg-config", "--cflags", "--libs", *packages]).split() if packages else []
+    _run([CC, "-shared", "-fPIC", "-O1", "-I", torchcodec.get_include(), "-I", sysconfig.get_paths()["include"],
+          str(c_file), *flags, "-o", str(directory / (name + sysconfig.get_config_var("EXT_SUFFIX")))])
     return directory
+
+
+def _run(command: list) -> str:
+    """Run a build command; its stdout, or RuntimeError with what it printed."""
+    result = subprocess.run([str(part) for part in command], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, command))} failed (exit {result.returncode}):\n"
+                           f"{result.stdout[-4000:]}{result.stderr[-4000:]}")
+    return result.stdout
 
 
 def run_python(code: str, libdir: pathlib.Path, **env: str) -> dict:

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Check torchcodec's CUDA decoding on a machine with an NVIDIA GPU, one row at a time.
 
-    python tools/gpu/check.py [--device cuda|cuda:N|cpu] [--quick] [--only probe,frames,blocks,race,interop,bench]
+    python tools/gpu/check.py [--device cuda|cuda:N|cpu] [--quick]
+                              [--only probe,frames,blocks,nvenc,race,interop,sanitize,bench]
                               [--out DIR] [--step NAME] [--summary FILE] [--deadline SECONDS]
+    python tools/gpu/check.py --junit REPORT.xml | --rows ROWS.jsonl --out DIR --step NAME
 
 Each row is printed and appended to DIR/gpu_check.md (a markdown table: step, check, subject, result,
 status) and DIR/gpu_check.jsonl as soon as it is known, so that a run stopped early still says
@@ -21,6 +23,8 @@ what it found; an exception is reported in its row and never stops the others. T
    luma planes (against the CPU decoder's), ``ColorConverter(device)`` equal to the device
    VideoDecoder's frames and judged against the CPU ColorConverter by tools/gpu/gpu_tolerances.py,
    and a seek + ``reset()`` giving the CPU blocks' pts (tools/gpu_check.sh's "blocks" step).
+2c. nvenc: whether NVENC opens a session, then frames of CUDA torch tensors and cupy arrays encoded
+   and decoded back (gpu/encoding.py); a GPU without an NVENC engine is a hardware limit.
 3. race: frames handed over on non-default streams. torch: decode on ``torch.cuda.Stream()`` made
    current, sum on that stream at once (no synchronisation), copy to the host after
    ``synchronize()``; cupy the same on ``cupy.cuda.Stream(non_blocking=True)``; DLPack hand-offs
@@ -30,22 +34,29 @@ what it found; an exception is reported in its row and never stops the others. T
 4. interop: torchcodec's own device buffers (the numpy bridge on CUDA): each frame view
    ``batch[i]`` through DLPack into torch and cupy (``data`` must point at frame i, whatever the
    consumer does with ``byte_offset``), and the batch through ``__cuda_array_interface__`` v3.
-5. bench: NVDEC against the CPU decoder (``num_ffmpeg_threads`` 0 and 1): sequential decoding in
-   batches (``get_frames_in_range``), 10 random frames (``get_frames_at``, sorted indices, a fresh
-   decoder each time: the time includes opening the file and its scan), and one vs several decoders
-   in parallel threads (each its own decoder and stream, total frames/s); ratios device/CPU.
+4b. sanitize: compute-sanitizer memcheck and racecheck over a short workload that launches every
+   kernel and decodes with NVDEC (gpu/sanitize.py).
+5. bench: whole files, decoders opened and warmed before the clock, 1/2/4/8/16 decoders in threads
+   and in processes, to RGB and to NV12 (the blocks), PyNvVideoCodec beside when importable, NVDEC
+   utilisation and host CPU beside frames/s; one decoder against the CPU decoder; open + 10 random
+   frames (gpu/speed.py).
 
 ``--device cpu`` is a dry run for machines without a GPU: the device under test is the CPU
 decoder, the race rows use torch on the CPU (when installed) and numpy in cupy's place, the interop
 rows numpy arrays, and the table has the same rows; every frame difference must then be 0 (the
 probe runs against whatever libcuda.so.1 / libnvcuvid.so.1 the library path finds: the stubs of
 tests/cuda_stubs in tools/gpu_check.sh's dry run). ``--quick`` decodes fewer frames and
-repetitions (30 frames per file; the 1080p corpus clips as benchmark, one vs eight decoders).
-Exit status 1 when a row failed.
+repetitions (30 frames per file). The benchmark decodes whole files (in a dry run the 30-frame
+1080p corpus clips, with 1 and 2 decoders).
+Exit status 1 when a row failed (FAIL or ERROR: a row whose status is "limit: ..." names a hardware
+limit of this GPU, such as no NVENC engine, and is neither). ``--junit`` and ``--rows`` put other
+reports into the table instead of checking: a pytest JUnit XML report, or another check's rows
+(tools/gpu/jpeg_check.py's JSON lines, whose statuses are these).
 
 This file is the command line and the table; the steps live beside it in tools/gpu/: rows.py (the
 settings, rows and array libraries they share), decoding.py (probe, frames, blocks), outputs.py
-(race, interop), encoding.py (nvenc), speed.py (bench); the tolerances in gpu_tolerances.py.
+(race, interop), encoding.py (nvenc), sanitize.py (sanitize), speed.py and usage.py (bench); the
+tolerances in gpu_tolerances.py. jpeg_check.py is nvJPEG's check, whose rows --rows imports.
 """
 from __future__ import annotations
 
@@ -67,7 +78,8 @@ sys.path.insert(0, str(TOOLS))      # the gpu package, make_media (python -P lea
 from gpu.decoding import check_blocks, check_frames, check_probe
 from gpu.encoding import check_nvenc
 from gpu.outputs import check_interop, check_races
-from gpu.rows import BENCH_CLIPS, QUICK_BENCH_CLIPS, RACE_CLIP, Row, Settings, error_text, torchcodec_module
+from gpu.sanitize import check_sanitize
+from gpu.rows import BENCH_CLIPS, DRY_RUN_BENCH_CLIPS, RACE_CLIP, Row, Settings, error_text, torchcodec_module
 from gpu.speed import check_bench
 import make_media
 import numpy as np
@@ -101,6 +113,21 @@ def markdown_table(rows: Sequence[Row]) -> str:
     lines = ["| check | subject | result | status |", "| --- | --- | --- | --- |"]
     lines += [f"| {r.check} | {cell(r.subject)} | {cell(r.result)} | {r.status} |" for r in rows]
     return "\n".join(lines)
+
+
+def imported_rows(path: pathlib.Path) -> Iterator[Row]:
+    """Another check's rows (JSON lines with step, check, subject, result, status, as
+    tools/gpu/jpeg_check.py writes them): its step becomes the check, its check goes before the subject."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as error:
+        yield Row("rows", path.name, f"no rows: {error}", "ERROR")
+        return
+    for line in lines:
+        row = json.loads(line)
+        yield Row(row["step"], f"{row['check']}: {row['subject']}", row["result"], row["status"])
+    if not lines:
+        yield Row("rows", path.name, "the check wrote no row", "ERROR")
 
 
 def junit_rows(path: pathlib.Path) -> Iterator[Row]:
@@ -167,6 +194,7 @@ class Outputs:
     summary: pathlib.Path | None
     only: list[str]
     junit: pathlib.Path | None
+    rows: pathlib.Path | None
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Outputs]:
@@ -184,29 +212,32 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Settings, Outputs]:
                         help=f"the corpus folder (default {make_media.MEDIA_DIR})")
     parser.add_argument("--files", help="comma-separated corpus files to compare (default: the whole corpus)")
     parser.add_argument("--bench-clips", default=None,
-                        help=f"comma-separated clips to benchmark (default {','.join(BENCH_CLIPS)}; "
-                             f"with --quick {','.join(QUICK_BENCH_CLIPS)})")
+                        help=f"comma-separated clips to benchmark, whole (default {','.join(BENCH_CLIPS)}; "
+                             f"in a dry run {','.join(DRY_RUN_BENCH_CLIPS)})")
     parser.add_argument("--race-clip", default=RACE_CLIP)
     parser.add_argument("--cuda-backend", default="nvdec", choices=("nvdec", "ffmpeg"))
     parser.add_argument("--bridge", default="auto", choices=("auto", "torch", "cupy", "numpy"),
                         help="the output library of the frame check and the benchmark (default: torch, else cupy, "
                              "else torchcodec's own buffers)")
-    parser.add_argument("--only", default="probe,frames,blocks,nvenc,race,interop,bench", help="comma-separated checks to run")
+    parser.add_argument("--only", default="probe,frames,blocks,nvenc,race,interop,sanitize,bench",
+                        help="comma-separated checks to run")
     parser.add_argument("--deadline", type=float, default=None,
                         help="seconds after which rows not yet started are skipped (the table is still printed)")
     parser.add_argument("--junit", type=pathlib.Path,
                         help="instead of checking: put this pytest JUnit XML report into the table")
+    parser.add_argument("--rows", type=pathlib.Path,
+                        help="instead of checking: put another check's rows (JSON lines) into the table")
     args = parser.parse_args(argv)
     if args.device != "cpu" and not args.device.startswith("cuda"):
         parser.error(f"--device must be cuda, cuda:N or cpu, not {args.device!r}")
     files = args.files.split(",") if args.files else make_media.default_names()
     clips = args.bench_clips if args.bench_clips is not None else ",".join(
-        QUICK_BENCH_CLIPS if args.quick else BENCH_CLIPS)
+        DRY_RUN_BENCH_CLIPS if args.device == "cpu" else BENCH_CLIPS)
     settings = Settings(args.device, args.quick, args.media, tuple(files),
                         tuple(c for c in clips.split(",") if c), args.race_clip, args.cuda_backend, args.bridge,
                         time.monotonic() + (args.deadline if args.deadline is not None else float("inf")))
     summary = args.summary or (args.out / f"{args.step}.json" if args.out is not None else None)
-    return settings, Outputs(args.out, args.step, summary, args.only.split(","), args.junit)
+    return settings, Outputs(args.out, args.step, summary, args.only.split(","), args.junit, args.rows)
 
 
 class Terminated(BaseException):
@@ -219,18 +250,20 @@ def terminated(signum: int, frame: Any) -> None:
 
 CHECKS: dict[str, Callable[[Settings], Iterator[Row]]] = {
     "probe": check_probe, "frames": check_frames, "blocks": check_blocks, "race": check_races,
-    "interop": check_interop, "nvenc": check_nvenc, "bench": check_bench}
+    "interop": check_interop, "nvenc": check_nvenc, "sanitize": check_sanitize, "bench": check_bench}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings, outputs = parse_args(argv)
-    if outputs.junit is not None:
-        outputs.only = ["junit"]
-    unknown = set(outputs.only) - set(CHECKS) - {"junit"}
+    imports = {"junit": (outputs.junit, junit_rows), "rows": (outputs.rows, imported_rows)}
+    for name, (path, _) in imports.items():
+        if path is not None:
+            outputs.only = [name]
+    unknown = set(outputs.only) - set(CHECKS) - set(imports)
     if unknown:
         print(f"unknown checks {sorted(unknown)}; choose from {sorted(CHECKS)}", file=sys.stderr)
         return 2
-    env = versions() if set(outputs.only) - {"probe", "junit"} else {"python": sys.version.split()[0]}
+    env = versions() if set(outputs.only) - {"probe", *imports} else {"python": sys.version.split()[0]}
     print("gpu_check: device " + settings.device + ("" if not settings.dry_run else " (dry run)") + "; "
           + ", ".join(f"{k} {v}" for k, v in env.items()), flush=True)
     log = RowLog(outputs.out, outputs.step)
@@ -239,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in outputs.only:
         start = time.perf_counter()
         try:
-            for row in (CHECKS[name](settings) if name != "junit" else junit_rows(outputs.junit)):
+            for row in (CHECKS[name](settings) if name not in imports else imports[name][1](imports[name][0])):
                 log.add(row)
         except Terminated:
             log.add(Row(name, "(rest)", "terminated (SIGTERM, e.g. timeout): rows left out", "ERROR"))

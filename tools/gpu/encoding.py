@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from gpu.outputs import CpuReference
-from gpu.rows import Row, Settings, bridge, error_text, out_of_time_row, torchcodec_module, video_decoder
+from gpu.rows import (OwnBufferLib, Row, Settings, bridge, error_text, limit, out_of_time_row, torchcodec_module,
+                      video_decoder)
 import numpy as np
 
 
@@ -28,7 +29,8 @@ def psnr(actual: np.ndarray, expected: np.ndarray) -> float:
 
 def nvenc_inputs(frames: np.ndarray, settings: Settings) -> list[tuple[str, Any]]:
     """The (N, 3, H, W) frames on the device under test, as each installed CUDA library holds them
-    (torch: channels-last memory viewed NCHW; cupy: NCHW contiguous); numpy in the dry run."""
+    (torch: channels-last memory viewed NCHW; cupy: NCHW contiguous), else in a DeviceBuffer of
+    torchcodec's; numpy in the dry run."""
     nchw = np.ascontiguousarray(frames.transpose(0, 3, 1, 2))
     if settings.dry_run:
         return [("numpy", nchw)]
@@ -40,17 +42,40 @@ def nvenc_inputs(frames: np.ndarray, settings: Settings) -> list[tuple[str, Any]
         import cupy
         with cupy.cuda.Device(int(settings.device.partition(":")[2] or 0)):
             inputs.append(("cupy", cupy.asarray(nchw)))
-    if not inputs:
-        raise RuntimeError("neither torch nor cupy is installed: no CUDA frames to encode")
+    if not inputs:      # torchcodec's own device memory, filled through the driver
+        inputs.append(("DeviceBuffer", OwnBufferLib(settings.device).from_numpy(nchw)))
     return inputs
+
+
+NO_ENGINE = limit("no NVENC engine")
+
+
+def session_row(settings: Settings) -> Row:
+    """Whether NVENC opens an encode session on the device (torchcodec._cuda._nvenc.nvenc_status):
+    ok, the hardware limit of a GPU without an NVENC engine, or a FAIL with the cause."""
+    subject = "NVENC session (nvEncOpenEncodeSessionEx)"
+    if settings.out_of_time():
+        return out_of_time_row("nvenc", subject)
+    if settings.dry_run:
+        return Row("nvenc", subject, "a dry run asks no NVENC (libx264 stands in below)", "skipped")
+    try:
+        from torchcodec._cuda import _driver, _nvenc
+        cause, text = _nvenc.nvenc_status(_driver.load_driver().context(int(settings.device.partition(":")[2] or 0)))
+    except Exception as error:   # noqa: BLE001
+        return Row("nvenc", subject, error_text(error), "ERROR")
+    status = "ok" if cause is None else NO_ENGINE if cause == "engine" else "FAIL"
+    return Row("nvenc", subject, text, status, {"cause": cause})
 
 
 def check_nvenc(settings: Settings) -> Iterator[Row]:
     """Encode the first frames of a 1080p clip from CUDA torch tensors and cupy arrays with NVENC
     (h264_nvenc, mp4's default on CUDA; hevc_nvenc in mkv), decode the file with the CPU decoder and
     require a PSNR of at least NVENC_MIN_PSNR dB against the input for every frame, the frame count,
-    and the stream's colour tags (bt470bg, tv). An encoder that cannot open (no NVENC) FAILs. The dry
-    run encodes numpy frames of the (small) race clip with libx264 on the CPU, through the same checks."""
+    and the stream's colour tags (bt470bg, tv). An encoder that cannot open FAILs, but on a GPU
+    without an NVENC engine (the A100, H100, H200), where each row says so as a hardware limit
+    (NvencUnavailableError.cause "engine"). The dry run encodes numpy frames of the (small) race
+    clip with libx264 on the CPU, through the same checks."""
+    yield session_row(settings)
     path = settings.media / (settings.race_clip if settings.dry_run else NVENC_CLIP)
     try:
         frames = CpuReference(path).frames[:NVENC_FRAMES]
@@ -74,7 +99,9 @@ def check_nvenc(settings: Settings) -> Iterator[Row]:
                     decoded = decoder.get_frames_in_range(0, len(decoder)).data
                     metadata = decoder.metadata
             except Exception as error:   # noqa: BLE001
-                yield Row("nvenc", subject, error_text(error), "FAIL", {"error": error_text(error)})
+                cause = getattr(error, "cause", None)
+                yield Row("nvenc", subject, error_text(error), NO_ENGINE if cause == "engine" else "FAIL",
+                          {"error": error_text(error), "cause": cause})
                 continue
             values = [psnr(decoded[i], frames[i]) for i in range(min(len(decoded), len(frames)))]
             worst = min(values) if values else 0.0

@@ -2,14 +2,22 @@
 """Check JPEG on the GPU (nvJPEG: decode_jpeg(device="cuda"), JpegEncoder of CUDA images) on a
 machine with an NVIDIA GPU, one row at a time.
 
-    python tools/gpu/jpeg_check.py [--device cuda:0] [--out DIR] [--quick]
+    python tools/gpu/jpeg_check.py [--device cuda:0] [--out DIR] [--quick] [--inputs DIR]
+    python tools/gpu/jpeg_check.py --write-inputs DIR
 
 Each row (step, check, subject, result, status) is printed and appended to DIR/gpu_jpeg_check.md
 and DIR/gpu_jpeg_check.jsonl as soon as it is known; an exception is reported in its row and never
-stops the others. Exit status 1 when a row failed. The steps:
+stops the others. Statuses are tools/gpu/check.py's (ok, FAIL, info, skipped, "limit: ..." for a
+hardware limit), whose ``--rows`` puts these rows into tools/gpu_check.sh's table. Exit status 1
+when a row failed.
+
+The JPEGs it decodes are made with Pillow (libjpeg-turbo), by name (RECIPES); where Pillow is not
+installed (the GPU machine) ``--inputs DIR`` reads them from DIR, which ``--write-inputs DIR`` wrote
+where Pillow is (tools/gpu_bundle.sh: .gpu/jpeg). The steps:
 
 1. library: the gate (torchcodec._cuda._jpeg.reason), the libnvjpeg found and its version, the
-   device, and whether it has JPEG engines (nvJPEG's hardware backend). Unavailable FAILs.
+   device, and whether it has JPEG engines (nvJPEG's hardware backend: "limit: no JPEG engines"
+   where it has none, a hardware limit). Unavailable FAILs.
 2. pixels: JPEGs made by Pillow (libjpeg-turbo) from a smooth picture and a textured one, in 4:4:4,
    4:2:2, 4:2:0, gray, progressive, odd sizes and with restart markers, decoded by nvJPEG and by the
    CPU decoder (libjpeg-turbo), judged by TOLERANCES below; then every mode and uint16.
@@ -19,14 +27,15 @@ stops the others. Exit status 1 when a row failed. The steps:
 4. orientation: the eight EXIF orientations against the CPU decoder (shapes exact, pixels judged).
 5. errors: a corrupt image in a batch named by its index, CMYK refused, a truncated stream.
 6. encode: JpegEncoder of a CUDA image at qualities 25, 75, 95, the bytes decoded on the CPU against
-   the source (PSNR) and against Pillow's 4:4:4 JPEG at the same quality: nvJPEG may be at most
+   the source (PSNR) and against Pillow's 4:4:4 JPEG of that picture at the same quality (against
+   the picture Pillow encoded): nvJPEG may be at most
    1.0 dB worse (the same IJG quantisation tables, another forward DCT and rounding); a flipped view
    (gathered into planes first) as good as the planar image; torch and cupy arrays, planar and
    interleaved, when installed: the same bytes as the planar DeviceBuffer.
 7. streams (torch with CUDA): a decode on a non-default torch stream right after a large matrix
    product queued there, summed on that stream without a host wait, equals a quiet decode.
-8. bench: a batch of 1080p JPEGs, nvJPEG against libjpeg-turbo on all CPU threads (images/s;
-   tools/bench/nvjpeg.py is the full benchmark).
+8. bench: a batch of 1080p JPEGs (made by torchcodec's CPU JpegEncoder), nvJPEG against
+   libjpeg-turbo on all CPU threads (images/s; tools/bench/nvjpeg.py is the full benchmark).
 
 TOLERANCES: nvJPEG is not libjpeg-turbo. Its inverse DCT (and the hardware engine's) is another
 implementation: the JPEG standard bounds an IDCT's error by 1 per sample against the exact transform
@@ -45,6 +54,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -77,6 +87,10 @@ class Row:
     status: str
 
 
+# Statuses, as tools/gpu/check.py has them (gpu/rows.py).
+OK, FAIL, INFO, SKIPPED, NO_ENGINES = "ok", "FAIL", "info", "skipped", "limit: no JPEG engines"
+
+
 class Report:
     def __init__(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
@@ -86,7 +100,7 @@ class Report:
         self.failed = False
 
     def add(self, row: Row) -> None:
-        self.failed |= row.status == "FAIL"
+        self.failed |= row.status == FAIL
         line = f"| {row.step} | {row.check} | {row.subject} | {row.result} | {row.status} |"
         print(line, flush=True)
         with self.markdown.open("a") as file:
@@ -100,7 +114,7 @@ class Report:
                 self.add(row)
         except Exception as error:            # reported in its row; the other steps still run
             detail = traceback.format_exception_only(type(error), error)[-1].strip()
-            self.add(Row(step, "raised", "-", detail.replace("|", "/")[:300], "FAIL"))
+            self.add(Row(step, "raised", "-", detail.replace("|", "/")[:300], FAIL))
 
 
 # ---- images -------------------------------------------------------------------------------------
@@ -133,19 +147,73 @@ def jpeg(array: np.ndarray, **options: Any) -> bytes:
     return buffer.getvalue()
 
 
-def cases() -> dict[str, tuple[bytes, str]]:
-    """name -> (JPEG, tolerance key)."""
-    picture, rough = smooth(480, 640), textured(251, 333)
-    return {
-        "smooth 4:4:4": (jpeg(picture, subsampling=0), "444"),
-        "smooth 4:2:2": (jpeg(picture, subsampling=1), "subsampled"),
-        "smooth 4:2:0": (jpeg(picture, subsampling=2), "subsampled"),
-        "smooth gray": (jpeg(picture, gray=True), "gray"),
-        "textured 333x251 4:4:4": (jpeg(rough, subsampling=0), "444"),
-        "textured 333x251 4:2:0": (jpeg(rough, subsampling=2), "subsampled"),
-        "textured 4:2:0 progressive": (jpeg(rough, subsampling=2, progressive=True), "subsampled"),
-        "smooth 4:2:0 quality 50": (jpeg(picture, subsampling=2, quality=50), "subsampled"),
-    }
+def _smooth_picture() -> np.ndarray:
+    return smooth(480, 640)
+
+
+def _rough_picture() -> np.ndarray:
+    return textured(251, 333)
+
+
+def _turned_picture() -> np.ndarray:
+    return smooth(120, 200)
+
+
+def _encode_picture() -> np.ndarray:
+    return textured(240, 320, seed=1)
+
+
+ENCODE_QUALITIES = (25, 75, 95)
+
+# name -> (the picture, Pillow's options): every JPEG the check decodes or compares with.
+RECIPES: dict[str, tuple[Callable[[], np.ndarray], dict[str, Any]]] = {
+    "smooth 4:4:4": (_smooth_picture, {"subsampling": 0}),
+    "smooth 4:2:2": (_smooth_picture, {"subsampling": 1}),
+    "smooth 4:2:0": (_smooth_picture, {"subsampling": 2}),
+    "smooth gray": (_smooth_picture, {"gray": True}),
+    "textured 333x251 4:4:4": (_rough_picture, {"subsampling": 0}),
+    "textured 333x251 4:2:0": (_rough_picture, {"subsampling": 2}),
+    "textured 4:2:0 progressive": (_rough_picture, {"subsampling": 2, "progressive": True}),
+    "smooth 4:2:0 quality 50": (_smooth_picture, {"subsampling": 2, "quality": 50}),
+    **{f"EXIF {k}": (_turned_picture, {"subsampling": 2, "orientation": k}) for k in range(1, 9)},
+    "CMYK": (lambda: smooth(64, 64), {"cmyk": True}),
+    "encode source": (_encode_picture, {"subsampling": 0, "quality": 100}),
+    **{f"Pillow 4:4:4 quality {q}": (_encode_picture, {"subsampling": 0, "quality": q}) for q in ENCODE_QUALITIES},
+}
+
+# The decoded cases, by name: their tolerance key.
+CASES = {"smooth 4:4:4": "444", "smooth 4:2:2": "subsampled", "smooth 4:2:0": "subsampled", "smooth gray": "gray",
+         "textured 333x251 4:4:4": "444", "textured 333x251 4:2:0": "subsampled",
+         "textured 4:2:0 progressive": "subsampled", "smooth 4:2:0 quality 50": "subsampled"}
+
+
+def file_name(name: str) -> str:
+    """The file a recipe's JPEG is kept in (``--write-inputs``)."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_") + ".jpg"
+
+
+class Inputs:
+    """The JPEGs of RECIPES by name: read from ``folder`` when given (written by write_inputs), else
+    made with Pillow, once each."""
+
+    def __init__(self, folder: Optional[Path]) -> None:
+        self.folder, self.made = folder, {}
+
+    def __getitem__(self, name: str) -> bytes:
+        if name not in self.made:
+            if self.folder is not None:
+                self.made[name] = (self.folder / file_name(name)).read_bytes()
+            else:
+                picture, options = RECIPES[name]
+                self.made[name] = jpeg(picture(), **options)
+        return self.made[name]
+
+
+def write_inputs(folder: Path) -> None:
+    """Every JPEG of RECIPES into ``folder`` (Pillow needed), for a machine without Pillow."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (picture, options) in RECIPES.items():
+        (folder / file_name(name)).write_bytes(jpeg(picture(), **options))
 
 
 def differences(gpu: np.ndarray, cpu: np.ndarray) -> dict[str, float]:
@@ -157,7 +225,7 @@ def judged(stats: dict[str, float], key: str) -> str:
     tolerance = TOLERANCES[key]
     ok = (stats["mean"] <= tolerance.mean_abs and stats["within3"] >= tolerance.within3
           and (tolerance.max_abs is None or stats["max"] <= tolerance.max_abs))
-    return "PASS" if ok else "FAIL"
+    return OK if ok else FAIL
 
 
 def shown(stats: dict[str, float], key: str) -> str:
@@ -170,14 +238,15 @@ def shown(stats: dict[str, float], key: str) -> str:
 # ---- the checks -----------------------------------------------------------------------------------
 
 class Checks:
-    def __init__(self, device: str, quick: bool) -> None:
+    def __init__(self, device: str, quick: bool, inputs: Inputs) -> None:
         import torchcodec
         torchcodec.set_bridge("numpy")        # DeviceBuffer outputs, read through the CUDA Array Interface
         from torchcodec.decoders import decode_jpeg
         from torchcodec.encoders import JpegEncoder
         self.device, self.quick = device, quick
         self.decode_jpeg, self.JpegEncoder = decode_jpeg, JpegEncoder
-        self.cases = cases()
+        self.inputs = inputs
+        self.cases = {name: (inputs[name], key) for name, key in CASES.items()}
 
     def gpu(self, data: Any, **options: Any) -> Any:
         return self.decode_jpeg(data, device=self.device, **options)
@@ -186,14 +255,16 @@ class Checks:
         from torchcodec._core._devices import parse_device
         from torchcodec._cuda import _driver, _jpeg, _nvjpeg
         why = _jpeg.reason()
-        yield Row("library", "gate", "nvJPEG", why or "available", "FAIL" if why else "PASS")
+        yield Row("library", "gate", "nvJPEG", why or "available", FAIL if why else OK)
         if why:
             return
         library = _nvjpeg.load_nvjpeg()
         context = _driver.load_driver().context(parse_device(self.device)[1])
         handles = _nvjpeg.device(context)
-        yield Row("library", "found", library.path, f"nvJPEG {'.'.join(map(str, library.version))}", "INFO")
-        yield Row("library", "device", context.name, f"JPEG engines: {'yes' if handles.hardware else 'no'}", "INFO")
+        yield Row("library", "found", library.path, f"nvJPEG {'.'.join(map(str, library.version))}", INFO)
+        yield Row("library", "device", context.name, "JPEG engines: yes" if handles.hardware else
+                  "this GPU has no JPEG engines: batches are decoded by nvJPEG's CUDA backend", INFO if handles.hardware
+                  else NO_ENGINES)
 
     def pixels(self) -> Iterator[Row]:
         for name, (data, key) in self.cases.items():
@@ -203,7 +274,7 @@ class Checks:
         for mode in ("UNCHANGED", "GRAY", "RGB_ALPHA", "GRAY_ALPHA"):
             gpu, cpu = to_numpy(self.gpu(data, mode=mode)), self.decode_jpeg(data, mode=mode)
             if gpu.shape != cpu.shape:
-                yield Row("pixels", f"mode {mode}", "smooth 4:2:0", f"shape {gpu.shape} != {cpu.shape}", "FAIL")
+                yield Row("pixels", f"mode {mode}", "smooth 4:2:0", f"shape {gpu.shape} != {cpu.shape}", FAIL)
                 continue
             stats = differences(gpu, cpu)
             mode_key = "gray" if mode.startswith("GRAY") else key
@@ -212,7 +283,7 @@ class Checks:
         narrow = to_numpy(self.gpu(data))
         exact = wide.dtype == np.uint16 and (wide == narrow.astype(np.uint16) * 257).all()
         yield Row("pixels", "uint16 = uint8 * 257", "smooth 4:2:0", "equal" if exact else "differs",
-                  "PASS" if exact else "FAIL")
+                  OK if exact else FAIL)
 
     def batch(self) -> Iterator[Row]:
         from torchcodec._core._devices import parse_device
@@ -225,11 +296,11 @@ class Checks:
         engines = _jpeg.decode([_encoded(d) for d in datas], 3, False, index, get_max_image_pixels(), batch=True,
                                paths=paths)
         yield Row("batch", "paths", f"{len(datas)} images", f"{paths['hardware']} by the JPEG engines, "
-                  f"{paths['single']} one at a time", "INFO")
+                  f"{paths['single']} one at a time", INFO)
         alone = [to_numpy(self.gpu(d)) for d in datas]
         same = all((to_numpy(e) == a).all() for e, a in zip(engines, alone))
         yield Row("batch", "batch = each image alone", f"{len(datas)} images", "equal" if same else "differs",
-                  "PASS" if same else "FAIL")
+                  OK if same else FAIL)
         backend = _jpeg.decode([_encoded(d) for d in datas], 3, False, index, get_max_image_pixels(), batch=True,
                                hardware=False)
         for name in dict.fromkeys(names):
@@ -239,12 +310,11 @@ class Checks:
             yield Row("batch", "engines vs CUDA backend", name, shown(stats, key), judged(stats, key))
 
     def orientation(self) -> Iterator[Row]:
-        picture = smooth(120, 200)
         for orientation in range(1, 9):
-            data = jpeg(picture, subsampling=2, orientation=orientation)
+            data = self.inputs[f"EXIF {orientation}"]
             gpu, cpu = to_numpy(self.gpu(data)), self.decode_jpeg(data)
             if gpu.shape != cpu.shape:
-                yield Row("orientation", "shape", f"EXIF {orientation}", f"{gpu.shape} != {cpu.shape}", "FAIL")
+                yield Row("orientation", "shape", f"EXIF {orientation}", f"{gpu.shape} != {cpu.shape}", FAIL)
                 continue
             stats = differences(gpu, cpu)
             yield Row("orientation", "RGB vs libjpeg-turbo", f"EXIF {orientation}", shown(stats, "subsampled"),
@@ -257,7 +327,7 @@ class Checks:
         corrupt = bytearray(progressive)
         corrupt[second + 5] = 9                     # the second scan names a component that does not exist
         for name, bad, phrase in (("corrupt scan", bytes(corrupt), "image 2 of the batch"),
-                                  ("CMYK", jpeg(smooth(64, 64), cmyk=True), "Unknown chroma subsampling"),
+                                  ("CMYK", self.inputs["CMYK"], "Unknown chroma subsampling"),
                                   ("truncated", good[: len(good) // 2], "Image is incomplete or truncated.")):
             try:
                 self.gpu([good, good, bad, good])
@@ -265,29 +335,26 @@ class Checks:
             except RuntimeError as error:
                 message = str(error)
             ok = phrase in message and "image 2 of the batch" in message
-            yield Row("errors", name, "batch of 4, bad at 2", message.replace("|", "/")[:200], "PASS" if ok else "FAIL")
+            yield Row("errors", name, "batch of 4, bad at 2", message.replace("|", "/")[:200], OK if ok else FAIL)
 
     def encode(self) -> Iterator[Row]:
-        from PIL import Image
-        picture = textured(240, 320, seed=1)
-        source = self.gpu(jpeg(picture, subsampling=0, quality=100))       # (3, H, W) planar
+        picture = _encode_picture().transpose(2, 0, 1)
+        source = self.gpu(self.inputs["encode source"])       # (3, H, W) planar
         pixels = to_numpy(source)
         planar = {}
-        for quality in (25, 75, 95):
+        for quality in ENCODE_QUALITIES:
             planar[quality] = to_numpy(self.JpegEncoder(source).to_tensor(quality=quality)).tobytes()
             decoded = self.decode_jpeg(planar[quality])
-            buffer = io.BytesIO()
-            Image.fromarray(pixels.transpose(1, 2, 0)).save(buffer, "JPEG", quality=quality, subsampling=0)
-            ours, theirs = psnr(decoded, pixels), psnr(self.decode_jpeg(buffer.getvalue()), pixels)
+            pillows = self.inputs[f"Pillow 4:4:4 quality {quality}"]
+            ours, theirs = psnr(decoded, pixels), psnr(self.decode_jpeg(pillows), picture)
             yield Row("encode", f"quality {quality}", "planar", f"PSNR {ours:.2f} dB vs Pillow 4:4:4 {theirs:.2f} dB; "
-                      f"{len(planar[quality])} vs {len(buffer.getvalue())} bytes",
-                      "PASS" if ours >= theirs - 1.0 else "FAIL")
+                      f"{len(planar[quality])} vs {len(pillows)} bytes", OK if ours >= theirs - 1.0 else FAIL)
         flipped = source.as_strided((3, 240, 320), (240 * 320, -320, 1), offset=239 * 320)
         data = to_numpy(self.JpegEncoder(flipped).to_tensor(quality=75)).tobytes()
         ours = psnr(self.decode_jpeg(data), np.ascontiguousarray(pixels[:, ::-1]))
         reference = psnr(self.decode_jpeg(planar[75]), pixels)
         yield Row("encode", "flipped view (gathered into planes)", "quality 75", f"PSNR {ours:.2f} dB vs planar "
-                  f"{reference:.2f} dB", "PASS" if abs(ours - reference) <= 0.5 else "FAIL")
+                  f"{reference:.2f} dB", OK if abs(ours - reference) <= 0.5 else FAIL)
         for library in ("torch", "cupy"):
             yield self.encode_library(library, pixels, planar[75])
 
@@ -297,10 +364,10 @@ class Checks:
         try:
             module = __import__(library)
         except ImportError:
-            return Row("encode", f"{library} inputs", "-", f"{library} not installed", "SKIP")
+            return Row("encode", f"{library} inputs", "-", f"{library} not installed", SKIPPED)
         if library == "torch":
             if not module.cuda.is_available():
-                return Row("encode", "torch inputs", "-", "torch has no CUDA", "SKIP")
+                return Row("encode", "torch inputs", "-", "torch has no CUDA", SKIPPED)
             images = [module.from_numpy(pixels.copy()).to(self.device),
                       module.from_numpy(pixels.transpose(1, 2, 0).copy()).to(self.device).permute(2, 0, 1)]
         else:
@@ -311,16 +378,16 @@ class Checks:
             self.JpegEncoder(image).to_file_like(buffer, quality=75)
             same.append(buffer.getvalue() == planar)
         return Row("encode", f"{library} inputs", "planar, interleaved", f"same bytes as the DeviceBuffer: {same}",
-                   "PASS" if all(same) else "FAIL")
+                   OK if all(same) else FAIL)
 
     def streams(self) -> Iterator[Row]:
         try:
             import torch
         except ImportError:
-            yield Row("streams", "torch stream", "-", "torch not installed", "SKIP")
+            yield Row("streams", "torch stream", "-", "torch not installed", SKIPPED)
             return
         if not torch.cuda.is_available():
-            yield Row("streams", "torch stream", "-", "torch has no CUDA", "SKIP")
+            yield Row("streams", "torch stream", "-", "torch has no CUDA", SKIPPED)
             return
         import torchcodec
         datas = [self.cases["smooth 4:2:0"][0], self.cases["textured 333x251 4:2:0"][0]] * 4
@@ -337,13 +404,14 @@ class Checks:
                 stream.synchronize()
                 bad += sum(int(s.item()) != q for s, q in zip(sums, quiet))
         yield Row("streams", "decode on a busy torch stream", f"{len(datas)} images", f"{bad} wrong sums",
-                  "PASS" if bad == 0 else "FAIL")
+                  OK if bad == 0 else FAIL)
 
     def bench(self) -> Iterator[Row]:
         from torchcodec._cuda import _device_buffer, _driver
         from torchcodec._core._devices import parse_device
         count = 64 if self.quick else 256
-        frames = [jpeg(textured(1080, 1920, seed=k)) for k in range(4)]
+        frames = [self.JpegEncoder(np.ascontiguousarray(textured(1080, 1920, seed=k).transpose(2, 0, 1)))
+                  .to_tensor(quality=90).tobytes() for k in range(4)]
         items = [frames[k % 4] for k in range(count)]
         context = _driver.load_driver().context(parse_device(self.device)[1])
         self.gpu(items[:32])
@@ -358,7 +426,7 @@ class Checks:
         cpu = time.perf_counter() - start
         yield Row("bench", "1080p JPEG q90, batches of 32", f"{count} images",
                   f"nvJPEG {count / gpu:.0f} images/s, libjpeg-turbo ({len(os.sched_getaffinity(0))} threads) "
-                  f"{count / cpu:.0f} images/s: {cpu / gpu:.2f}x", "INFO")
+                  f"{count / cpu:.0f} images/s: {cpu / gpu:.2f}x", INFO)
 
 
 def to_numpy(array: Any) -> np.ndarray:
@@ -401,10 +469,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/gpu_check")))
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--inputs", type=Path, help="read the JPEGs from this folder (see --write-inputs)")
+    parser.add_argument("--write-inputs", type=Path, metavar="DIR",
+                        help="write the JPEGs the check decodes into DIR (needs Pillow) and exit")
     parser.add_argument("--only", default="library,pixels,batch,orientation,errors,encode,streams,bench")
     args = parser.parse_args(argv)
+    if args.write_inputs is not None:
+        write_inputs(args.write_inputs)
+        return 0
     report = Report(args.out)
-    checks = Checks(args.device, args.quick)
+    checks = Checks(args.device, args.quick, Inputs(args.inputs))
     for step in args.only.split(","):
         report.run(step, getattr(checks, step))
         if step == "library" and report.failed:

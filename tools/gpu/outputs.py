@@ -164,6 +164,31 @@ def own_buffer(settings: Settings, shape: tuple) -> Any:
     return _device_buffer.DeviceBuffer.empty(context, shape, "uint8", 1)
 
 
+def dlpack_reader(module: Any) -> Callable[[Any], np.ndarray]:
+    """A view imported by ``module`` (torch or cupy) through DLPack, copied to the host. A function
+    of its own, so that each reader keeps its module (a lambda in a loop would see the last one)."""
+    if module.__name__ == "torch":
+        return lambda view: module.from_dlpack(view).cpu().numpy()
+    return lambda view: module.from_dlpack(view).get()
+
+
+def dlpack_consumers(installed: dict[str, Any], dry_run: bool) -> list[tuple[str, Callable[[Any], np.ndarray] | str]]:
+    """(subject, reader or why it is skipped) for each DLPack consumer of the interop check:
+    ``installed`` maps "torch" / "cupy" to the module where it is installed."""
+    consumers: list[tuple[str, Callable[[Any], np.ndarray] | str]] = []
+    for name in ("torch", "cupy"):
+        subject = f"DLPack frame views -> {name}"
+        if name not in installed:
+            consumers.append((subject, f"{name} is not installed"))
+        elif name == "cupy" and dry_run:
+            consumers.append((subject, "a dry run has no cupy device arrays"))
+        else:
+            consumers.append((subject, dlpack_reader(installed[name])))
+    if dry_run:
+        consumers.append(("DLPack frame views -> numpy (cupy's stand-in)", lambda view: np.from_dlpack(view)))
+    return consumers
+
+
 def check_interop(settings: Settings) -> Iterator[Row]:
     """Frames decoded into torchcodec's own buffer, then each view ``buffer[i]`` taken by torch and
     cupy through DLPack (``data`` must be frame i's address: a consumer ignoring ``byte_offset``
@@ -181,20 +206,9 @@ def check_interop(settings: Settings) -> Iterator[Row]:
     except Exception as error:   # noqa: BLE001
         yield Row("interop", "decode into an own buffer", error_text(error), "ERROR", {"error": error_text(error)})
         return
-    consumers: list[tuple[str, Callable[[Any], np.ndarray] | str]] = []
-    for name in ("torch", "cupy"):
-        if importlib.util.find_spec(name) is None:
-            consumers.append((f"DLPack frame views -> {name}", f"{name} is not installed"))
-            continue
-        module = importlib.import_module(name)
-        if name == "torch":
-            consumers.append(("DLPack frame views -> torch", lambda view: module.from_dlpack(view).cpu().numpy()))
-        elif settings.dry_run:
-            consumers.append(("DLPack frame views -> cupy", "a dry run has no cupy device arrays"))
-        else:
-            consumers.append(("DLPack frame views -> cupy", lambda view: module.from_dlpack(view).get()))
-    if settings.dry_run:
-        consumers.append(("DLPack frame views -> numpy (cupy's stand-in)", lambda view: np.from_dlpack(view)))
+    installed = {name: importlib.import_module(name) for name in ("torch", "cupy")
+                 if importlib.util.find_spec(name) is not None}
+    consumers = dlpack_consumers(installed, settings.dry_run)
     for subject, read in consumers:
         if isinstance(read, str):
             yield Row("interop", subject, read, "skipped")

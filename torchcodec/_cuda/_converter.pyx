@@ -42,6 +42,7 @@ from torchcodec._cuda._driver cimport (CudaContext, CudaDriver, CudaModule, Fram
                                             launch_kernel, stream_wait_event)
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._cuda cimport cuda as cu
+from torchcodec._cuda cimport ffnvcodec   # the C definitions of the driver's tables
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVHWFramesContext, AVPixelFormat, AVPixFmtDescriptor
 

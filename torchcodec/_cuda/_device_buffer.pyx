@@ -25,6 +25,7 @@ from libc.stdint cimport int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 
 from torchcodec._cuda cimport cuda as cu
+from torchcodec._cuda cimport ffnvcodec   # the C definitions of the driver's tables
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver, check_cu, check_cu_nogil, stream_wait_event
 
 

@@ -31,6 +31,7 @@ from libc.string cimport memcpy, memset
 from torchcodec._core._raw_frames cimport RawFrame
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver, FrameSync, check_cu, check_cu_nogil, stream_wait_event
 from torchcodec._cuda cimport cuda as cu
+from torchcodec._cuda cimport ffnvcodec   # the C definitions of the driver's tables
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg cimport ffcompat
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVHWFramesContext, AVPixelFormat, AVPixFmtDescriptor

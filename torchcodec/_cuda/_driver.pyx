@@ -26,6 +26,7 @@ import types
 from posix.dlfcn cimport dlsym
 
 from torchcodec._cuda cimport cuda as cu
+from torchcodec._cuda cimport ffnvcodec as ffnv
 from torchcodec._cuda cimport nvcuvid as cuvid
 
 #: The driver functions looked up with dlsym because ffnvcodec's table lacks them.
@@ -106,7 +107,7 @@ cdef int launch_kernel(CudaDriver driver, cu.CUfunction function, unsigned grid_
                           "cuLaunchKernel")
 
 
-cdef str loader_message(cu.tc_loader_log *log):
+cdef str loader_message(ffnv.tc_loader_log *log):
     return log.text.decode("utf-8", "replace").strip()
 
 
@@ -119,11 +120,11 @@ cdef class CudaDriver:
         self.lock = threading.Lock()
 
     cdef int open(self) except -1:
-        cdef cu.tc_loader_log log
+        cdef ffnv.tc_loader_log log
         cdef int count = 0
         cdef cu.CUresult ret
         log.text[0] = 0
-        if cu.cuda_load_functions(&self.ptr, &log) < 0:
+        if ffnv.cuda_load_functions(&self.ptr, &log) < 0:
             self.ptr = NULL
             message = loader_message(&log)
             if message.startswith("Cannot load libcuda"):
@@ -154,7 +155,7 @@ cdef class CudaDriver:
 
     def __dealloc__(self):
         # Contexts hold a reference to their driver, so none is left here; the library is closed last.
-        cu.cuda_free_functions(&self.ptr)
+        ffnv.cuda_free_functions(&self.ptr)
 
     @property
     def extras(self) -> dict:
@@ -335,7 +336,7 @@ cdef class CuvidLibrary:
         self.ptr = NULL
 
     def __dealloc__(self):
-        cuvid.cuvid_free_functions(&self.ptr)
+        ffnv.cuvid_free_functions(&self.ptr)
 
 
 _release_hooks = []  # called by CudaDriver.close() before the contexts are released
@@ -390,13 +391,13 @@ cpdef CudaDriver load_driver():
 def load_nvcuvid() -> CuvidLibrary:
     """libnvcuvid.so.1 (NVDEC), loaded on first call; CudaUnavailableError saying why when it cannot be."""
     global _cuvid, _cuvid_failure
-    cdef cu.tc_loader_log log
+    cdef ffnv.tc_loader_log log
     cdef CuvidLibrary library
     with _lock:
         if _cuvid is None and _cuvid_failure is None:
             library = CuvidLibrary()
             log.text[0] = 0
-            if cuvid.cuvid_load_functions(&library.ptr, &log) < 0:
+            if ffnv.cuvid_load_functions(&library.ptr, &log) < 0:
                 library.ptr = NULL
                 message = loader_message(&log)
                 if message.startswith("Cannot load libnvcuvid"):

@@ -53,6 +53,7 @@ from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, FrameSync, chec
 from torchcodec._cuda._nvdec_caps cimport refusal, stream_refusal, surface_format
 from torchcodec._cuda._nvdec_input cimport NvdecInput
 from torchcodec._cuda cimport cuda as cu
+from torchcodec._cuda cimport ffnvcodec   # the C definitions of the driver's tables
 from torchcodec._cuda cimport nvcuvid as cuvid
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf

@@ -17,6 +17,7 @@ from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._cuda._driver cimport CudaContext, CuvidLibrary, check_cu
 from torchcodec._cuda._nvdec_input cimport NvdecInput
 from torchcodec._cuda cimport cuda as cu
+from torchcodec._cuda cimport ffnvcodec   # the C definitions of the driver's tables
 from torchcodec._cuda cimport nvcuvid as cuvid
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avcodec cimport AVCodecParameters

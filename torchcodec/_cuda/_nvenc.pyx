@@ -16,14 +16,19 @@ writer's stream after the last one, so the producer's library cannot reuse the m
 kernel still reads it. No host synchronisation.
 
 ``NvencStreamEncoder`` is the StreamEncoder (codec context, send/receive loop, muxer) over such a
-writer: the codec (the container's default codec's NVENC encoder, or the one named), its options as
-on the CPU (crf, preset, extra_options, an unknown key an error), the colour matrix and range of
-the CPU encoder (BT.601, limited range, unless the colorspace / color_range options say otherwise),
-written into the stream.
+writer: the codec (h264's NVENC encoder for mp4, mov and mkv, else the container's default codec's,
+or the one named), its options as on the CPU (crf, preset, extra_options, an unknown key an error),
+the colour matrix and range of the CPU encoder (BT.601, limited range, unless the colorspace /
+color_range options say otherwise), written into the stream.
+
+When FFmpeg's encoder cannot open, :func:`nvenc_status` asks NVIDIA's encoder library directly
+(ffnvcodec's loader, then an encode session opened and closed on the same context) which of the
+causes it is, so that the NvencUnavailableError names it: the library missing, a driver whose NVENC
+API is too old, or a GPU without an NVENC engine (the A100, H100 and H200 have none).
 """
-from libc.errno cimport ENOSYS
 from libc.limits cimport INT_MAX
-from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memset
 
 from torchcodec._core._encoder cimport (StreamEncoder, c_str, check_frames, choose_yuv_matrix, codec_options,
                                         pixel_format_name, set_codec_options)
@@ -35,6 +40,7 @@ from torchcodec._core._packet_decoder import cuda_hwaccel_unavailable_reason
 from torchcodec._cuda._converter import _modules_for
 from torchcodec._cuda._driver cimport CudaContext, CudaModule, check_cu, check_cu_nogil, launch_kernel, stream_wait_event
 from torchcodec._cuda cimport cuda as cu
+from torchcodec._cuda cimport ffnvcodec as ffnv
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecDescriptor, AVCodecHWConfig, AVCodecID
@@ -55,6 +61,92 @@ cdef extern from "torchcodec/kernels.h" nogil:
         int height
         int matrix
         int full_range
+
+class NvencUnavailableError(RuntimeError):
+    """NVENC cannot encode on this machine. ``cause`` says why: "library" (libnvidia-encode.so.1
+    could not be opened), "driver" (a driver too old for the NVENC API FFmpeg's encoders use, or
+    whose library lacks NVENC's entry points), "engine" (the GPU has no NVENC engine) or "session"
+    (the engine refused a session: out of memory, or the GPU's limit of concurrent sessions)."""
+
+    def __init__(self, message: str, cause: str) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+# nvEncOpenEncodeSessionEx's refusals that the check names (NVENCSTATUS values, nvEncodeAPI.h).
+SESSION_ERRORS = {ffnv.NV_ENC_ERR_NO_ENCODE_DEVICE: "NV_ENC_ERR_NO_ENCODE_DEVICE",
+                  ffnv.NV_ENC_ERR_UNSUPPORTED_DEVICE: "NV_ENC_ERR_UNSUPPORTED_DEVICE",
+                  ffnv.NV_ENC_ERR_INVALID_VERSION: "NV_ENC_ERR_INVALID_VERSION",
+                  ffnv.NV_ENC_ERR_OUT_OF_MEMORY: "NV_ENC_ERR_OUT_OF_MEMORY"}
+
+
+def _api_version(uint32_t version) -> str:
+    """NvEncodeAPIGetMaxSupportedVersion's (major << 4 | minor) as "major.minor"."""
+    return f"{version >> 4}.{version & 0xF}"
+
+
+def nvenc_status(CudaContext context not None):
+    """Whether NVENC can encode on ``context``'s GPU, asked of NVIDIA's encoder library itself:
+    ``(None, sentence)`` when an encode session opens (it is closed at once), else ``(cause,
+    sentence)`` with the cause of :class:`NvencUnavailableError` and what was found."""
+    cdef ffnv.NvencFunctions *functions = NULL
+    cdef ffnv.tc_loader_log log
+    cdef ffnv.NV_ENCODE_API_FUNCTION_LIST api
+    cdef ffnv.NV_ENC_OPEN_ENCODE_SESSION_EX_PARAMS params
+    cdef uint32_t version = 0
+    cdef uint32_t needed = (ffnv.NVENCAPI_MAJOR_VERSION << 4) | ffnv.NVENCAPI_MINOR_VERSION
+    cdef void *encoder = NULL
+    cdef ffnv.NVENCSTATUS status
+    log.text[0] = 0
+    if ffnv.nvenc_load_functions(&functions, &log) < 0:
+        message = log.text.decode("utf-8", "replace").strip()
+        if message.startswith("Cannot load libnvidia-encode"):
+            return "library", ("NVIDIA's encoder library libnvidia-encode.so.1 could not be opened (it comes with the "
+                               "NVIDIA driver; in a container, NVIDIA_DRIVER_CAPABILITIES must include 'video')")
+        return "driver", (f"libnvidia-encode.so.1 was opened but lacks NVENC's entry point "
+                          f"{message.replace('Cannot load ', '')}: the NVIDIA driver is too old or not a real one")
+    try:
+        status = functions.NvEncodeAPIGetMaxSupportedVersion(&version)
+        if status != ffnv.NV_ENC_SUCCESS:
+            return "driver", f"NvEncodeAPIGetMaxSupportedVersion failed (NVENCSTATUS {status})"
+        if version < needed:
+            return "driver", (f"the NVIDIA driver's NVENC API is version {_api_version(version)}, older than the "
+                              f"{_api_version(needed)} that FFmpeg's NVENC encoders were built for: update the driver")
+        memset(&api, 0, sizeof(api))
+        api.version = ffnv.NV_ENCODE_API_FUNCTION_LIST_VER
+        status = functions.NvEncodeAPICreateInstance(&api)
+        if status != ffnv.NV_ENC_SUCCESS or api.nvEncOpenEncodeSessionEx == NULL or api.nvEncDestroyEncoder == NULL:
+            return "driver", (f"NvEncodeAPICreateInstance failed (NVENCSTATUS {status}) for NVENC API "
+                              f"{_api_version(needed)}, although the driver reports {_api_version(version)}")
+        memset(&params, 0, sizeof(params))
+        params.version = ffnv.NV_ENC_OPEN_ENCODE_SESSION_EX_PARAMS_VER
+        params.deviceType = ffnv.NV_ENC_DEVICE_TYPE_CUDA
+        params.device = <void *>context.ptr
+        params.apiVersion = ffnv.NVENCAPI_VERSION
+        context.enter()
+        try:
+            with nogil:
+                status = api.nvEncOpenEncodeSessionEx(&params, &encoder)
+                if encoder != NULL:        # also after a failure, as NVENC's API asks
+                    api.nvEncDestroyEncoder(encoder)
+        finally:
+            context.exit()
+        name = SESSION_ERRORS.get(status, f"NVENCSTATUS {status}")
+        where = f"cuda:{context.index} ({context.name})"
+        if status == ffnv.NV_ENC_SUCCESS:
+            return None, f"an NVENC session opens on {where} (driver NVENC API {_api_version(version)})"
+        if status == ffnv.NV_ENC_ERR_NO_ENCODE_DEVICE or status == ffnv.NV_ENC_ERR_UNSUPPORTED_DEVICE:
+            return "engine", (f"this GPU has no NVENC engine: {where} refused an encode session "
+                              f"(nvEncOpenEncodeSessionEx: {name}); data-centre GPUs such as the A100, H100 and "
+                              f"H200 have none. Encode CPU frames (frames.cpu()) or use a GPU with NVENC")
+        if status == ffnv.NV_ENC_ERR_INVALID_VERSION:
+            return "driver", (f"the NVIDIA driver refused NVENC API {_api_version(needed)} "
+                              f"(nvEncOpenEncodeSessionEx: {name}): update the driver")
+        return "session", (f"{where} refused an encode session (nvEncOpenEncodeSessionEx: {name}): out of "
+                           f"memory, or the GPU's limit of concurrent encode sessions is reached")
+    finally:
+        ffnv.nvenc_free_functions(&functions)
+
 
 # The only pixel format NVENC is given here, as in TorchCodec 0.17.
 GPU_PIXEL_FORMAT_ERROR = ("Video encoding on GPU currently only supports the nv12 pixel format. "
@@ -87,14 +179,20 @@ cdef const AVCodec *cuda_encoder_of(AVCodecID codec_id) noexcept:
             return codec
 
 
+# The codec of CUDA frames when none is named, by muxer: H.264 (h264_nvenc), whatever the container's
+# CPU default is in this FFmpeg (mpeg4 for mp4 without libx264). Other containers: their default's.
+CUDA_DEFAULT_CODECS = {"mp4": lavc.AV_CODEC_ID_H264, "mov": lavc.AV_CODEC_ID_H264, "matroska": lavc.AV_CODEC_ID_H264}
+
+
 cdef const AVCodec *choose_nvenc_codec(Muxer muxer, object name) except NULL:
     """The encoder for CUDA frames: ``name``'s when it is an NVENC encoder, the NVENC encoder of the
-    codec ``name`` ("h264", "hevc", "av1"), or that of the container's default codec (None)."""
+    codec ``name`` ("h264", "hevc", "av1"), or, when ``name`` is None, h264's for mp4, mov and mkv and
+    that of the container's default codec for the others."""
     cdef const AVCodec *codec
     cdef const AVCodecDescriptor *desc
     cdef int codec_id
     if name is None:
-        codec_id = muxer.default_codec_id("video")
+        codec_id = CUDA_DEFAULT_CODECS.get(muxer.format_name, muxer.default_codec_id("video"))
         codec = cuda_encoder_of(<AVCodecID>codec_id)
         if codec == NULL:
             raise InvalidArgumentError(
@@ -285,14 +383,13 @@ cdef class NvencStreamEncoder(StreamEncoder):
         lavu.av_frame_unref(self.frame)
 
     cdef object open_error(self, int ret):
-        # ffnvcodec's loader failed (AVERROR_UNKNOWN; -1 in older loaders), the driver lacks NVENC's API (ENOSYS)
-        if ret == lavu.AVERROR_UNKNOWN or ret == -1 or ret == -ENOSYS:
-            return RuntimeError(
-                f"NVENC is not available: FFmpeg's {c_str(self.codec.name)} could not load NVIDIA's encoder "
-                f"library libnvidia-encode.so.1, or the driver does not support the NVENC API it needs "
-                f"(avcodec_open2: {av_error_string(ret)}). The library comes with the NVIDIA driver (in a "
-                f"container, enable the driver capability 'video'); torchcodec.set_log_level('error') shows "
-                f"FFmpeg's own message")
+        # Whatever FFmpeg's code (ENOSYS for an unsupported device or an old driver, ENOENT for no
+        # encode device, AVERROR_UNKNOWN when its loader failed), NVENC itself says what is missing.
+        cause, text = nvenc_status(self.writer.context)
+        if cause is not None:
+            return NvencUnavailableError(
+                f"NVENC cannot encode: {text} (FFmpeg's {c_str(self.codec.name)}: avcodec_open2: "
+                f"{av_error_string(ret)})", cause)
         return StreamEncoder.open_error(self, ret)
 
     def describe_settings(self):

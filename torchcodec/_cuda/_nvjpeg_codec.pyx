@@ -32,6 +32,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 from torchcodec._cuda cimport cuda as cu
+from torchcodec._cuda cimport ffnvcodec   # the C definitions of the driver's tables
 from torchcodec._cuda cimport nvjpeg as nj
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver, CudaModule, check_cu, check_cu_nogil
 from torchcodec._cuda._nvjpeg cimport NvjpegDevice, NvjpegLibrary, check_nvjpeg, nvjpeg_error

@@ -1,33 +1,47 @@
-# The CUDA driver API as ffnvcodec's loader exposes it: a table of function pointers (CudaFunctions)
-# filled by cuda_load_functions from libcuda.so.1, opened with dlopen. C names kept; only what is used.
-# torchcodec/cuda_loader.h includes ffnvcodec/dynlink_loader.h with the loader's messages captured.
+# The CUDA driver API as torchcodec uses it, declared here from NVIDIA's documentation without any
+# header: what a downstream extension's C gets from these declarations (handles, CUresult, the
+# tables as pointers) needs neither cuda.h nor ffnvcodec's headers (ARCHITECTURE decision 7).
+# C names kept; only what is used.
+#
+# The driver is reached through ffnvcodec's dlopen loader: CudaFunctions is its table of function
+# pointers, filled by cuda_load_functions from libcuda.so.1. Its members are declared below for
+# Cython; their C definition comes from ffnvcodec's dynlink_loader.h, which only torchcodec's own
+# modules include (torchcodec/_cuda/ffnvcodec.pxd, not installed). A downstream extension holds the
+# tables as pointers to incomplete structs; reading their members needs ffnvcodec's headers.
 
-cdef extern from "torchcodec/cuda_loader.h" nogil:
-    ctypedef struct tc_loader_log:
-        char text[256]
+cdef extern from *:
+    # The driver's opaque objects, by their C struct tags (cuda.h and ffnvcodec name them alike), so
+    # that pointers to handles are the very types the loader's functions take.
+    struct CUctx_st
+    struct CUstream_st
+    struct CUevent_st
+    struct CUfunc_st
+    struct CUmod_st
 
-    # ffnvcodec/dynlink_cuda.h
-    ctypedef int CUresult
-    ctypedef int CUdevice
-    ctypedef unsigned long long CUdeviceptr
-    ctypedef struct CUctx_st
-    ctypedef CUctx_st *CUcontext
-    ctypedef struct CUstream_st
-    ctypedef CUstream_st *CUstream
-    ctypedef struct CUevent_st
-    ctypedef CUevent_st *CUevent
-    ctypedef struct CUfunc_st
-    ctypedef CUfunc_st *CUfunction
-    ctypedef struct CUmod_st
-    ctypedef CUmod_st *CUmodule
+ctypedef int CUresult                    # CUDA_SUCCESS or a CUDA_ERROR_* code
+ctypedef int CUdevice
+ctypedef unsigned long long CUdeviceptr
+ctypedef CUctx_st *CUcontext
+ctypedef CUstream_st *CUstream
+ctypedef CUevent_st *CUevent
+ctypedef CUfunc_st *CUfunction
+ctypedef CUmod_st *CUmodule
+ctypedef int CUmemorytype
 
+cdef extern from *:
+    # The driver's values that torchcodec uses, as plain numbers in C (no header defines them there).
     enum:
-        CUDA_SUCCESS
-        CU_EVENT_DISABLE_TIMING
+        CUDA_SUCCESS "0"
+        CU_EVENT_DISABLE_TIMING "2"     # a cuEventCreate flag
+        CU_MEMORYTYPE_HOST "1"          # CUmemorytype
+        CU_MEMORYTYPE_DEVICE "2"
+        TC_STREAM_LEGACY "1"            # CU_STREAM_LEGACY: the legacy default stream's handle
+        TC_STREAM_PER_THREAD "2"        # CU_STREAM_PER_THREAD: the per-thread default stream's handle
+        TC_STREAM_NON_BLOCKING "1"      # CU_STREAM_NON_BLOCKING, a cuStreamCreate flag
+        TC_CUDA_ERROR_NOT_READY "600"   # CUDA_ERROR_NOT_READY: cuEventQuery's "not yet"
 
-    ctypedef enum CUmemorytype:
-        CU_MEMORYTYPE_HOST
-        CU_MEMORYTYPE_DEVICE
+cdef extern from *:
+    # The driver's struct of a 2-D copy (used by value, so only where ffnvcodec's header is included).
     ctypedef struct CUDA_MEMCPY2D:
         size_t srcXInBytes
         size_t srcY
@@ -44,8 +58,8 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
         size_t WidthInBytes
         size_t Height
 
-    # ffnvcodec/dynlink_loader.h
-    ctypedef struct CudaFunctions:
+    # ffnvcodec/dynlink_loader.h's table, by its struct tag
+    struct CudaFunctions:
         CUresult (*cuInit)(unsigned int flags) noexcept nogil
         CUresult (*cuDeviceGetCount)(int *count) noexcept nogil
         CUresult (*cuDeviceGet)(CUdevice *device, int ordinal) noexcept nogil
@@ -79,9 +93,6 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
         CUresult (*cuGetErrorString)(CUresult error, const char **pstr) noexcept nogil
         void *lib
 
-    int cuda_load_functions(CudaFunctions **functions, void *logctx)
-    void cuda_free_functions(CudaFunctions **functions)
-
 
 # Driver functions that the loader's table lacks, looked up with dlsym on the same libcuda handle.
 ctypedef CUresult (*tcuStreamWaitEvent)(CUstream hStream, CUevent hEvent, unsigned int flags) noexcept nogil
@@ -89,11 +100,3 @@ ctypedef CUresult (*tcuMemAllocAsync)(CUdeviceptr *dptr, size_t bytesize, CUstre
 ctypedef CUresult (*tcuMemFreeAsync)(CUdeviceptr dptr, CUstream hStream) noexcept nogil
 ctypedef CUresult (*tcuDriverGetVersion)(int *version) noexcept nogil
 ctypedef CUresult (*tcuCtxSynchronize)() noexcept nogil
-
-
-# Values of cuda.h that ffnvcodec's header leaves out.
-cdef enum:
-    TC_STREAM_LEGACY = 1            # CU_STREAM_LEGACY: the legacy default stream's handle
-    TC_STREAM_PER_THREAD = 2        # CU_STREAM_PER_THREAD: the per-thread default stream's handle
-    TC_STREAM_NON_BLOCKING = 1      # CU_STREAM_NON_BLOCKING, a cuStreamCreate flag
-    TC_CUDA_ERROR_NOT_READY = 600   # CUDA_ERROR_NOT_READY: cuEventQuery's "not yet"

@@ -3,10 +3,16 @@
 # dynlink_cuviddec.h that torchcodec._cuda._nvdec uses. C names kept; only what is used. The picture
 # parameters (CUVIDPICPARAMS) are passed through from the parser to the decoder; only the surface
 # they decode into (CurrPicIdx) is read.
+#
+# Declared without a header (as torchcodec/_cuda/cuda.pxd is): the C definitions come from
+# ffnvcodec's headers, which torchcodec's own modules include (torchcodec/_cuda/ffnvcodec.pxd). A
+# downstream extension gets only the pointer to CuvidFunctions from torchcodec._cuda._driver; one
+# that uses these types itself (cimports torchcodec._cuda._nvdec, for example) must include
+# ffnvcodec/dynlink_loader.h (Debian libffmpeg-nvenc-dev, conda-forge ffnvcodec-headers).
 from torchcodec._cuda.cuda cimport CUdeviceptr, CUresult, CUstream
 
 
-cdef extern from "torchcodec/cuda_loader.h" nogil:
+cdef extern from * nogil:
     # ffnvcodec/dynlink_cuviddec.h
     ctypedef void *CUvideodecoder
 
@@ -137,8 +143,8 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
         PFNVIDDECODECALLBACK pfnDecodePicture
         PFNVIDDISPLAYCALLBACK pfnDisplayPicture
 
-    # ffnvcodec/dynlink_loader.h
-    ctypedef struct CuvidFunctions:
+    # ffnvcodec/dynlink_loader.h's table, by its struct tag
+    struct CuvidFunctions:
         CUresult (*cuvidGetDecoderCaps)(CUVIDDECODECAPS *pdc) noexcept nogil   # NULL on old drivers
         CUresult (*cuvidCreateDecoder)(CUvideodecoder *phDecoder, CUVIDDECODECREATEINFO *pdci) noexcept nogil
         CUresult (*cuvidDestroyDecoder)(CUvideodecoder hDecoder) noexcept nogil
@@ -150,6 +156,3 @@ cdef extern from "torchcodec/cuda_loader.h" nogil:
         CUresult (*cuvidParseVideoData)(CUvideoparser obj, CUVIDSOURCEDATAPACKET *pPacket) noexcept nogil
         CUresult (*cuvidDestroyVideoParser)(CUvideoparser obj) noexcept nogil
         void *lib
-
-    int cuvid_load_functions(CuvidFunctions **functions, void *logctx)
-    void cuvid_free_functions(CuvidFunctions **functions)

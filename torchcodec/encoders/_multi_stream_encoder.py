@@ -145,8 +145,9 @@ class Encoder:
             frame_rate: frames per second of the input and the output (> 0).
             device: None or "cpu" (default), or "cuda"/"cuda:N": frames on that GPU (torch, cupy,
                 any ``__cuda_array_interface__``), encoded by NVENC (h264_nvenc for mp4/mov/mkv by
-                default, hevc_nvenc/av1_nvenc by ``codec``; NV12 only; refused with a ValueError
-                where NVENC is not available).
+                default, hevc_nvenc/av1_nvenc by ``codec``; NV12 only; refused with a RuntimeError
+                where CUDA is not available, and with NvencUnavailableError, whose ``cause`` says
+                why, where NVENC is not).
             codec: encoder or codec name; None: the container's default.
             pixel_format: the encoded pixel format; None: the codec's first.
             crf: constant rate factor, for codecs that have one.

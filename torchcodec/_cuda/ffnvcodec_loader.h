@@ -3,7 +3,10 @@
  * The loader reports what failed ("Cannot load libcuda.so.1", "Cannot load cuLinkCreate") through
  * FFNV_LOG_FUNC, which by default prints to stderr. Here the message goes to the tc_loader_log that
  * the caller passes as the loader's logctx, so that torchcodec can put it in the exception it raises.
- * Include this header instead of ffnvcodec/dynlink_loader.h (torchcodec/_cuda/cuda.pxd does).
+ * Include this header instead of ffnvcodec/dynlink_loader.h (torchcodec/_cuda/ffnvcodec.pxd does).
+ *
+ * A build-time header of torchcodec's own CUDA modules, not installed: the installed headers and the
+ * .pxd files a downstream extension cimports need no ffnvcodec (ARCHITECTURE decision 7).
  */
 #ifndef TORCHCODEC_CUDA_LOADER_H
 #define TORCHCODEC_CUDA_LOADER_H
