@@ -30,7 +30,7 @@ cdef class CudaConverter(DeviceConverter):
     cdef uint8_t *host_rgb              # the Scaler's output for formats the kernels do not read (owned)
     cdef size_t host_rgb_size
     cdef Scaler scaler                  # created on first use (with the transform plan, if any)
-    cdef CudaTransforms transforms      # the transform plan (None: none)
+    cdef readonly CudaTransforms transforms     # the transform plan (None: none)
     cdef object stages                  # as given to set_stages (for the Scaler), and single_resize
     cdef bint single_resize
 

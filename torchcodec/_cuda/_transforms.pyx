@@ -102,6 +102,11 @@ cdef class CudaTransforms:
     def __repr__(self):
         return f"CudaTransforms({self.num_stages} stages, output {self.out_width}x{self.out_height})"
 
+    @property
+    def scratch_bytes(self) -> tuple:
+        """Device memory held: (the filter tables, the images between stages), in bytes."""
+        return self.tables.size, self.images.size
+
     cdef int prepare_tables(self, cu.CUstream stream) except -1 nogil:
         """Have the filter tables of the stages that resize in ``tables``: computed and uploaded on
         ``stream`` the first time, then only waited for by another stream (scratch_follow). The
