@@ -21,7 +21,7 @@ __device__ __forceinline__ void convert(const tc_yuv_to_rgb_params &p)
     if (x0 >= p.width || y >= p.height)
         return;
     const int count = x0 + 1 < p.width ? 2 : 1;
-    const FrameReader<In> frame(p, z);
+    const FrameReader<Plane<In>> frame(p, z);
     Out *out = (Out *)p.dst + z * p.dst_batch_stride + y * p.dst_row_stride + x0 * p.dst_col_stride;
     int32_t u = 0, v = 0, rgb[3];
     for (int k = 0; k < count; k++) {

@@ -29,10 +29,36 @@ struct Plane {
     {
         return (int32_t)(*(const T *)(origin + x * x_step + y * y_step) >> shift);
     }
+
+    static constexpr bool may_be_8bit = sizeof(T) == 1;
 };
 
-// The general routes' chroma (swscale's horizontal then vertical filters) and luma intermediates.
-template <typename T>
+// A plane whose sample size is known at run time only (8-bit when the frame's sample_bits is 8,
+// else 16-bit words): one kernel for both, where their arithmetic is a small part of the work.
+struct AnyPlane {
+    const char *origin;
+    int32_t x_step, y_step;
+    int shift;
+    bool wide;
+
+    __device__ __forceinline__ AnyPlane(const tc_yuv_to_rgb_params &p, int k, int z)
+        : origin((const char *)p.planes[k] + (int64_t)z * p.src_batch_stride), x_step((int32_t)p.x_steps[k]),
+          y_step((int32_t)p.y_steps[k]), shift(p.sample_shift), wide(p.sample_bits > 8)
+    {
+    }
+
+    __device__ __forceinline__ int32_t at(int x, int y) const
+    {
+        const char *sample = origin + x * x_step + y * y_step;
+        return wide ? (int32_t)(*(const uint16_t *)sample >> shift) : (int32_t)*(const uint8_t *)sample;
+    }
+
+    static constexpr bool may_be_8bit = true;
+};
+
+// The general routes' chroma (swscale's horizontal then vertical filters) and luma intermediates,
+// from planes of type P (Plane<T>, AnyPlane).
+template <typename P>
 struct General {
     const tc_yuv_to_rgb_params &p;
     int shift;
@@ -51,13 +77,13 @@ struct General {
         h_coeff = (const int16_t *)(table + l.h_coeffs);
     }
 
-    __device__ __forceinline__ int32_t luma(const Plane<T> &plane, int x, int y) const
+    __device__ __forceinline__ int32_t luma(const P &plane, int x, int y) const
     {
         return tc_sws_intermediate(plane.at(x, y) << 14, shift, top);
     }
 
     // The intermediate of chroma row r at column cx: the sample's, or the horizontal filter's.
-    __device__ __forceinline__ int32_t chroma(const Plane<T> &plane, int cx, int r) const
+    __device__ __forceinline__ int32_t chroma(const P &plane, int cx, int r) const
     {
         if (!p.h_taps)
             return tc_sws_intermediate(plane.at(cx, r) << 14, shift, top);
@@ -70,7 +96,7 @@ struct General {
     }
 
     // The vertical filter's sum for output row y at column cx (wrapping in 32 bits, as swscale's).
-    __device__ __forceinline__ int32_t sum(const Plane<T> &plane, int cx, int y) const
+    __device__ __forceinline__ int32_t sum(const P &plane, int cx, int y) const
     {
         if (p.chroma == TC_CHROMA_444)
             return (int32_t)((uint32_t)chroma(plane, cx, y) * 4096u);
@@ -84,20 +110,22 @@ struct General {
 };
 
 // The frame z of a tc_yuv_to_rgb_params, pixel by pixel: RGB24 values for the uint8 routes, RGB48
-// values for the float32 ones. In is the sample type (uint8_t, uint16_t). A pixel is its chroma
-// (`chroma`: the chroma samples of its 2x2 block on the unscaled routes, the filters' sums on the
-// general ones; shared by a pixel pair unless `per_pixel`) and then its RGB (`rgb`).
-template <typename In>
+// values for the float32 ones. P is the planes' type (Plane<uint8_t>, Plane<uint16_t>, AnyPlane). A
+// pixel is its chroma (`chroma`: the chroma samples of its 2x2 block on the unscaled routes, the
+// filters' sums on the general ones; shared by a pixel pair unless `per_pixel`) and then its RGB
+// (`rgb`).
+template <typename P>
 struct FrameReader {
     const tc_yuv_to_rgb_params &p;
-    const Plane<In> luma, cb, cr;
-    const General<In> general;
+    const P luma, cb, cr;
+    const General<P> general;
     const bool unscaled;        // TC_ROUTE_X86_RGB24, TC_ROUTE_TABLE_RGB48 (8-bit samples only)
     const bool per_pixel;       // each pixel has its own chroma (else one per pair 2k, 2k + 1)
 
     __device__ __forceinline__ FrameReader(const tc_yuv_to_rgb_params &params, int z)
         : p(params), luma(params, 0, z), cb(params, 1, z), cr(params, 2, z), general(params),
-          unscaled(sizeof(In) == 1 && (params.route == TC_ROUTE_X86_RGB24 || params.route == TC_ROUTE_TABLE_RGB48)),
+          unscaled(P::may_be_8bit && params.sample_bits == 8
+                   && (params.route == TC_ROUTE_X86_RGB24 || params.route == TC_ROUTE_TABLE_RGB48)),
           per_pixel(!unscaled && tc_sws_full_chroma(params.route, params.chroma == TC_CHROMA_420, params.width))
     {
     }

@@ -12,32 +12,31 @@
 
 namespace {
 
-// The source image: the frame, pixel by pixel through its colour route.
-template <typename In>
+// The source image: the frame, pixel by pixel through its colour route (8- or 16-bit samples).
 struct FrameImage {
-    const FrameReader<In> frame;
+    const FrameReader<AnyPlane> frame;
 
     __device__ __forceinline__ FrameImage(const tc_resize_params &p) : frame(p.frame, 0) {}
 
     __device__ __forceinline__ void at(int x, int y, int32_t rgb[3]) const { frame.pixel(x, y, rgb); }
 };
 
-// The source image: packed RGB of T (uint8_t: RGB24, uint16_t: RGB48) in device memory.
-template <typename T>
+// The source image: packed RGB in device memory, RGB24 for the 8-bit chain, RGB48 for the other.
 struct RgbImage {
     const char *base;
     int64_t stride;
+    bool wide;
 
-    __device__ __forceinline__ RgbImage(const tc_resize_params &p) : base((const char *)p.image), stride(p.image_row_stride)
+    __device__ __forceinline__ RgbImage(const tc_resize_params &p)
+        : base((const char *)p.image), stride(p.image_row_stride), wide(p.chain == TC_RESIZE_CHAIN16)
     {
     }
 
     __device__ __forceinline__ void at(int x, int y, int32_t rgb[3]) const
     {
-        const T *px = (const T *)(base + y * stride) + 3 * x;
-        rgb[0] = px[0];
-        rgb[1] = px[1];
-        rgb[2] = px[2];
+        const char *row = base + y * stride;
+        for (int c = 0; c < 3; c++)
+            rgb[c] = wide ? ((const uint16_t *)row)[3 * x + c] : ((const uint8_t *)row)[3 * x + c];
     }
 };
 
@@ -94,16 +93,16 @@ __device__ __forceinline__ void filter_row(const tc_resize_params &p, const Imag
         mid[k] = tc_resize_intermediate(chain, sums[k]);
 }
 
-// Output pixel (window_x + ox, window_y + oy) of the stage, into the window's (ox, oy). Out:
-// uint8_t for the 8-bit chain, uint16_t for the 16-bit one (float when p.float_output). A crop
-// reads its one pixel through filter_row too, so that the kernel has one copy of the colour routes.
-template <typename Image, typename Out>
+// Output pixel (window_x + ox, window_y + oy) of the stage, into the window's (ox, oy): uint8_t
+// for the 8-bit chain, uint16_t for the 16-bit one (float when p.float_output). A crop reads its
+// one pixel through filter_row too, so that the kernel has one copy of the colour routes.
+template <typename Image>
 __device__ __forceinline__ void resize(const tc_resize_params &p)
 {
     const int ox = blockIdx.x * blockDim.x + threadIdx.x, oy = blockIdx.y * blockDim.y + threadIdx.y;
     if (ox >= p.window_width || oy >= p.window_height)
         return;
-    const int chain = sizeof(Out) == 1 ? TC_RESIZE_CHAIN8 : TC_RESIZE_CHAIN16;
+    const int chain = p.chain;
     const int x = p.window_x + ox, y = p.window_y + oy;
     const bool crop = !p.h_taps;
     const Image image(p);
@@ -132,28 +131,16 @@ __device__ __forceinline__ void resize(const tc_resize_params &p)
     }
     if (!crop)
         tc_resize_output(&p.coeffs, chain, p.rounding, sums[0], sums[1], sums[2], rgb);
-    if constexpr (sizeof(Out) == 1) {
-        store((uint8_t *)p.dst + oy * p.dst_row_stride + ox * p.dst_col_stride, p.dst_chan_stride, rgb);
-    } else {
-        const int64_t at = oy * p.dst_row_stride + ox * p.dst_col_stride;
-        if (p.float_output)
-            store((float *)p.dst + at, p.dst_chan_stride, rgb);
-        else
-            store((uint16_t *)p.dst + at, p.dst_chan_stride, rgb);
-    }
+    const int64_t at = oy * p.dst_row_stride + ox * p.dst_col_stride;
+    if (chain == TC_RESIZE_CHAIN8)
+        store((uint8_t *)p.dst + at, p.dst_chan_stride, rgb);
+    else if (p.float_output)
+        store((float *)p.dst + at, p.dst_chan_stride, rgb);
+    else
+        store((uint16_t *)p.dst + at, p.dst_chan_stride, rgb);
 }
 
 }  // namespace
 
-extern "C" __global__ void tc_resize_yuv8_to_rgb8(const tc_resize_params p) { resize<FrameImage<uint8_t>, uint8_t>(p); }
-extern "C" __global__ void tc_resize_yuv16_to_rgb8(const tc_resize_params p) { resize<FrameImage<uint16_t>, uint8_t>(p); }
-extern "C" __global__ void tc_resize_rgb8_to_rgb8(const tc_resize_params p) { resize<RgbImage<uint8_t>, uint8_t>(p); }
-extern "C" __global__ void tc_resize_yuv8_to_rgb16(const tc_resize_params p) { resize<FrameImage<uint8_t>, uint16_t>(p); }
-extern "C" __global__ void tc_resize_yuv16_to_rgb16(const tc_resize_params p)
-{
-    resize<FrameImage<uint16_t>, uint16_t>(p);
-}
-extern "C" __global__ void tc_resize_rgb16_to_rgb16(const tc_resize_params p)
-{
-    resize<RgbImage<uint16_t>, uint16_t>(p);
-}
+extern "C" __global__ void tc_resize_frame(const tc_resize_params p) { resize<FrameImage>(p); }
+extern "C" __global__ void tc_resize_image(const tc_resize_params p) { resize<RgbImage>(p); }

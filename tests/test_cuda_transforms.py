@@ -299,7 +299,7 @@ def test_nvdec_frames_go_through_the_plan_in_one_launch_each(stubs, media):
     out = run_decoding(stubs, NVDEC_PLAN.format(path=os.fspath(media["h264_bframes.mp4"])))
     assert out["fallback"] is False and out["shape"] == [3, 64, 100, 3]
     assert out["model"] == 0
-    assert out["launches"] == ["tc_resize_yuv8_to_rgb8"] and out["launch_count"] == 3
+    assert out["launches"] == ["tc_resize_frame"] and out["launch_count"] == 3
     # The filter table and the output batch (3 x 64 x 100 RGB), nothing of the frame's 320 x 240.
     assert sorted(out["allocations"])[-1] == 3 * 64 * 100 * 3 and sum(out["allocations"]) < 2 * 3 * 64 * 100 * 3, \
         out["allocations"]

@@ -57,14 +57,11 @@ typedef struct tc_yuv_to_rgb_params {
  * image to (crop_x, crop_y, crop_width, crop_height), then resize it as swscale's bilinear RGB -> RGB
  * resize does (swscale_resize.h) to out_width x out_height, or, for a crop alone (h_taps 0), keep
  * the cropped pixels; and write the window (window_x, window_y, window_width, window_height) of that
- * output. The source image is the frame of `frame` (its colour route: a stage reads the frame's
- * pixels as the CPU path converts them, whole) or a packed RGB image of an earlier stage (`image`):
- *   tc_resize_yuv8_to_rgb8    8-bit frame  -> uint8 RGB           (the 8-bit chain: RGB24 routes)
- *   tc_resize_yuv16_to_rgb8   16-bit frame -> uint8 RGB
- *   tc_resize_rgb8_to_rgb8    RGB24 image  -> uint8 RGB
- *   tc_resize_yuv8_to_rgb16   8-bit frame  -> RGB48 words, or float32 in [0, 1] when float_output
- *   tc_resize_yuv16_to_rgb16  16-bit frame -> the same            (the 16-bit chain: RGB48 routes)
- *   tc_resize_rgb16_to_rgb16  RGB48 image  -> the same
+ * output. Both kernels run both chains of swscale_resize.h (`chain`: the 8-bit one for uint8
+ * output, RGB24 routes and images; the 16-bit one for float32, RGB48):
+ *   tc_resize_frame   the source image is the frame of `frame` (8- or 16-bit samples), read
+ *                     through its colour route as the CPU path converts it, whole
+ *   tc_resize_image   the source image is a packed RGB image of an earlier stage (`image`)
  * Pixels that a stage reads to the right of its image (the pair of an odd width's last pixel) are
  * 0. */
 typedef struct tc_resize_params {
@@ -85,7 +82,7 @@ typedef struct tc_resize_params {
     int32_t rounding;                       /* the 8-bit chain's vertical rounding: 512, 0 for 2 taps */
     int32_t float_output;                   /* the 16-bit chain: float32 (RGB48 / 65535), else RGB48 words */
     int32_t rgb2yuv[9];                     /* tc_sws_rgb2yuv_table of the resize's matrix */
-    int32_t reserved;
+    int32_t chain;                          /* TC_RESIZE_CHAIN8 (uint8 output) or TC_RESIZE_CHAIN16 */
     tc_sws_coeffs coeffs;                   /* tc_sws_coeffs_for(the resize's matrix, 0) */
 } tc_resize_params;
 

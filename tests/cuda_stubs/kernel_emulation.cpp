@@ -67,16 +67,9 @@ extern "C" int stub_emulate_launch(const char *name, const unsigned grid[3], con
         return run(tc_convert_rgb8_to_nv12, grid, block, params);
     if (strcmp(name, "tc_copy_strided") == 0)
         return run(tc_copy_strided, grid, block, params);
-    static const struct {
-        const char *name;
-        void (*kernel)(const tc_resize_params);
-    } resize_kernels[] = {
-        {"tc_resize_yuv8_to_rgb8", tc_resize_yuv8_to_rgb8},     {"tc_resize_yuv16_to_rgb8", tc_resize_yuv16_to_rgb8},
-        {"tc_resize_rgb8_to_rgb8", tc_resize_rgb8_to_rgb8},     {"tc_resize_yuv8_to_rgb16", tc_resize_yuv8_to_rgb16},
-        {"tc_resize_yuv16_to_rgb16", tc_resize_yuv16_to_rgb16}, {"tc_resize_rgb16_to_rgb16", tc_resize_rgb16_to_rgb16},
-    };
-    for (const auto &k : resize_kernels)
-        if (strcmp(name, k.name) == 0)
-            return run(k.kernel, grid, block, params);
+    if (strcmp(name, "tc_resize_frame") == 0)
+        return run(tc_resize_frame, grid, block, params);
+    if (strcmp(name, "tc_resize_image") == 0)
+        return run(tc_resize_image, grid, block, params);
     return 500;
 }

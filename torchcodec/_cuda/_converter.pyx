@@ -452,7 +452,7 @@ cdef class CudaConverter(DeviceConverter):
                 # NVDEC: the map's post-processing, on the decoder's stream, must be done first.
                 stream_wait_event(self.driver, self.stream, sync.ready)
             if self.transforms is not None:
-                self.transforms.run(&params, self.stream, layout.size == 2, rotation, src_w, dst, row_stride, as_float)
+                self.transforms.run(&params, self.stream, rotation, src_w, dst, row_stride, as_float)
             else:               # one thread per pixel pair
                 self.launch(self.colour_kernels[2 * (layout.size == 2) + as_float],
                             blocks((width + 1) // 2, TC_KERNEL_BLOCK_X), blocks(height, TC_KERNEL_BLOCK_Y), &params)

@@ -34,8 +34,7 @@ KERNELS = {
     "colour": ("tc_convert_yuv8_to_rgb8", "tc_convert_yuv8_to_rgbf",
                "tc_convert_yuv16_to_rgb8", "tc_convert_yuv16_to_rgbf", "tc_convert_rgb8_to_nv12"),
     "copy": ("tc_copy_strided",),
-    "resize": ("tc_resize_yuv8_to_rgb8", "tc_resize_yuv16_to_rgb8", "tc_resize_rgb8_to_rgb8",
-               "tc_resize_yuv8_to_rgb16", "tc_resize_yuv16_to_rgb16", "tc_resize_rgb16_to_rgb16"),
+    "resize": ("tc_resize_frame", "tc_resize_image"),
 }
 #: Real architectures with SASS in every fatbin (75 for sm_75, ...).
 ARCHS = tuple(int(a) for a in tc_kernels_archs.decode().split())

@@ -10,7 +10,7 @@ from torchcodec._cuda.kernels cimport tc_yuv_to_rgb_params
 
 
 cdef enum:
-    NUM_RESIZE_KERNELS = 6      # tc_resize_{yuv8,yuv16,rgb8}_to_rgb8, tc_resize_{yuv8,yuv16,rgb16}_to_rgb16
+    NUM_RESIZE_KERNELS = 2      # tc_resize_frame, tc_resize_image
 
 
 cdef class CudaTransforms:
@@ -29,8 +29,8 @@ cdef class CudaTransforms:
     cdef Scratch images                 # the RGB outputs of the stages before the last, two in turn
 
     cdef int prepare_tables(self, cu.CUstream stream) except -1 nogil
-    cdef int run(self, const tc_yuv_to_rgb_params *frame, cu.CUstream stream, bint wide, int rotation,
-                 int frame_width, uint8_t *dst, Py_ssize_t row_stride, bint as_float) except -1 nogil
+    cdef int run(self, const tc_yuv_to_rgb_params *frame, cu.CUstream stream, int rotation, int frame_width,
+                 uint8_t *dst, Py_ssize_t row_stride, bint as_float) except -1 nogil
 
 
 cpdef object cached_module(CudaContext context, str name)

@@ -28,15 +28,14 @@ from torchcodec._cuda cimport cuda as cu
 from torchcodec._cuda._driver cimport CudaContext, CudaModule, launch_kernel
 from torchcodec._cuda._scratch cimport (scratch_follow, scratch_free, scratch_init, scratch_read, scratch_take,
                                         scratch_upload)
-from torchcodec._cuda.kernels cimport (TC_KERNEL_BLOCK_X, TC_KERNEL_BLOCK_Y, tc_resize_filter_table,
+from torchcodec._cuda.kernels cimport (TC_KERNEL_BLOCK_X, TC_KERNEL_BLOCK_Y, TC_RESIZE_CHAIN8, TC_RESIZE_CHAIN16,
+                                       tc_resize_filter_table,
                                        tc_resize_half_chroma, tc_resize_params, tc_sws_coefficients,
                                        tc_sws_coeffs_for, tc_sws_rgb2yuv_table)
 
 
-# The resize kernels, in the order of CudaTransforms.kernels: index 3 * (16-bit chain) + source, the
-# source being 0 for 8-bit frames, 1 for 16-bit frames, 2 for an RGB image.
-RESIZE_KERNELS = (b"tc_resize_yuv8_to_rgb8", b"tc_resize_yuv16_to_rgb8", b"tc_resize_rgb8_to_rgb8",
-                  b"tc_resize_yuv8_to_rgb16", b"tc_resize_yuv16_to_rgb16", b"tc_resize_rgb16_to_rgb16")
+# The resize kernels, in the order of CudaTransforms.kernels: the frame as the source, an RGB image.
+RESIZE_KERNELS = (b"tc_resize_frame", b"tc_resize_image")
 # Alignment of each stage's table in `tables`, and of the scratch images' rows.
 cdef int64_t ALIGN = 256
 
@@ -150,16 +149,16 @@ cdef class CudaTransforms:
         self.tables_ready = True
         return 0
 
-    cdef int run(self, const tc_yuv_to_rgb_params *frame, cu.CUstream stream, bint wide, int rotation,
-                 int frame_width, uint8_t *dst, Py_ssize_t row_stride, bint as_float) except -1 nogil:
+    cdef int run(self, const tc_yuv_to_rgb_params *frame, cu.CUstream stream, int rotation, int frame_width,
+                 uint8_t *dst, Py_ssize_t row_stride, bint as_float) except -1 nogil:
         """Queue the plan on ``stream`` (the context pushed by the caller), from the frame that
         ``frame`` describes (its planes, route and chroma filters for the frame as converted: after
-        rotation, whose size is ``frame.width`` x ``frame.height``; ``wide``: 16-bit samples) into
+        rotation, whose size is ``frame.width`` x ``frame.height``) into
         ``dst``: out_height rows of out_width packed RGB pixels, uint8 (or float32 when
         ``as_float``), ``row_stride`` bytes apart. ``rotation`` and ``frame_width`` (the width
         before rotation) choose the resizes' matrix as the CPU path does (resize_matrix). RuntimeError
         when stage 0 does not fit in the frame."""
-        cdef int n = self.num_stages, k, runs, chain16 = as_float
+        cdef int n = self.num_stages, k, runs
         cdef int matrix = resize_matrix(self.single_resize, rotation, frame_width, &self.stages[0])
         cdef Py_ssize_t elem = 2 if as_float else 1            # bytes of a scratch image's samples
         cdef bint fold = n >= 2 and not stage_resizes(&self.stages[n - 1])
@@ -185,6 +184,7 @@ cdef class CudaTransforms:
         tc_sws_coefficients(matrix, inv)
         tc_sws_rgb2yuv_table(inv, p.rgb2yuv)
         p.coeffs = tc_sws_coeffs_for(matrix, 0)       # swscale's internal YUV is limited range
+        p.chain = TC_RESIZE_CHAIN16 if as_float else TC_RESIZE_CHAIN8
         p.frame = frame[0]
         images = self.images.ptr
         for k in range(runs):
@@ -218,7 +218,7 @@ cdef class CudaTransforms:
                 p.dst_row_stride = stride // elem
                 p.float_output = 0
             p.dst_col_stride, p.dst_chan_stride = 3, 1
-            launch_kernel(self.driver, self.kernels[3 * chain16 + (<int>wide if k == 0 else 2)],
+            launch_kernel(self.driver, self.kernels[0 if k == 0 else 1],
                           blocks(p.window_width, TC_KERNEL_BLOCK_X), blocks(p.window_height, TC_KERNEL_BLOCK_Y),
                           stream, &p)
         if self.tables.ptr:

@@ -17,6 +17,9 @@ cdef extern from "torchcodec/swscale_rgb.h" nogil:
 
 
 cdef extern from "torchcodec/swscale_resize.h" nogil:
+    enum:
+        TC_RESIZE_CHAIN8
+        TC_RESIZE_CHAIN16
     void tc_sws_rgb2yuv_table(const int32_t inv[4], int32_t k[9])
     int tc_resize_half_chroma(int crop_w, int out_w)
     int tc_resize_filter_table(int crop_w, int crop_h, int out_w, int out_h, void **table, int64_t *size,
@@ -77,6 +80,7 @@ cdef extern from "torchcodec/kernels.h" nogil:
         int32_t rounding
         int32_t float_output
         int32_t rgb2yuv[9]
+        int32_t chain
         tc_sws_coeffs coeffs
     ctypedef struct tc_copy_params:
         uint64_t src
