@@ -16,6 +16,7 @@ stage, the filters uploaded once, no full-size RGB frame in device memory, nothi
 """
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import sys
@@ -344,3 +345,44 @@ def test_color_converter_on_cuda_applies_the_transforms_as_the_cpu_one(stubs, me
     assert out["difference"] == 0
     assert "transforms=[Resize(size=(150, 100)), CenterCrop(size=(64, 90))]" in out["repr"]
     assert_balanced(out["counters"])
+
+
+# ---- the GPU check's steps and the benchmark, rehearsed on the stubs --------------------------------
+
+TOOL = """
+import contextlib, io, json, sys
+sys.path.insert(0, {tools!r})
+from {module} import {name}
+printed = io.StringIO()
+with contextlib.redirect_stdout(printed):
+    status = {name}.main({argv!r})
+print(json.dumps({{"status": status, "printed": printed.getvalue()}}))
+"""
+
+
+def test_the_gpu_check_steps_pass_against_the_stubs(stubs, media, tmp_path):
+    """tools/gpu/transforms.py (the rows a GPU machine runs) on the "ffmpeg" backend, whose frames
+    the stub leaves to libavcodec: every comparison exact, every step there."""
+    argv = ["--quick", "--out", str(tmp_path), "--cuda-backend", "ffmpeg", "--only", "kernels,random,streams,api"]
+    out = run_python(TOOL.format(tools=str(TESTS.parent / "tools"), module="gpu", name="transforms", argv=argv),
+                     stubs, TORCHCODEC_MEDIA_DIR=str(media["h264_bframes.mp4"].parent))
+    rows = [json.loads(line) for line in (tmp_path / "gpu_transforms.jsonl").read_text().splitlines()]
+    assert out["status"] == 0
+    assert {row["step"] for row in rows} == {"kernels", "random", "streams", "api"}
+    assert all(row["status"] in ("PASS", "SKIP") for row in rows), [r for r in rows if r["status"] == "FAIL"]
+    compared = [row for row in rows if row["result"].startswith("max ")]
+    assert len(compared) >= 48 and all(row["result"].startswith("max 0, mean 0.0000") for row in compared)
+
+
+def test_the_benchmark_runs_against_the_stubs(stubs, media):
+    argv = ["--clips", "h264_1080p.mp4", "--frames", "2", "--batch", "2", "--repeats", "1", "--cuda-backend", "ffmpeg",
+            "--corpus", str(media["h264_bframes.mp4"].parent)]
+    out = run_python(TOOL.format(tools=str(TESTS.parent / "tools"), module="bench", name="gpu_transforms", argv=argv),
+                     stubs)
+    assert out["status"] == 0
+    rows = [line.split("|")[1:-1] for line in out["printed"].splitlines()[2:]]
+    assert [row[1].strip() for row in rows] == ["fused decode + resize", "full RGB (no resize)"]
+    # Without torch, the frames each workload makes: 224 x 224 RGB (and the plan's filter table over
+    # the batch), against 1920 x 1080.
+    fused, full = (float(row[4].split()[0]) for row in rows)
+    assert 0.150 < fused < 0.2 and full == 6.221

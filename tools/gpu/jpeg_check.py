@@ -78,9 +78,12 @@ class Row:
 
 
 class Report:
-    def __init__(self, out: Path) -> None:
+    """The table of a check: OUT/<name>.md and OUT/<name>.jsonl, a row at a time (also
+    tools/gpu/transforms.py's)."""
+
+    def __init__(self, out: Path, name: str = "gpu_jpeg_check") -> None:
         out.mkdir(parents=True, exist_ok=True)
-        self.markdown, self.jsonl = out / "gpu_jpeg_check.md", out / "gpu_jpeg_check.jsonl"
+        self.markdown, self.jsonl = out / f"{name}.md", out / f"{name}.jsonl"
         self.markdown.write_text("| step | check | subject | result | status |\n|---|---|---|---|---|\n")
         self.jsonl.write_text("")
         self.failed = False
