@@ -12,13 +12,29 @@
 
 namespace {
 
-// The source image: the frame, pixel by pixel through its colour route (8- or 16-bit samples).
+// The source image: the frame, pixel by pixel through its colour route (8- or 16-bit samples). The
+// routes that give a pixel pair one chroma value compute it once for the pair: pixels are read
+// left to right along a row, so the pair's second pixel finds it here.
 struct FrameImage {
     const FrameReader<AnyPlane> frame;
+    int chroma_x = -1, chroma_y = -1;       // the pair whose chroma u, v hold
+    int32_t u = 0, v = 0;
 
     __device__ __forceinline__ FrameImage(const tc_resize_params &p) : frame(p.frame, 0) {}
 
-    __device__ __forceinline__ void at(int x, int y, int32_t rgb[3]) const { frame.pixel(x, y, rgb); }
+    __device__ __forceinline__ void at(int x, int y, int32_t rgb[3])
+    {
+        if (frame.per_pixel) {
+            frame.pixel(x, y, rgb);
+            return;
+        }
+        if (x >> 1 != chroma_x || y != chroma_y) {
+            frame.chroma(x, y, &u, &v);
+            chroma_x = x >> 1;
+            chroma_y = y;
+        }
+        frame.rgb(x, y, u, v, rgb);
+    }
 };
 
 // The source image: packed RGB in device memory, RGB24 for the 8-bit chain, RGB48 for the other.
@@ -45,7 +61,7 @@ struct RgbImage {
 // 0 (only the pair of an odd width's last pixel reaches there). For a crop (no filter: h_taps 0),
 // the pixel at column l_first itself.
 template <typename Image>
-__device__ __forceinline__ void filter_row(const tc_resize_params &p, const Image &image, int chain, int row,
+__device__ __forceinline__ void filter_row(const tc_resize_params &p, Image &image, int chain, int row,
                                            int l_first, const int16_t *l_coeff, int c_first, const int16_t *c_coeff,
                                            int32_t mid[3])
 {
@@ -105,7 +121,7 @@ __device__ __forceinline__ void resize(const tc_resize_params &p)
     const int chain = p.chain;
     const int x = p.window_x + ox, y = p.window_y + oy;
     const bool crop = !p.h_taps;
-    const Image image(p);
+    Image image(p);
     const tc_resize_filter_layout l = tc_resize_filter_layout_for(p.out_width, p.out_height, p.h_taps, p.c_taps,
                                                                   p.v_taps);
     const char *table = (const char *)p.filters;
