@@ -25,6 +25,8 @@ import numpy as np
 import pytest
 
 import test_cuda_exact
+import test_cuda_stub_decoding
+from test_cuda_stub_decoding import assert_balanced
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "cuda_stubs"))
 from stub_build import HOST_READ, build_converting_stub, build_decoding_stubs, run_python  # noqa: E402
@@ -172,35 +174,17 @@ def stubs(tmp_path_factory, media):
     return build_decoding_stubs(tmp_path_factory.mktemp("cuda_transforms_decoding"))
 
 
-PRELUDE = """
-import ctypes, gc, json, sys
-import numpy as np
-import torchcodec
-from torchcodec.decoders import ColorConverter, Demuxer, VideoDecoder, set_cuda_backend
+# test_cuda_stub_decoding.py's prelude (the numpy bridge, host(), counters(), finish()), and more.
+PRELUDE = test_cuda_stub_decoding.PRELUDE + """
+import sys
+from torchcodec.decoders import ColorConverter, Demuxer
 from torchcodec.samplers import clips_at_random_indices, clips_at_regular_timestamps
 from torchcodec.transforms import CenterCrop, RandomCrop, Resize
-torchcodec.set_bridge("numpy")
-cuda = ctypes.CDLL("libcuda.so.1")
 cuda.stub_call_log.restype = ctypes.c_char_p
-nvcuvid = ctypes.CDLL("libnvcuvid.so.1")
 sys.path.insert(0, TESTS)
-""" + HOST_READ + """
-def counters():
-    out = {name: ctypes.c_int.in_dll(cuda, "stub_" + name).value for name in ("pushes", "pops", "stack_depth")}
-    out["live_bytes"] = ctypes.c_longlong.in_dll(cuda, "stub_live_bytes").value
-    for name in ("maps", "unmaps"):
-        out[name] = ctypes.c_int.in_dll(nvcuvid, "stub_nvdec_" + name).value
-    return out
 
 def log():
     return cuda.stub_call_log().decode().splitlines()
-
-def finish(out):
-    gc.collect()
-    torchcodec.decoders.set_nvdec_cache_capacity(0)
-    gc.collect()
-    out["counters"] = counters()
-    print(json.dumps(out))
 
 def difference(a, b):
     return float(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).max())
@@ -209,12 +193,6 @@ def difference(a, b):
 
 def run_decoding(stubs, code: str, **env: str) -> dict:
     return run_python(f"TESTS = {str(TESTS)!r}\n" + PRELUDE + code, stubs, **env)
-
-
-def assert_balanced(counters: dict) -> None:
-    assert counters["pushes"] == counters["pops"] > 0 and counters["stack_depth"] == 0
-    assert counters["maps"] == counters["unmaps"]
-    assert counters["live_bytes"] == 0, "device memory left allocated"
 
 
 DECODER_METHODS = """

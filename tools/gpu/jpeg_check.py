@@ -105,6 +105,15 @@ class Report:
             detail = traceback.format_exception_only(type(error), error)[-1].strip()
             self.add(Row(step, "raised", "-", detail.replace("|", "/")[:300], "FAIL"))
 
+    def run_steps(self, checks: Any, steps: list[str], gate: str) -> int:
+        """Run ``checks``' methods named ``steps`` in order (nothing more once the step named
+        ``gate`` failed); the exit status: 1 when a row failed."""
+        for step in steps:
+            self.run(step, getattr(checks, step))
+            if step == gate and self.failed:
+                break
+        return 1 if self.failed else 0
+
 
 # ---- images -------------------------------------------------------------------------------------
 
@@ -406,13 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="library,pixels,batch,orientation,errors,encode,streams,bench")
     args = parser.parse_args(argv)
-    report = Report(args.out)
-    checks = Checks(args.device, args.quick)
-    for step in args.only.split(","):
-        report.run(step, getattr(checks, step))
-        if step == "library" and report.failed:
-            break
-    return 1 if report.failed else 0
+    return Report(args.out).run_steps(Checks(args.device, args.quick), args.only.split(","), "library")
 
 
 if __name__ == "__main__":

@@ -275,13 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="kernels,random,streams,api,memory,bench")
     parser.add_argument("--cuda-backend", default="nvdec", choices=("nvdec", "ffmpeg"))
     args = parser.parse_args(argv)
-    report = Report(args.out, "gpu_transforms")
-    checks = Checks(args.device, args.quick, args.cuda_backend)
-    for step in args.only.split(","):
-        report.run(step, getattr(checks, step))
-        if step == "kernels" and report.failed:
-            break
-    return 1 if report.failed else 0
+    return Report(args.out, "gpu_transforms").run_steps(Checks(args.device, args.quick, args.cuda_backend),
+                                                        args.only.split(","), "kernels")
 
 
 if __name__ == "__main__":
