@@ -227,6 +227,7 @@ DECODER_CASES = [
     ("vp9_161x121.webm", "[Resize((120, 161)), CenterCrop((60, 81)), Resize((30, 41))]", "uint8"),
     ("hevc_10bit.mp4", "[Resize((90, 64))]", "float32"),
     ("hevc_10bit.mp4", "[CenterCrop((64, 64))]", "uint8"),
+    ("h264_yuv422.mp4", "[Resize((100, 120)), CenterCrop((50, 61))]", "uint8"),     # the Scaler's way, uploaded
 ]
 
 
