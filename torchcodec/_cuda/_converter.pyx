@@ -4,7 +4,9 @@ kernels/colour.cu (launch interface: include/torchcodec/kernels.h; see docs/cuda
 
 ``CudaConverter`` implements the engine's DeviceConverter for device memory. It takes three kinds of
 frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the stream set with
-``set_stream`` (the output library's stream):
+``set_stream`` (the output library's stream), or, with a transform plan (``set_stages``), into the
+launches of the plan's resize kernels (torchcodec._cuda._transforms), which read the frame as the
+colour kernels do:
 
 - NVDEC frames (``frame.opaque`` points at the slot's ``FrameSync``): planes in device memory, the
   display area at (crop_left, crop_top). The stream waits on the device for the slot's ``ready``
@@ -17,7 +19,8 @@ frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the str
   for the conversion before FFmpeg may reuse the surface (no host synchronisation either way).
 - Host frames (CPU decoding): 8- to 16-bit 4:2:0 and 4:4:4 YUV, planar or NV12-like, are uploaded
   plane by plane into a staging buffer on the device, then converted by the same kernels. Any other
-  format is converted to RGB on the CPU by a Scaler, and the RGB image is uploaded.
+  format is converted to RGB on the CPU by a Scaler (with the same plan), and the RGB image is
+  uploaded.
 - Device RawFrames of the building blocks (torchcodec._cuda._device_frame: copies in memory of
   their own, ``opaque`` at a FrameSync of theirs): read as NVDEC frames are. The few whose format
   the kernels cannot read (a 4:2:2 or RGB source decoded on the CPU, uploaded as it was) come back
