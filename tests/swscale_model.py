@@ -68,9 +68,10 @@ def coefficients(matrix: int, full_range: bool) -> dict[str, int]:
     return c
 
 
-def bicubic_filter(src_n: int, dst_n: int, align: int, one: int) -> tuple[np.ndarray, np.ndarray]:
-    """utils.c's initFilter (SWS_BICUBIC, B = 0, C = 0.6) for chroma from src_n to dst_n samples at
-    the default positions: (first source sample, coefficients) per output sample."""
+def init_filter(src_n: int, dst_n: int, align: int, one: int, kind: str = "bicubic") -> tuple[np.ndarray, np.ndarray]:
+    """utils.c's initFilter (``kind``: "bicubic", SWS_BICUBIC with B = 0, C = 0.6, the CLI's
+    conversion; "bilinear", SWS_BILINEAR, TorchCodec's Resize) from src_n to dst_n samples at the
+    default positions: (first source sample, coefficients) per output sample."""
     x_inc = ((src_n << 16) + (dst_n >> 1)) // dst_n
     ratio = max(src_n // dst_n, 1)
     fone = 1 << (54 - min(ratio.bit_length() - 1, 8))
@@ -79,7 +80,8 @@ def bicubic_filter(src_n: int, dst_n: int, align: int, one: int) -> tuple[np.nda
         size, pos, filt = 1, list(range(dst_n)), [[fone] for _ in range(dst_n)]
     else:
         b, c_param = 0, int(0.6 * (1 << 24))
-        size = 5 if x_inc <= 1 << 16 else 1 + (4 * src_n + dst_n - 1) // dst_n
+        support = 2 if kind == "bilinear" else 4
+        size = 1 + support if x_inc <= 1 << 16 else 1 + (support * src_n + dst_n - 1) // dst_n
         size = max(1, min(size, src_n - 2))
         pos, filt = [], []
         centre = ((128 * x_inc) >> 7) - ((128 * 0x10000) >> 7)
@@ -91,7 +93,9 @@ def bicubic_filter(src_n: int, dst_n: int, align: int, one: int) -> tuple[np.nda
                 d = abs(xx * (1 << 17) - centre) << 13
                 if x_inc > 1 << 16:
                     d = _tdiv(d * dst_n, src_n)
-                if d >= 1 << 31:
+                if kind == "bilinear":
+                    coeff = max((1 << 30) - d, 0) * (fone >> 30)
+                elif d >= 1 << 31:
                     coeff = 0
                 else:
                     dd = (d * d) >> 30
@@ -102,7 +106,7 @@ def bicubic_filter(src_n: int, dst_n: int, align: int, one: int) -> tuple[np.nda
                     else:
                         coeff = ((-b - 6 * c_param) * ddd + (6 * b + 30 * c_param) * dd
                                  + (-12 * b - 48 * c_param) * d + (8 * b + 24 * c_param) * (1 << 30))
-                row.append(_tdiv(coeff, (1 << 54) // fone))
+                row.append(coeff if kind == "bilinear" else _tdiv(coeff, (1 << 54) // fone))
                 xx += 1
             filt.append(row)
             centre += 2 * x_inc
@@ -218,13 +222,13 @@ def convert(y: np.ndarray, u: np.ndarray, v: np.ndarray, bits: int, matrix: int,
     sums = []
     for plane in (u, v):
         if subsampled and per_pixel:         # horizontal bicubic to every pixel
-            first, coeffs = bicubic_filter(plane.shape[1], width, 4, 1 << 14)
+            first, coeffs = init_filter(plane.shape[1], width, 4, 1 << 14)
             acc = sum(plane[:, first + k] * coeffs[:, k] for k in range(coeffs.shape[1]))
             inter = np.minimum(_wrap32(acc) >> shift, top)
         else:
             inter = np.minimum((plane << 14) >> shift, top)
         if subsampled:                       # vertical bicubic from the chroma rows
-            first, coeffs = bicubic_filter(plane.shape[0], height, 2, 1 << 12)
+            first, coeffs = init_filter(plane.shape[0], height, 2, 1 << 12)
             if coeffs.shape[1] == 2:         # swscale's "1" output functions (vscale.c)
                 simple = (coeffs.sum(axis=1) == 4096) & (coeffs[:, 1] >= 0) & (coeffs[:, 1] <= 4096)
                 coeffs[simple] = np.where(coeffs[simple, 1:] < 2048, [4096, 0], [2048, 2048])

@@ -413,7 +413,7 @@ surface.free()
 finish(out)
 """
     out = run(code, stub, STUB_LAUNCH_RESULT="1")
-    assert "cannot fill a 320x200 output (it does not resize)" in out["size"]
+    assert "cannot fill a 320x200 output (it does not resize without transforms)" in out["size"]
     assert out["launch"].startswith("cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE")
     assert "cannot convert yuv422p frames in device memory" in out["format"]
     assert out["pushes"] == out["pops"] and out["depth"] == 0

@@ -90,14 +90,15 @@ def host_frame(pix_fmt, planes):
         arrays = planes
     return [a.ctypes.data for a in arrays], [a.strides[0] for a in arrays], arrays
 
-def on_cpu(pix_fmt, planes, width, height, matrix, full, as_float, rotation):
-    '''The CPU path: torchcodec's Scaler on a host frame of the planes.'''
-    ow, oh = (height, width) if rotation in (90, 270) else (width, height)
+def on_cpu(pix_fmt, planes, width, height, matrix, full, as_float, rotation, out_size=None):
+    '''The CPU path: torchcodec's Scaler on a host frame of the planes (out_size: (width, height) of
+    the output, when the Scaler has a transform plan).'''
+    ow, oh = out_size or ((height, width) if rotation in (90, 270) else (width, height))
     out = np.zeros((oh, ow, 3), np.float32 if as_float else np.uint8)
     addresses, pitches, arrays = host_frame(pix_fmt, planes)
     device_frames.convert_device_frame(scaler, pix_fmt, addresses, pitches, width, height, out.ctypes.data,
-                                       out.strides[0], colorspace=matrix, color_range=2 if full else 1,
-                                       as_float=as_float, rotation=rotation)
+                                       out.strides[0], out_width=ow, out_height=oh, colorspace=matrix,
+                                       color_range=2 if full else 1, as_float=as_float, rotation=rotation)
     return out
 
 def surface(layout, planes, bits, crop):
@@ -129,15 +130,16 @@ def surface(layout, planes, bits, crop):
         pix_fmt = "yuv444p16le" if wide else ("yuv444p" if planes[1].shape == y.shape else None)
     return pix_fmt, [a.address for a in arrays], [a.array.strides[0] for a in arrays], arrays
 
-def on_gpu(layout, pix_fmt, planes, bits, width, height, matrix, full, as_float, rotation, crop):
-    '''The kernels (emulated): a host frame of the planes, or a device frame of `layout`.'''
-    ow, oh = (height, width) if rotation in (90, 270) else (width, height)
+def on_gpu(layout, pix_fmt, planes, bits, width, height, matrix, full, as_float, rotation, crop, out_size=None):
+    '''The kernels (emulated): a host frame of the planes, or a device frame of `layout` (out_size:
+    as for on_cpu).'''
+    ow, oh = out_size or ((height, width) if rotation in (90, 270) else (width, height))
     out = DeviceArray((oh, ow, 3), np.float32 if as_float else np.uint8)
     kwargs = dict(colorspace=matrix, color_range=2 if full else 1, as_float=as_float, rotation=rotation)
     if layout == "host":
         addresses, pitches, arrays = host_frame(pix_fmt, planes)
         device_frames.convert_device_frame(converter, pix_fmt, addresses, pitches, width, height, out.address,
-                                           out.array.strides[0], **kwargs)
+                                           out.array.strides[0], out_width=ow, out_height=oh, **kwargs)
     else:
         surface_format, addresses, pitches, arrays = surface(layout, planes, bits, crop)
         extra = dict(hwaccel=True) if layout == "p010" else dict(sync=device_frames.Sync(*SYNC_EVENTS, bits))

@@ -95,7 +95,7 @@ def test_the_unscaled_rgb48_converter_leaves_the_last_odd_column_unwritten():
 def test_the_filters_are_swscales_for_common_sizes():
     """Spot checks of initFilter's output (4:2:0 chroma of 1080 rows): 4 taps in the interior, the
     two phases of an exact 2x upscale, the borders folded onto the first and last rows."""
-    first, coeffs = swscale_model.bicubic_filter(540, 1080, 2, 1 << 12)
+    first, coeffs = swscale_model.init_filter(540, 1080, 2, 1 << 12)
     assert coeffs.shape == (1080, 4) and (coeffs.sum(axis=1) == 4096).all()
     assert first[0] == 0 and first[-1] == 540 - 4
     np.testing.assert_array_equal(coeffs[10], coeffs[12])

@@ -447,9 +447,16 @@ def test_too_many_stages_are_refused(media):
         VideoDecoder(media["h264_bframes.mp4"], transforms=transforms)
 
 
-def test_cuda_with_transforms_says_so(media):
-    with pytest.raises(RuntimeError, match="transforms run on the CPU only"):
+def test_cuda_without_a_gpu_names_cuda_not_the_transforms(media):
+    """Transforms run on CUDA too (tests/test_cuda_transforms.py); without a usable GPU the refusal
+    is CUDA's, with its reason, before the source is opened."""
+    from torchcodec import _cuda
+    reason = _cuda.reason()
+    if reason is None:
+        pytest.skip("CUDA is usable here: the stub and GPU tests decode with transforms on it")
+    with pytest.raises(RuntimeError, match="CUDA decoding is not available") as error:
         VideoDecoder(media["h264_bframes.mp4"], device="cuda", transforms=[Resize((10, 10))])
+    assert "ransform" not in str(error.value)
 
 
 def _torchvision_refusals():
@@ -548,3 +555,53 @@ def test_torchcodec_transforms_import_neither_torch_nor_torchvision(media):
             "print(sorted(m for m in ('torch', 'torchvision') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+# ---- ColorConverter(transforms=...): the blocks ----------------------------------------------------
+
+def _block_frames(path, converter, count):
+    from torchcodec.decoders import Demuxer
+
+    demuxer = Demuxer(path)
+    decoder = demuxer.streams[0].make_decoder()
+    frames = []
+    for packet in demuxer:
+        frames += [converter.convert(raw) for raw in decoder.decode(packet)]
+        if len(frames) >= count:
+            return frames[:count]
+    return frames
+
+
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "h264_rotate90.mp4", "vp9_161x121.webm"])
+def test_color_converter_applies_transforms_as_the_video_decoder(media, name):
+    """An addition to TorchCodec's ColorConverter: the same transforms as a VideoDecoder's, pixel for
+    pixel (the plan made for the first frame's size, after rotation)."""
+    from torchcodec.decoders import ColorConverter
+
+    transforms = [Resize((100, 120)), CenterCrop((64, 81))]
+    frames = _block_frames(media[name], ColorConverter(transforms=transforms), 5)
+    expected = VideoDecoder(media[name], transforms=transforms).get_frames_in_range(0, 5).data
+    np.testing.assert_array_equal(np.stack([f.data for f in frames]), expected)
+
+
+def test_color_converter_draws_a_random_crop_once_per_frame_size(media):
+    from torchcodec.decoders import ColorConverter
+
+    path = media["h264_bframes.mp4"]
+    converter = ColorConverter(transforms=[RandomCrop((50, 60), generator=np.random.default_rng(4))])
+    frames = _block_frames(path, converter, 3)
+    rng = np.random.default_rng(4)
+    top, left = int(rng.integers(0, 240 - 50 + 1)), int(rng.integers(0, 320 - 60 + 1))
+    whole = VideoDecoder(path, dimension_order="NHWC").get_frames_in_range(0, 3).data
+    for frame, full in zip(frames, whole):
+        np.testing.assert_array_equal(np.asarray(frame.data).transpose(1, 2, 0), full[top:top + 50, left:left + 60])
+
+
+def test_color_converter_refuses_what_cannot_be_applied(media):
+    from torchcodec.decoders import ColorConverter
+
+    with pytest.raises(ValueError, match="Unsupported transform"):
+        ColorConverter(transforms=["resize"])
+    converter = ColorConverter(transforms=[CenterCrop((500, 500))])
+    with pytest.raises(ValueError, match="larger than its input"):
+        _block_frames(media["h264_bframes.mp4"], converter, 1)

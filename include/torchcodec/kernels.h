@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "torchcodec/swscale_resize.h"
 #include "torchcodec/swscale_rgb.h"
 
 /* Chroma of the source (tc_yuv_to_rgb_params.chroma). */
@@ -51,6 +52,40 @@ typedef struct tc_yuv_to_rgb_params {
     tc_sws_coeffs coeffs;      /* tc_sws_coeffs_for(frame->colorspace, frame->color_range == JPEG) */
 } tc_yuv_to_rgb_params;
 
+/* Kernels of resize.cu (decode-time transforms on the GPU), one thread per output pixel: 2-D grid
+ * over (window_width, window_height). Each runs one stage of a transform plan: crop its source
+ * image to (crop_x, crop_y, crop_width, crop_height), then resize it as swscale's bilinear RGB -> RGB
+ * resize does (swscale_resize.h) to out_width x out_height, or, for a crop alone (h_taps 0), keep
+ * the cropped pixels; and write the window (window_x, window_y, window_width, window_height) of that
+ * output. Both kernels run both chains of swscale_resize.h (`chain`: the 8-bit one for uint8
+ * output, RGB24 routes and images; the 16-bit one for float32, RGB48):
+ *   tc_resize_frame   the source image is the frame of `frame` (8- or 16-bit samples), read
+ *                     through its colour route as the CPU path converts it, whole
+ *   tc_resize_image   the source image is a packed RGB image of an earlier stage (`image`)
+ * Pixels that a stage reads to the right of its image (the pair of an odd width's last pixel) are
+ * 0. */
+typedef struct tc_resize_params {
+    tc_yuv_to_rgb_params frame;   /* the source frame (its dst fields unused), when `image` is 0 */
+    uint64_t image;               /* a packed RGB image (RGB24 bytes, RGB48 words) as the source, or 0 */
+    int64_t image_row_stride;     /* bytes between its rows */
+    uint64_t filters;             /* the stage's tc_resize_filter_table in device memory (0 for a crop) */
+    uint64_t dst;                 /* element (0, 0, R) of the window in the output */
+    int64_t dst_row_stride;       /* elements between rows */
+    int64_t dst_col_stride;       /* elements between pixels of a row */
+    int64_t dst_chan_stride;      /* elements between R, G and B */
+    int32_t image_width, image_height;      /* the source image (the frame as converted: after rotation) */
+    int32_t crop_x, crop_y, crop_width, crop_height;
+    int32_t out_width, out_height;          /* the stage's output */
+    int32_t window_x, window_y, window_width, window_height;   /* the part of it written */
+    int32_t h_taps, c_taps, v_taps;         /* the filter table's taps; h_taps 0: a crop, no resize */
+    int32_t half_chroma;                    /* chroma of pixel pairs (tc_resize_half_chroma) */
+    int32_t rounding;                       /* the 8-bit chain's vertical rounding: 512, 0 for 2 taps */
+    int32_t float_output;                   /* the 16-bit chain: float32 (RGB48 / 65535), else RGB48 words */
+    int32_t rgb2yuv[9];                     /* tc_sws_rgb2yuv_table of the resize's matrix */
+    int32_t chain;                          /* TC_RESIZE_CHAIN8 (uint8 output) or TC_RESIZE_CHAIN16 */
+    tc_sws_coeffs coeffs;                   /* tc_sws_coeffs_for(the resize's matrix, 0) */
+} tc_resize_params;
+
 /* tc_copy_strided: copy `count` 2-D blocks of `rows` rows of `row_bytes` bytes, block b row r from
  * src + b * src_batch_stride + r * src_pitch to dst + b * dst_batch_stride + r * dst_pitch.
  * 2-D grid over (row, 16-byte units of a row), z over blocks; copies 16 bytes per thread when every
@@ -86,6 +121,7 @@ typedef struct tc_rgb_to_nv12_params {
 #define TC_STATIC_ASSERT _Static_assert
 #endif
 TC_STATIC_ASSERT(sizeof(tc_yuv_to_rgb_params) == 272, "tc_yuv_to_rgb_params is 272 bytes");
+TC_STATIC_ASSERT(sizeof(tc_resize_params) == 552, "tc_resize_params is 552 bytes");
 TC_STATIC_ASSERT(sizeof(tc_copy_params) == 64, "tc_copy_params is 64 bytes");
 TC_STATIC_ASSERT(sizeof(tc_rgb_to_nv12_params) == 80, "tc_rgb_to_nv12_params is 80 bytes");
 

@@ -34,6 +34,7 @@
 
 #include "torchcodec/colour.h"
 #include "torchcodec/cpu.h"
+#include "torchcodec/swscale_resize.h"   /* fill_rgb2yuv_table */
 #include "torchcodec/yuv8_rgb.h"    /* the YUV -> RGB arithmetic in AVX2 lanes */
 
 #define TC_RGB_SHIFT 15                 /* swscale's RGB2YUV_SHIFT */
@@ -44,48 +45,15 @@ typedef struct tc_rgb_matrix {
     int has_vector_form;                /* every coefficient fits a signed 16-bit lane */
 } tc_rgb_matrix;
 
-static inline int64_t tc_rgb_rounded_div(int64_t a, int64_t b)
-{
-    return (a >= 0 ? a + (b >> 1) : a - (b >> 1)) / b;
-}
-
 /* fill_rgb2yuv_table for the swscale coefficients ``table`` (sws_getCoefficients: vr, ub, -ug,
- * -vg) and a limited output range, which swscale always uses for this table. */
+ * -vg) and a limited output range, which swscale always uses for this table (swscale_resize.h). */
 static inline void tc_rgb_matrix_init(tc_rgb_matrix *m, const int *table)
 {
-    /* ff_yuv2rgb_coeffs[SWS_CS_DEFAULT]: swscale replaces the derived values by BT.601's rounded
-     * decimals when it is given exactly this table. */
-    static const int bt601[4] = {104597, 132201, 25675, 53279};
-    const int64_t one = 65536, vr = table[0], ub = table[1], ug = -table[2], vg = -table[3];
-    const int64_t cy = one * 255 / 219;
-    const int64_t w = tc_rgb_rounded_div(one * one * ug, ub);
-    const int64_t v = tc_rgb_rounded_div(one * one * vg, vr);
-    const int64_t z = one * one - w - v;
-    const int64_t c_y = tc_rgb_rounded_div(cy * z, one);
-    const int64_t c_u = tc_rgb_rounded_div(ub * z, one);
-    const int64_t c_v = tc_rgb_rounded_div(vr * z, one);
-    const int64_t unit = (int64_t)1 << TC_RGB_SHIFT;
+    int32_t inv[4];
     int i;
-    m->k[0] = (int32_t)-tc_rgb_rounded_div(unit * v, c_y);
-    m->k[1] = (int32_t)tc_rgb_rounded_div(unit * one * one, c_y);
-    m->k[2] = (int32_t)-tc_rgb_rounded_div(unit * w, c_y);
-    m->k[3] = (int32_t)tc_rgb_rounded_div(unit * v, c_u);
-    m->k[4] = (int32_t)-tc_rgb_rounded_div(unit * one * one, c_u);
-    m->k[5] = (int32_t)tc_rgb_rounded_div(unit * (z + w), c_u);
-    m->k[6] = (int32_t)tc_rgb_rounded_div(unit * (v + z), c_v);
-    m->k[7] = (int32_t)-tc_rgb_rounded_div(unit * one * one, c_v);
-    m->k[8] = (int32_t)tc_rgb_rounded_div(unit * w, c_v);
-    if (memcmp(table, bt601, sizeof(bt601)) == 0) {
-        m->k[0] = (int)(0.299 * 219 / 255 * unit + 0.5);
-        m->k[1] = (int)(0.587 * 219 / 255 * unit + 0.5);
-        m->k[2] = (int)(0.114 * 219 / 255 * unit + 0.5);
-        m->k[3] = -(int)(0.169 * 224 / 255 * unit + 0.5);
-        m->k[4] = -(int)(0.331 * 224 / 255 * unit + 0.5);
-        m->k[5] = (int)(0.500 * 224 / 255 * unit + 0.5);
-        m->k[6] = (int)(0.500 * 224 / 255 * unit + 0.5);
-        m->k[7] = -(int)(0.419 * 224 / 255 * unit + 0.5);
-        m->k[8] = -(int)(0.081 * 224 / 255 * unit + 0.5);
-    }
+    for (i = 0; i < 4; i++)
+        inv[i] = table[i];
+    tc_sws_rgb2yuv_table(inv, m->k);
     m->has_vector_form = 1;
     for (i = 0; i < 9; i++)
         if (m->k[i] < -32768 || m->k[i] > 32767)
@@ -104,15 +72,13 @@ static inline void tc_rgb_planes_row_c(const tc_rgb_matrix *m, const uint8_t *sr
 {
     const int32_t *k = m->k;
     int x;
-    for (x = x0; x < width; x++) {
-        const int r = src[3 * x], g = src[3 * x + 1], b = src[3 * x + 2];
-        y[x] = (uint16_t)((k[0] * r + k[1] * g + k[2] * b + TC_RGB_Y_BIAS) >> (TC_RGB_SHIFT - 6));
-    }
+    for (x = x0; x < width; x++)
+        y[x] = (uint16_t)tc_resize_luma(k, TC_RESIZE_CHAIN8, src[3 * x], src[3 * x + 1], src[3 * x + 2]);
     for (x = x0 / 2; x < (width + 1) / 2; x++) {
         const int r = src[6 * x] + src[6 * x + 3], g = src[6 * x + 1] + src[6 * x + 4];
         const int b = src[6 * x + 2] + src[6 * x + 5];
-        u[x] = (uint16_t)((k[3] * r + k[4] * g + k[5] * b + TC_RGB_HALF_BIAS) >> (TC_RGB_SHIFT - 5));
-        v[x] = (uint16_t)((k[6] * r + k[7] * g + k[8] * b + TC_RGB_HALF_BIAS) >> (TC_RGB_SHIFT - 5));
+        u[x] = (uint16_t)tc_resize_chroma_pair(k + 3, TC_RESIZE_CHAIN8, r, g, b);
+        v[x] = (uint16_t)tc_resize_chroma_pair(k + 6, TC_RESIZE_CHAIN8, r, g, b);
     }
 }
 

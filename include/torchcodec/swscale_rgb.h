@@ -22,7 +22,7 @@
  * 15-bit (RGB24) or 19-bit (RGB48) intermediates (hScale: an identity filter, or for odd-width
  * 4:2:0 chroma the bicubic filter to full width); chroma rows are filtered vertically (bicubic, from
  * the chroma rows to the picture's: usually 4 taps, 1 for 4:4:4); then the output functions. The
- * filters are swscale's own (utils.c's initFilter, reproduced by tc_sws_bicubic_filter on the host),
+ * filters are swscale's own (utils.c's initFilter, reproduced by tc_sws_init_filter on the host),
  * handed to the kernels as a table per frame geometry (tc_sws_filter_table). A 2-tap vertical
  * filter (frames of 5 to 8 rows), which swscale runs through its "1" output functions (the first
  * row alone below an alpha of 2048, else the mean of two rows), is stored as the equivalent taps
@@ -178,15 +178,14 @@ TC_COLOUR_FN void tc_sws_packed_rgb24(const tc_sws_coeffs *c, int32_t luma, int3
                      tc_sws_clip8(((1 << 18) + v_sum) >> 19), rgb);
 }
 
-/* A pixel of TC_ROUTE_FULL_RGB24: yuv2rgb_write_full of yuv2rgb24_full_X. */
-TC_COLOUR_FN void tc_sws_full_rgb24(const tc_sws_coeffs *c, int32_t luma, int32_t u_sum, int32_t v_sum,
-                                    int32_t rgb[3])
+/* yuv2rgb_write_full for RGB24: the pixel from luma Y and chroma U, V as the output functions give
+ * them (after their vertical filter: yuv2rgb24_full_X's sums + rounding, >> 10). */
+TC_COLOUR_FN void tc_sws_write_full(const tc_sws_coeffs *c, int32_t y, int32_t u, int32_t v, int32_t rgb[3])
 {
-    const int32_t u = ((1 << 9) - (128 << 19) + u_sum) >> 10, v = ((1 << 9) - (128 << 19) + v_sum) >> 10;
-    const uint32_t y = (uint32_t)((luma * 4 - c->y_offset) * c->y_coeff + (1 << 21));
-    int32_t r = (int32_t)(y + (uint32_t)(v * c->v2r));
-    int32_t g = (int32_t)(y + (uint32_t)(v * c->v2g) + (uint32_t)(u * c->u2g));
-    int32_t b = (int32_t)(y + (uint32_t)(u * c->u2b));
+    const uint32_t luma = (uint32_t)((y - c->y_offset) * c->y_coeff + (1 << 21));
+    int32_t r = (int32_t)(luma + (uint32_t)(v * c->v2r));
+    int32_t g = (int32_t)(luma + (uint32_t)(v * c->v2g) + (uint32_t)(u * c->u2g));
+    int32_t b = (int32_t)(luma + (uint32_t)(u * c->u2b));
     if ((r | g | b) & (int32_t)0xC0000000) {
         r = tc_sws_clip_bits(r, 30);
         g = tc_sws_clip_bits(g, 30);
@@ -197,17 +196,32 @@ TC_COLOUR_FN void tc_sws_full_rgb24(const tc_sws_coeffs *c, int32_t luma, int32_
     rgb[2] = b >> 22;
 }
 
+/* A pixel of TC_ROUTE_FULL_RGB24: yuv2rgb24_full_X with one luma tap (4096) and the chroma sums. */
+TC_COLOUR_FN void tc_sws_full_rgb24(const tc_sws_coeffs *c, int32_t luma, int32_t u_sum, int32_t v_sum,
+                                    int32_t rgb[3])
+{
+    tc_sws_write_full(c, luma * 4, ((1 << 9) - (128 << 19) + u_sum) >> 10, ((1 << 9) - (128 << 19) + v_sum) >> 10,
+                      rgb);
+}
+
+/* The RGB48 pixel (16-bit values) of yuv2rgba64_full_X from luma Y and chroma U, V after its
+ * vertical filter (the sums, less their offsets, >> 14). */
+TC_COLOUR_FN void tc_sws_write_rgb48(const tc_sws_coeffs *c, int32_t y, int32_t u, int32_t v, int32_t rgb[3])
+{
+    const uint32_t luma = (uint32_t)((y - c->y_offset) * c->y_coeff + (1 << 13) - (1 << 29));
+    rgb[0] = tc_sws_clip_bits(((int32_t)(luma + (uint32_t)(v * c->v2r)) >> 14) + (1 << 15), 16);
+    rgb[1] = tc_sws_clip_bits(((int32_t)(luma + (uint32_t)(v * c->v2g) + (uint32_t)(u * c->u2g)) >> 14) + (1 << 15),
+                              16);
+    rgb[2] = tc_sws_clip_bits(((int32_t)(luma + (uint32_t)(u * c->u2b)) >> 14) + (1 << 15), 16);
+}
+
 /* A pixel of TC_ROUTE_RGB48 (16-bit values): yuv2rgba64_X / yuv2rgba64_full_X, whose luma sum with
  * its one tap is the intermediate >> 2. The chroma sums wrap in 32 bits as swscale's unsigned
  * products do. */
 TC_COLOUR_FN void tc_sws_rgb48(const tc_sws_coeffs *c, int32_t luma, int32_t u_sum, int32_t v_sum, int32_t rgb[3])
 {
-    const int32_t u = (int32_t)((uint32_t)u_sum - (1u << 30)) >> 14;
-    const int32_t v = (int32_t)((uint32_t)v_sum - (1u << 30)) >> 14;
-    const uint32_t y = (uint32_t)(((luma >> 2) - c->y_offset) * c->y_coeff + (1 << 13) - (1 << 29));
-    rgb[0] = tc_sws_clip_bits(((int32_t)(y + (uint32_t)(v * c->v2r)) >> 14) + (1 << 15), 16);
-    rgb[1] = tc_sws_clip_bits(((int32_t)(y + (uint32_t)(v * c->v2g) + (uint32_t)(u * c->u2g)) >> 14) + (1 << 15), 16);
-    rgb[2] = tc_sws_clip_bits(((int32_t)(y + (uint32_t)(u * c->u2b)) >> 14) + (1 << 15), 16);
+    tc_sws_write_rgb48(c, luma >> 2, (int32_t)((uint32_t)u_sum - (1u << 30)) >> 14,
+                       (int32_t)((uint32_t)v_sum - (1u << 30)) >> 14, rgb);
 }
 
 /* ---- the chroma filter table ------------------------------------------------------------------
@@ -247,12 +261,18 @@ static inline int64_t tc_sws_rounded_div(int64_t a, int64_t b)
     return (a >= 0 ? a + (b >> 1) : a - (b >> 1)) / b;
 }
 
-/* utils.c's initFilter for SWS_BICUBIC (default parameters) without source or destination vectors:
- * src_n samples -> dst_n samples at step x_inc (16.16), positions src_pos/dst_pos in 1/256 pixels
- * (get_local_pos). Coefficients sum to `one`. Returns 0, or -1 when out of memory. */
-static inline int tc_sws_bicubic_filter(int src_n, int dst_n, int x_inc, int src_pos, int dst_pos,
-                                 int filter_align, int one,
-                                 int16_t **out_coeff, int32_t **out_pos, int *out_size)
+/* The kinds of filter of tc_sws_init_filter: swscale's SWS_BICUBIC (default parameters: the CLI's
+ * colour conversion) and SWS_BILINEAR (TorchCodec's Resize). */
+enum {
+    TC_SWS_BICUBIC = 0,
+    TC_SWS_BILINEAR = 1,
+};
+
+/* utils.c's initFilter for `kind` without source or destination vectors: src_n samples -> dst_n
+ * samples at step x_inc (16.16), positions src_pos/dst_pos in 1/256 pixels (get_local_pos).
+ * Coefficients sum to `one`. Returns 0, or -1 when out of memory. */
+static inline int tc_sws_init_filter(int kind, int src_n, int dst_n, int x_inc, int src_pos, int dst_pos,
+                                     int filter_align, int one, int16_t **out_coeff, int32_t **out_pos, int *out_size)
 {
     const int64_t fone = 1LL << (54 - (tc_sws_log2((unsigned)(src_n / dst_n)) < 8
                                        ? tc_sws_log2((unsigned)(src_n / dst_n)) : 8));
@@ -277,7 +297,8 @@ static inline int tc_sws_bicubic_filter(int src_n, int dst_n, int x_inc, int src
     } else {
         const int64_t B = 0, C = (int64_t)(0.6 * (1 << 24));
         int64_t x_dst_in_src;
-        size = x_inc <= 1 << 16 ? 1 + 4 : 1 + (4 * src_n + dst_n - 1) / dst_n;
+        const int factor = kind == TC_SWS_BILINEAR ? 2 : 4;      /* the filter's support, in samples */
+        size = x_inc <= 1 << 16 ? 1 + factor : 1 + (factor * src_n + dst_n - 1) / dst_n;
         if (size > src_n - 2)
             size = src_n - 2;
         if (size < 1)
@@ -295,7 +316,9 @@ static inline int tc_sws_bicubic_filter(int src_n, int dst_n, int x_inc, int src
                 int64_t c;
                 if (x_inc > 1 << 16)
                     d = d * dst_n / src_n;
-                if (d >= 1LL << 31) {
+                if (kind == TC_SWS_BILINEAR) {
+                    c = ((1LL << 30) - d > 0 ? (1LL << 30) - d : 0) * (fone >> 30);
+                } else if (d >= 1LL << 31) {
                     c = 0;
                 } else {
                     int64_t dd = (d * d) >> 30;
@@ -306,8 +329,8 @@ static inline int tc_sws_bicubic_filter(int src_n, int dst_n, int x_inc, int src
                     else
                         c = (-B - 6 * C) * ddd + (6 * B + 30 * C) * dd + (-12 * B - 48 * C) * d
                             + (8 * B + 24 * C) * (1 << 30);
+                    c /= (1LL << 54) / fone;
                 }
-                c /= (1LL << 54) / fone;
                 filter[i * size + j] = c;
                 xx++;
             }
@@ -416,14 +439,14 @@ fail:
 }
 
 /* swscale's chroma filter from `chroma_n` samples to `n` pixels (its step, and the default chroma
- * positions of get_local_pos: 128 for both), as tc_sws_bicubic_filter gives it; `vertical` filters
+ * positions of get_local_pos: 128 for both), as tc_sws_init_filter gives it; `vertical` filters
  * are normalised to 4096 and aligned to 2 (x86), horizontal ones to 16384. */
 static inline int tc_sws_chroma_filter(int chroma_n, int n, int vertical, int16_t **coeff, int32_t **first, int *taps)
 {
     const int64_t step = (((int64_t)chroma_n << 16) + (n >> 1)) / n;
     int i, j;
-    if (tc_sws_bicubic_filter(chroma_n, n, (int)step, 128, 128, vertical ? 2 : 4, vertical ? 1 << 12 : 1 << 14,
-                              coeff, first, taps) < 0)
+    if (tc_sws_init_filter(TC_SWS_BICUBIC, chroma_n, n, (int)step, 128, 128, vertical ? 2 : 4,
+                           vertical ? 1 << 12 : 1 << 14, coeff, first, taps) < 0)
         return -1;
     /* More taps than samples (aligned filters of tiny frames): every filter starts at sample 0 and
      * the taps past the last sample are 0 (swscale reads them past the row); keep chroma_n. */

@@ -24,6 +24,7 @@ thread_local Dim3 gridDim, blockDim, blockIdx, threadIdx;
 
 #include "../../kernels/colour.cu"
 #include "../../kernels/copy.cu"
+#include "../../kernels/resize.cu"
 
 namespace {
 
@@ -66,5 +67,9 @@ extern "C" int stub_emulate_launch(const char *name, const unsigned grid[3], con
         return run(tc_convert_rgb8_to_nv12, grid, block, params);
     if (strcmp(name, "tc_copy_strided") == 0)
         return run(tc_copy_strided, grid, block, params);
+    if (strcmp(name, "tc_resize_frame") == 0)
+        return run(tc_resize_frame, grid, block, params);
+    if (strcmp(name, "tc_resize_image") == 0)
+        return run(tc_resize_image, grid, block, params);
     return 500;
 }

@@ -155,6 +155,7 @@ SUBCOMMANDS = {
     "encode": "bench.encode",                # 1080p H.264 and 60 s AAC/FLAC, vs TorchCodec, PyAV, the CLI
     "images": "bench.images",                # 1080p JPEG, PNG and WebP, single and batched
     "nvjpeg": "bench.nvjpeg",                # nvJPEG batch decode vs libjpeg-turbo's threads (a GPU machine)
+    "gpu-transforms": "bench.gpu_transforms",  # 1080p to 224x224 on the GPU: fused vs resizing full RGB frames
     "targets": "bench.targets",              # the speed and memory targets, each with its verdict, in one run
     "decode-work": "bench.decode_work",      # the frames decoded for random10: ours, every frame, TorchCodec
     "threads": "bench.threads",              # decoders in parallel threads, and the output libraries

@@ -92,9 +92,12 @@ OK, FAIL, INFO, SKIPPED, NO_ENGINES = "ok", "FAIL", "info", "skipped", "limit: n
 
 
 class Report:
-    def __init__(self, out: Path) -> None:
+    """The table of a check: OUT/<name>.md and OUT/<name>.jsonl, a row at a time (also
+    tools/gpu/transforms.py's)."""
+
+    def __init__(self, out: Path, name: str = "gpu_jpeg_check") -> None:
         out.mkdir(parents=True, exist_ok=True)
-        self.markdown, self.jsonl = out / "gpu_jpeg_check.md", out / "gpu_jpeg_check.jsonl"
+        self.markdown, self.jsonl = out / f"{name}.md", out / f"{name}.jsonl"
         self.markdown.write_text("| step | check | subject | result | status |\n|---|---|---|---|---|\n")
         self.jsonl.write_text("")
         self.failed = False
@@ -115,6 +118,15 @@ class Report:
         except Exception as error:            # reported in its row; the other steps still run
             detail = traceback.format_exception_only(type(error), error)[-1].strip()
             self.add(Row(step, "raised", "-", detail.replace("|", "/")[:300], FAIL))
+
+    def run_steps(self, checks: Any, steps: list[str], gate: str) -> int:
+        """Run ``checks``' methods named ``steps`` in order (nothing more once the step named
+        ``gate`` failed); the exit status: 1 when a row failed."""
+        for step in steps:
+            self.run(step, getattr(checks, step))
+            if step == gate and self.failed:
+                break
+        return 1 if self.failed else 0
 
 
 # ---- images -------------------------------------------------------------------------------------
@@ -477,13 +489,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_inputs is not None:
         write_inputs(args.write_inputs)
         return 0
-    report = Report(args.out)
     checks = Checks(args.device, args.quick, Inputs(args.inputs))
-    for step in args.only.split(","):
-        report.run(step, getattr(checks, step))
-        if step == "library" and report.failed:
-            break
-    return 1 if report.failed else 0
+    return Report(args.out).run_steps(checks, args.only.split(","), "library")
 
 
 if __name__ == "__main__":

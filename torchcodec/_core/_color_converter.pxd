@@ -10,6 +10,9 @@ cdef class ColorConverter:
     cdef readonly DeviceConverter impl   # Scaler or CudaConverter
     cdef readonly object device         # "cpu" or "cuda:N"
     cdef readonly object output_dtype   # "uint8", "float32" or "auto" (resolved per frame)
+    cdef readonly object transforms     # torchcodec transforms applied by convert(), or None
+    cdef dict plans                     # convert()'s plans: (height, width) after rotation -> Plan
+    cdef object plan                    # the Plan set on impl (None: no transforms set)
 
     # Write ``frame`` turned ``rotation`` degrees clockwise as ``height`` rows of ``width`` packed RGB
     # pixels (uint8, or float32 in [0, 1] when ``as_float``) at ``dst``, rows ``row_stride`` bytes

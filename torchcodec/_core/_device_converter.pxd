@@ -10,6 +10,7 @@ cdef class DeviceConverter:
     #   ``width`` packed RGB pixels (uint8, or float32 in [0, 1] when ``as_float``) at ``dst``, rows
     #   ``row_stride`` bytes apart. ``dst`` is host memory for the Scaler, device memory for CUDA.
     # copy_output: copy one converted frame from ``src`` to ``dst`` (same layout): a repeated target.
+    # set_stages (Python): the transform plan applied by ``convert`` (see the .pyx).
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                      int width, int height, bint as_float) except -1 nogil
     cdef int copy_output(self, uint8_t *dst, const uint8_t *src, Py_ssize_t row_stride, int width, int height,

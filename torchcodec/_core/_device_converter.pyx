@@ -8,7 +8,14 @@ from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
 cdef class DeviceConverter:
-    """Converts decoded frames to RGB in caller-provided memory; subclasses implement ``convert``."""
+    """Converts decoded frames to RGB in caller-provided memory; subclasses implement ``convert``
+    and ``set_stages``."""
+
+    def set_stages(self, stages, single_resize=False):
+        """Apply the transform plan ``stages`` (torchcodec._core._scaler.parse_stages; empty for
+        none) to every frame converted from now on: ``convert``'s output is then the last stage's
+        size. ``single_resize``: the plan is one Resize and nothing else."""
+        raise NotImplementedError(f"{type(self).__name__} does not apply transforms")
 
     cdef int convert(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
                      int width, int height, bint as_float) except -1 nogil:

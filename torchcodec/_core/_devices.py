@@ -59,7 +59,7 @@ class VideoParts(Protocol):
 class DeviceParts(Protocol):
     """The parts of a device that the engine asks for (see the module's documentation)."""
 
-    def check_usable(self, device: Any, has_transforms: bool) -> None:
+    def check_usable(self, device: Any) -> None:
         """Raise RuntimeError saying why a VideoDecoder cannot decode on ``device``."""
 
     def video_parts(self, index: int, demuxer: Any, stream_index: int, num_threads: int) -> VideoParts:

@@ -160,3 +160,8 @@ cdef bint takes_planes_route(const ContextKey *want) noexcept nogil
 cdef void resize_key(const Stage *stage, int rgb_format, int colorspace, ContextKey *key) noexcept nogil
 cdef bint same_resize(const ContextKey *resize, const ContextKey *frame) noexcept nogil
 cdef int vector_rows(int enabled) noexcept nogil
+
+# The transform plan, for every converter that runs one (the Scaler, the CUDA converter).
+cdef int parse_stages(stages, Stage *plan) except -1
+cdef bint stage_resizes(const Stage *stage) noexcept nogil
+cdef int resize_matrix(bint single_resize, int rotation, int frame_width, const Stage *stage) noexcept nogil

@@ -604,6 +604,49 @@ cdef bint is_chroma_plane(const AVPixFmtDescriptor *desc, int plane) noexcept no
     return (plane == 1 or plane == 2) and not (desc.flags & lavu.AV_PIX_FMT_FLAG_RGB)
 
 
+cdef int parse_stages(stages, Stage *plan) except -1:
+    """Check the transform plan ``stages`` (a sequence of (x, y, crop_w, crop_h, out_w, out_h,
+    resize) tuples, at most MAX_STAGES) and write it into ``plan`` (MAX_STAGES entries); returns
+    the number of stages. Stage k > 0 must crop within the output of stage k - 1; stage 0's crop is
+    checked against each frame (after rotation) when it is converted. ValueError otherwise (``plan``
+    unchanged)."""
+    cdef Stage checked[MAX_STAGES]
+    cdef int k, prev_w = 0, prev_h = 0
+    stages = list(stages)
+    if len(stages) > MAX_STAGES:
+        raise ValueError(f"at most {MAX_STAGES} transform stages are supported, got {len(stages)}")
+    for k, stage in enumerate(stages):
+        x, y, crop_w, crop_h, out_w, out_h, resize = stage
+        if x < 0 or y < 0 or crop_w <= 0 or crop_h <= 0 or out_w <= 0 or out_h <= 0:
+            raise ValueError(f"transform stage {k} has a negative offset or an empty size: {stage}")
+        if not resize and (out_w != crop_w or out_h != crop_h):
+            raise ValueError(f"transform stage {k} changes the size without a resize: {stage}")
+        if k > 0 and (x + crop_w > prev_w or y + crop_h > prev_h):
+            raise ValueError(f"transform stage {k} crops outside the {prev_w}x{prev_h} output of stage {k - 1}")
+        checked[k].x, checked[k].y, checked[k].crop_w, checked[k].crop_h = x, y, crop_w, crop_h
+        checked[k].out_w, checked[k].out_h, checked[k].resize = out_w, out_h, bool(resize)
+        prev_w, prev_h = out_w, out_h
+    for k in range(len(stages)):
+        plan[k] = checked[k]
+    return len(stages)
+
+
+cdef bint stage_resizes(const Stage *stage) noexcept nogil:
+    """Whether the stage runs a resize: a crop, or a resize to the same size, passes the pixels
+    through (FFmpeg's scale filter does not scale a frame to its own size)."""
+    return stage.resize and (stage.out_w != stage.crop_w or stage.out_h != stage.crop_h)
+
+
+cdef int resize_matrix(bint single_resize, int rotation, int frame_width, const Stage *stage) noexcept nogil:
+    """The matrix of swscale's internal YUV in the resizes of a plan (see the module's docstring):
+    TorchCodec resizes a lone Resize (``single_resize``) with its own swscale call, not its filter
+    graph, when the frame is unrotated and both its width (``frame_width``, before rotation) and
+    the output's (``stage``, stage 0) are multiples of 32."""
+    if single_resize and not rotation and frame_width % 32 == 0 and stage.out_w % 32 == 0:
+        return SWSCALE_RESIZE_MATRIX
+    return FILTER_RESIZE_MATRIX
+
+
 cdef class Scaler(DeviceConverter):
     def __cinit__(self):
         cdef int i
@@ -638,31 +681,12 @@ cdef class Scaler(DeviceConverter):
 
     def set_stages(self, stages, single_resize=False):
         """Set the transform plan: a sequence of (x, y, crop_w, crop_h, out_w, out_h, resize) stages
-        (see ``Stage``); empty for none. Stage k > 0 must crop within the output of stage k - 1;
-        stage 0's crop is checked against each frame (after rotation) when it is converted.
-        ``single_resize``: the transforms were one Resize and nothing else (TorchCodec resizes
-        those with its own swscale call where it can; see the module's docstring).
+        (see ``Stage`` and ``parse_stages``); empty for none. ``single_resize``: the transforms were
+        one Resize and nothing else (TorchCodec resizes those with its own swscale call where it
+        can; see the module's docstring).
         """
-        cdef Stage plan[MAX_STAGES]
-        cdef int k, prev_w = 0, prev_h = 0
-        stages = list(stages)
-        if len(stages) > MAX_STAGES:
-            raise ValueError(f"at most {MAX_STAGES} transform stages are supported, got {len(stages)}")
-        for k, stage in enumerate(stages):
-            x, y, crop_w, crop_h, out_w, out_h, resize = stage
-            if x < 0 or y < 0 or crop_w <= 0 or crop_h <= 0 or out_w <= 0 or out_h <= 0:
-                raise ValueError(f"transform stage {k} has a negative offset or an empty size: {stage}")
-            if not resize and (out_w != crop_w or out_h != crop_h):
-                raise ValueError(f"transform stage {k} changes the size without a resize: {stage}")
-            if k > 0 and (x + crop_w > prev_w or y + crop_h > prev_h):
-                raise ValueError(f"transform stage {k} crops outside the {prev_w}x{prev_h} output of stage {k - 1}")
-            plan[k].x, plan[k].y, plan[k].crop_w, plan[k].crop_h = x, y, crop_w, crop_h
-            plan[k].out_w, plan[k].out_h, plan[k].resize = out_w, out_h, bool(resize)
-            prev_w, prev_h = out_w, out_h
-        for k in range(len(stages)):
-            self.stages[k] = plan[k]
-        self.num_stages = len(stages)
-        self.single_resize = bool(single_resize) and len(stages) == 1
+        self.num_stages = parse_stages(stages, self.stages)
+        self.single_resize = bool(single_resize) and self.num_stages == 1
 
     cdef uint8_t *get_buffer(self, int which, size_t size) except NULL nogil:
         """Scratch buffer ``which`` with at least ``size`` bytes. 0: RGB before an RGB rotation;
@@ -964,10 +988,7 @@ cdef class Scaler(DeviceConverter):
         cdef Py_ssize_t in_stride = 0, out_stride = 0
         cdef uint8_t *out = NULL
         cdef bint last
-        # TorchCodec resizes a lone Resize with its own swscale call (not its filter graph) when the
-        # frame is unrotated and both widths are multiples of 32.
-        cdef int matrix = (SWSCALE_RESIZE_MATRIX if self.single_resize and not rotation and frame.width % 32 == 0
-                           and stage.out_w % 32 == 0 else FILTER_RESIZE_MATRIX)
+        cdef int matrix = resize_matrix(self.single_resize, rotation, frame.width, stage)
         cdef bint fused = self.fused_applies(frame, rotation, stage, rgb_format, matrix)
         cdef const uint8_t *corner = NULL
         if not fused:
@@ -983,7 +1004,7 @@ cdef class Scaler(DeviceConverter):
             else:
                 out_stride = padded_row(stage.out_w, bpp)
                 out = self.get_buffer(2 + k % 2, padded_size(out_stride, stage.out_h))
-            if stage.resize and (stage.out_w != stage.crop_w or stage.out_h != stage.crop_h):
+            if stage_resizes(stage):
                 self.scale_rgb(k, corner, in_stride, frame if fused and k == 0 else NULL, out, out_stride, rgb_format,
                                matrix, padded or not last)
             else:                       # a crop, or a resize to the same size (FFmpeg passes those through)

@@ -21,7 +21,6 @@ from torchcodec._core._demuxer cimport MAX_STEP_BACKS, Demuxer
 from torchcodec._core._error import EndOfStreamError
 from torchcodec._core._frame_index cimport FrameIndex, closest_ticks, ticks_to_seconds
 from torchcodec._core._packet_decoder cimport VideoPacketDecoder, open_video_decoder
-from torchcodec._core._scaler cimport Scaler
 from torchcodec._ffmpeg cimport avcodec as lavc
 from torchcodec._ffmpeg cimport avformat as lavf
 from torchcodec._ffmpeg cimport avutil as lavu
@@ -153,12 +152,7 @@ cdef class VideoReader:
         Output frames are then the last stage's out_w x out_h. ``single_resize``: the transforms
         were a single Resize (see ``Scaler.set_stages``).
         """
-        if not isinstance(self.converter.impl, Scaler):
-            if len(stages):
-                raise ValueError(f"transforms run in the Scaler; this stream converts with "
-                                 f"{type(self.converter.impl).__name__}")
-            return
-        (<Scaler>self.converter.impl).set_stages(stages, single_resize)
+        self.converter.impl.set_stages(stages, single_resize)
 
     # ---- decoding ------------------------------------------------------------------------------
 

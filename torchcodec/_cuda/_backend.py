@@ -71,12 +71,8 @@ class CudaVideoParts:
 class CudaDevice:
     """The CUDA device's parts (torchcodec._core._devices.DeviceParts)."""
 
-    def check_usable(self, device: Any, has_transforms: bool) -> None:
+    def check_usable(self, device: Any) -> None:
         """Raise RuntimeError saying why when CUDA decoding cannot be used for ``device``."""
-        if has_transforms:
-            raise RuntimeError(f"device={str(device)!r}: Transforms are only supported for CPU devices. Decode-time "
-                               f"transforms run on the CPU only in this version; decode on CUDA and transform the "
-                               f"frames, or use device='cpu'")
         reason = _cuda.reason()
         if reason is not None:
             raise RuntimeError(f"device={str(device)!r}: CUDA decoding is not available: {reason}; use device='cpu'")
@@ -90,7 +86,7 @@ class CudaDevice:
         RawFrames own a copy of their picture in device memory (torchcodec._cuda._device_frame: no
         NVDEC surface or FFmpeg pool frame stays pinned by a frame the caller keeps; CPU-fallback
         frames are uploaded)."""
-        self.check_usable(f"cuda:{index}", False)
+        self.check_usable(f"cuda:{index}")
         from torchcodec._cuda import _device_frame, _driver
         context = _driver.load_driver().context(index)
         decoder, _ = choose_decoder(context, demuxer, stream_index, num_threads)
@@ -99,7 +95,7 @@ class CudaDevice:
 
     def device_converter(self, index: int) -> Any:
         """The CUDA converter (kernels) of ``ColorConverter(device="cuda:N")``."""
-        self.check_usable(f"cuda:{index}", False)
+        self.check_usable(f"cuda:{index}")
         from torchcodec._cuda import _converter, _driver
         return _converter.CudaConverter(_driver.load_driver().context(index))
 

@@ -1,8 +1,11 @@
 # The CUDA frame converter: decoded frames (NVDEC surfaces, FFmpeg CUDA hwaccel frames, or host
-# frames of the CPU fallback) to RGB in device memory, with the kernels of kernels/colour.cu.
+# frames of the CPU fallback) to RGB in device memory, with the kernels of kernels/colour.cu, and
+# through a transform plan with those of kernels/resize.cu (torchcodec._cuda._transforms).
 from libc.stdint cimport uint8_t
 from torchcodec._core._device_converter cimport DeviceConverter
 from torchcodec._cuda._driver cimport CudaContext, CudaDriver
+from torchcodec._cuda._scratch cimport Scratch
+from torchcodec._cuda._transforms cimport CudaTransforms
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._cuda cimport cuda as cu
 from torchcodec._ffmpeg.avutil cimport AVFrame
@@ -21,24 +24,18 @@ cdef class CudaConverter(DeviceConverter):
     cdef cu.CUstream stream             # where conversions run (NULL: the legacy default stream)
     cdef cu.CUevent upstream_ready      # recorded on the legacy stream: FFmpeg's hwaccel frame is written
     cdef cu.CUevent converted           # recorded on `stream` after converting a hwaccel frame
-    cdef cu.CUevent staging_read        # recorded on `stream` after converting from the staging buffer
-    cdef bint staging_busy              # staging_read was recorded (the buffer may still be read)
-    cdef cu.CUdeviceptr staging         # host frames' planes, uploaded (owned, grown when needed)
-    cdef size_t staging_size
-    cdef cu.CUdeviceptr filters         # swscale's chroma filters of 4:2:0 frames (owned, grown when needed)
-    cdef size_t filters_size
+    cdef Scratch staging                # host frames' planes, uploaded
+    cdef Scratch filters                # swscale's chroma filters of 4:2:0 frames
     cdef int filters_width, filters_height, v_taps, h_taps  # what `filters` holds (0 x 0: nothing)
-    cdef cu.CUevent filters_read        # recorded on filters_stream after each conversion that read them
-    cdef cu.CUstream filters_stream
-    cdef bint filters_busy              # filters_read was recorded
     cdef uint8_t *host_rgb              # the Scaler's output for formats the kernels do not read (owned)
     cdef size_t host_rgb_size
-    cdef Scaler scaler                  # created on first use
+    cdef Scaler scaler                  # created on first use (with the transform plan, if any)
+    cdef readonly CudaTransforms transforms     # the transform plan (None: none)
+    cdef object stages                  # as given to set_stages (for the Scaler), and single_resize
+    cdef bint single_resize
 
     cdef int record(self, cu.CUevent event, cu.CUstream stream) except -1 nogil
     cdef int launch(self, cu.CUfunction function, unsigned grid_x, unsigned grid_y, void *params) except -1 nogil
-    cdef int reuse(self, cu.CUdeviceptr *buffer, size_t *size, size_t needed, cu.CUevent last_read,
-                   bint busy) except -1 nogil
     cdef int prepare_filters(self, int width, int height) except -1 nogil
     cdef int upload_planes(self, const AVFrame *frame, int num_planes, const int *plane_rows,
                            const size_t *plane_bytes, cu.CUdeviceptr *planes, Py_ssize_t *pitches) except -1 nogil

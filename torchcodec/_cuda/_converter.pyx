@@ -4,7 +4,9 @@ kernels/colour.cu (launch interface: include/torchcodec/kernels.h; see docs/cuda
 
 ``CudaConverter`` implements the engine's DeviceConverter for device memory. It takes three kinds of
 frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the stream set with
-``set_stream`` (the output library's stream):
+``set_stream`` (the output library's stream), or, with a transform plan (``set_stages``), into the
+launches of the plan's resize kernels (torchcodec._cuda._transforms), which read the frame as the
+colour kernels do:
 
 - NVDEC frames (``frame.opaque`` points at the slot's ``FrameSync``): planes in device memory, the
   display area at (crop_left, crop_top). The stream waits on the device for the slot's ``ready``
@@ -17,7 +19,8 @@ frames and turns each into one launch of a ``tc_convert_yuv*`` kernel on the str
   for the conversion before FFmpeg may reuse the surface (no host synchronisation either way).
 - Host frames (CPU decoding): 8- to 16-bit 4:2:0 and 4:4:4 YUV, planar or NV12-like, are uploaded
   plane by plane into a staging buffer on the device, then converted by the same kernels. Any other
-  format is converted to RGB on the CPU by a Scaler, and the RGB image is uploaded.
+  format is converted to RGB on the CPU by a Scaler (with the same plan), and the RGB image is
+  uploaded.
 - Device RawFrames of the building blocks (torchcodec._cuda._device_frame: copies in memory of
   their own, ``opaque`` at a FrameSync of theirs): read as NVDEC frames are. The few whose format
   the kernels cannot read (a 4:2:2 or RGB source decoded on the CPU, uploaded as it was) come back
@@ -29,8 +32,6 @@ geometry and kept in device memory (``filters``). Rotation (0, 90, 180, 270 degr
 the planes' steps: the kernels read the frame turned as the CPU turns it before converting.
 Every driver call runs with the context pushed (popped again on errors) and is checked.
 """
-import threading
-
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
@@ -40,60 +41,17 @@ from torchcodec._core._raw_frames cimport RawFrame
 from torchcodec._cuda._device_frame cimport download_frame
 from torchcodec._cuda._driver cimport (CudaContext, CudaDriver, CudaModule, FrameSync, check_cu, check_cu_nogil,
                                             launch_kernel, stream_wait_event)
+from torchcodec._cuda._scratch cimport (scratch_follow, scratch_free, scratch_init, scratch_read, scratch_take,
+                                        scratch_upload)
+from torchcodec._cuda._transforms cimport CudaTransforms, cached_module
+from torchcodec._cuda.kernels cimport (TC_CHROMA_420, TC_CHROMA_444, TC_KERNEL_BLOCK_X, TC_KERNEL_BLOCK_Y,
+                                       TC_ROUTE_TABLE_RGB48, TC_ROUTE_X86_RGB24, tc_copy_params, tc_sws_coeffs_for,
+                                       tc_sws_filter_table, tc_sws_route, tc_yuv_to_rgb_params)
 from torchcodec._core._scaler cimport Scaler
 from torchcodec._cuda cimport cuda as cu
 from torchcodec._cuda cimport ffnvcodec   # the C definitions of the driver's tables
 from torchcodec._ffmpeg cimport avutil as lavu
 from torchcodec._ffmpeg.avutil cimport AVFrame, AVHWFramesContext, AVPixelFormat, AVPixFmtDescriptor
-
-
-cdef extern from "torchcodec/swscale_rgb.h" nogil:
-    enum:
-        TC_ROUTE_X86_RGB24
-        TC_ROUTE_TABLE_RGB48
-    ctypedef struct tc_sws_coeffs:
-        pass
-    tc_sws_coeffs tc_sws_coeffs_for(int matrix, int full_range)
-    int tc_sws_route(int bits, int subsampled, int planar, int width, int height, int to_rgb48)
-    int tc_sws_filter_table(int width, int height, void **table, int64_t *size, int *v_taps, int *h_taps)
-
-
-cdef extern from "torchcodec/kernels.h" nogil:
-    enum:
-        TC_CHROMA_420
-        TC_CHROMA_444
-        TC_KERNEL_BLOCK_X
-        TC_KERNEL_BLOCK_Y
-    ctypedef struct tc_yuv_to_rgb_params:
-        uint64_t planes[3]
-        int64_t x_steps[3]
-        int64_t y_steps[3]
-        int64_t src_batch_stride
-        uint64_t dst
-        int64_t dst_row_stride
-        int64_t dst_col_stride
-        int64_t dst_chan_stride
-        int64_t dst_batch_stride
-        uint64_t filters
-        int32_t width
-        int32_t height
-        int32_t chroma
-        int32_t route
-        int32_t sample_shift
-        int32_t sample_bits
-        int32_t v_taps
-        int32_t h_taps
-        tc_sws_coeffs coeffs
-    ctypedef struct tc_copy_params:
-        uint64_t src
-        uint64_t dst
-        int64_t src_pitch
-        int64_t dst_pitch
-        int64_t src_batch_stride
-        int64_t dst_batch_stride
-        int64_t row_bytes
-        int32_t rows
-        int32_t count
 
 
 # The colour kernels, in the order of CudaConverter.colour_kernels: index 2 * (16-bit samples) + as_float.
@@ -104,16 +62,10 @@ cdef cu.CUstream LEGACY_STREAM = <cu.CUstream><size_t>cu.TC_STREAM_LEGACY
 # Pitch alignment of the planes in the staging buffer (what cuMemAllocPitch would choose).
 cdef size_t STAGING_PITCH_ALIGN = 256
 
-_modules_lock = threading.Lock()
-_modules = {}       # CudaContext -> (colour, copy) CudaModules: loaded once per context
-
-
 def _modules_for(CudaContext context):
-    """The "colour" and "copy" kernel modules of ``context``, loaded on first use."""
-    with _modules_lock:
-        if context not in _modules:
-            _modules[context] = (context.load_module("colour"), context.load_module("copy"))
-        return _modules[context]
+    """The "colour" and "copy" kernel modules of ``context``, loaded once per context (the NVENC and
+    nvJPEG glue launch kernels of theirs too)."""
+    return cached_module(context, "colour"), cached_module(context, "copy")
 
 
 cdef struct Layout:
@@ -208,7 +160,8 @@ cdef class CudaConverter(DeviceConverter):
 
     ``convert``'s ``dst`` is a device pointer to ``height`` rows of ``width`` packed RGB pixels
     (uint8, or float32 in [0, 1]), ``row_stride`` bytes apart; width x height must be the frame's
-    display size after rotation (the converter does not resize). Work is queued on the stream set
+    display size after rotation, or the output size of the transform plan (``set_stages``) when
+    there is one. Work is queued on the stream set
     with ``set_stream`` (default 0: the legacy default stream) and nothing waits for it on the host.
     """
 
@@ -217,18 +170,12 @@ cdef class CudaConverter(DeviceConverter):
         self.stream = NULL
         self.upstream_ready = NULL
         self.converted = NULL
-        self.staging_read = NULL
-        self.staging = 0
-        self.staging_size = 0
-        self.staging_busy = False
-        self.filters_read = NULL
-        self.filters_stream = NULL
-        self.filters_busy = False
-        self.filters = 0
-        self.filters_size = 0
+        self.staging.read = self.filters.read = NULL
         self.filters_width = self.filters_height = self.v_taps = self.h_taps = 0
         self.host_rgb = NULL
         self.host_rgb_size = 0
+        self.stages = ()
+        self.single_resize = False
         self.context = context
         self.driver = context.driver
         self.modules = _modules_for(context)
@@ -242,10 +189,8 @@ cdef class CudaConverter(DeviceConverter):
                      "cuEventCreate")
             check_cu(self.driver, self.driver.ptr.cuEventCreate(&self.converted, cu.CU_EVENT_DISABLE_TIMING),
                      "cuEventCreate")
-            check_cu(self.driver, self.driver.ptr.cuEventCreate(&self.staging_read, cu.CU_EVENT_DISABLE_TIMING),
-                     "cuEventCreate")
-            check_cu(self.driver, self.driver.ptr.cuEventCreate(&self.filters_read, cu.CU_EVENT_DISABLE_TIMING),
-                     "cuEventCreate")
+            scratch_init(self.driver, &self.staging)
+            scratch_init(self.driver, &self.filters)
         finally:
             context.exit()
 
@@ -257,22 +202,12 @@ cdef class CudaConverter(DeviceConverter):
             return
         if self.driver.ptr.cuCtxPushCurrent(self.context.ptr) != cu.CUDA_SUCCESS:
             return
-        if self.staging:
-            if self.staging_busy:
-                self.driver.ptr.cuEventSynchronize(self.staging_read)
-            self.driver.ptr.cuMemFree(self.staging)
-        if self.filters:
-            if self.filters_busy:
-                self.driver.ptr.cuEventSynchronize(self.filters_read)
-            self.driver.ptr.cuMemFree(self.filters)
-        if self.filters_read != NULL:
-            self.driver.ptr.cuEventDestroy(self.filters_read)
+        scratch_free(self.driver, &self.staging)
+        scratch_free(self.driver, &self.filters)
         if self.upstream_ready != NULL:
             self.driver.ptr.cuEventDestroy(self.upstream_ready)
         if self.converted != NULL:
             self.driver.ptr.cuEventDestroy(self.converted)
-        if self.staging_read != NULL:
-            self.driver.ptr.cuEventDestroy(self.staging_read)
         self.driver.ptr.cuCtxPopCurrent(NULL)
 
     def set_stream(self, stream: int) -> None:
@@ -282,10 +217,21 @@ cdef class CudaConverter(DeviceConverter):
             raise ValueError(f"a CUstream handle is a non-negative integer, got {stream}")
         self.stream = <cu.CUstream><size_t>stream
 
+    def set_stages(self, stages, single_resize=False):
+        """Apply the transform plan ``stages`` (as ``Scaler.set_stages`` takes it; empty for none) to
+        every frame converted from now on, on the GPU (torchcodec._cuda._transforms); frames of
+        formats the kernels do not read go through the CPU Scaler with the same plan. ValueError
+        for a plan that is not one."""
+        stages = [tuple(stage) for stage in stages]
+        transforms = CudaTransforms(self.context, stages, single_resize) if stages else None
+        if self.scaler is not None:
+            self.scaler.set_stages(stages, single_resize)
+        self.transforms, self.stages, self.single_resize = transforms, stages, single_resize
+
     @property
     def staging_bytes(self) -> int:
         """Size of the device buffer that host frames are uploaded into (0 until one is)."""
-        return self.staging_size
+        return self.staging.size
 
     cdef int record(self, cu.CUevent event, cu.CUstream stream) except -1 nogil:
         """cuEventRecord, checked."""
@@ -295,54 +241,20 @@ cdef class CudaConverter(DeviceConverter):
         """Launch ``function`` on the stream with its one by-value parameter struct ``params``."""
         return launch_kernel(self.driver, function, grid_x, grid_y, self.stream, params)
 
-    cdef int reuse(self, cu.CUdeviceptr *buffer, size_t *size, size_t needed, cu.CUevent last_read,
-                   bint busy) except -1 nogil:
-        """Make ``*buffer`` (``*size`` bytes, owned) ready to be overwritten on the stream with
-        ``needed`` bytes: the stream waits for the last conversion that read it (``last_read``, when
-        ``busy``: on this stream or on an earlier one); when it must grow, the host waits instead and
-        it is reallocated."""
-        if busy:
-            if needed > size[0]:
-                check_cu_nogil(self.driver, self.driver.ptr.cuEventSynchronize(last_read), "cuEventSynchronize")
-            else:
-                stream_wait_event(self.driver, self.stream, last_read)
-        if needed > size[0]:
-            if buffer[0]:
-                check_cu_nogil(self.driver, self.driver.ptr.cuMemFree(buffer[0]), "cuMemFree")
-                buffer[0] = 0
-                size[0] = 0
-            check_cu_nogil(self.driver, self.driver.ptr.cuMemAlloc(buffer, needed), "cuMemAlloc")
-            size[0] = needed
-        return 0
-
     cdef int prepare_filters(self, int width, int height) except -1 nogil:
         """Have swscale's chroma filters for 4:2:0 frames of width x height (as converted) in
-        ``self.filters``, computed and uploaded on the stream when the geometry changes, and make
-        the stream wait for the last conversion that read them when that ran on another stream (so
-        that ``filters_read``, recorded after each conversion, covers every reader)."""
+        ``self.filters``, computed and uploaded on the stream when the geometry changes (else
+        waited for by another stream: scratch_follow)."""
         cdef void *table = NULL
         cdef int64_t size = 0
         cdef int v_taps, h_taps
-        cdef cu.CUDA_MEMCPY2D copy
         if width == self.filters_width and height == self.filters_height:
-            if self.filters_busy and self.filters_stream != self.stream:
-                stream_wait_event(self.driver, self.stream, self.filters_read)
-            return 0
+            return scratch_follow(self.driver, self.stream, &self.filters)
         if tc_sws_filter_table(width, height, &table, &size, &v_taps, &h_taps) < 0:
             with gil:
                 raise MemoryError(f"cannot compute the chroma filters of {width}x{height} frames")
         try:
-            self.reuse(&self.filters, &self.filters_size, <size_t>size, self.filters_read, self.filters_busy)
-            memset(&copy, 0, sizeof(copy))
-            copy.srcMemoryType = cu.CU_MEMORYTYPE_HOST
-            copy.srcHost = table
-            copy.srcPitch = <size_t>size
-            copy.dstMemoryType = cu.CU_MEMORYTYPE_DEVICE
-            copy.dstDevice = self.filters
-            copy.dstPitch = <size_t>size
-            copy.WidthInBytes = <size_t>size
-            copy.Height = 1
-            check_cu_nogil(self.driver, self.driver.ptr.cuMemcpy2DAsync(&copy, self.stream), "cuMemcpy2DAsync")
+            scratch_upload(self.driver, self.stream, &self.filters, table, <size_t>size)
         finally:
             free(table)
         self.filters_width, self.filters_height, self.v_taps, self.h_taps = width, height, v_taps, h_taps
@@ -360,20 +272,20 @@ cdef class CudaConverter(DeviceConverter):
             pitches[k] = <Py_ssize_t>((plane_bytes[k] + STAGING_PITCH_ALIGN - 1) & ~(STAGING_PITCH_ALIGN - 1))
             offsets[k] = total
             total += <size_t>pitches[k] * plane_rows[k]
-        self.reuse(&self.staging, &self.staging_size, total, self.staging_read, self.staging_busy)
+        scratch_take(self.driver, self.stream, &self.staging, total)
         for k in range(num_planes):
             memset(&copy, 0, sizeof(copy))
             copy.srcMemoryType = cu.CU_MEMORYTYPE_HOST
             copy.srcHost = frame.data[k]
             copy.srcPitch = <size_t>frame.linesize[k]
             copy.dstMemoryType = cu.CU_MEMORYTYPE_DEVICE
-            copy.dstDevice = self.staging + offsets[k]
+            copy.dstDevice = self.staging.ptr + offsets[k]
             copy.dstPitch = <size_t>pitches[k]
             copy.WidthInBytes = plane_bytes[k]
             copy.Height = <size_t>plane_rows[k]
             check_cu_nogil(self.driver, self.driver.ptr.cuMemcpy2DAsync(&copy, self.stream),
                            "cuMemcpy2DAsync")
-            planes[k] = self.staging + offsets[k]
+            planes[k] = self.staging.ptr + offsets[k]
         return 0
 
     cdef int convert_with_scaler(self, const AVFrame *frame, int rotation, uint8_t *dst, Py_ssize_t row_stride,
@@ -394,6 +306,7 @@ cdef class CudaConverter(DeviceConverter):
         if self.scaler is None:
             with gil:
                 self.scaler = Scaler()
+                self.scaler.set_stages(self.stages, self.single_resize)
         self.scaler.convert(frame, rotation, self.host_rgb, <Py_ssize_t>row_bytes, width, height, as_float)
         memset(&copy, 0, sizeof(copy))
         copy.srcMemoryType = cu.CU_MEMORYTYPE_HOST
@@ -441,7 +354,7 @@ cdef class CudaConverter(DeviceConverter):
         cdef bint on_device = hwaccel or frame.opaque != NULL
         cdef FrameSync *sync = <FrameSync *>frame.opaque if frame.opaque != NULL and not hwaccel else NULL
         cdef int sw_format = frame.format
-        cdef int src_w = frame.width, src_h = frame.height, crop_left = 0, crop_top = 0, k, bits
+        cdef int src_w = frame.width, src_h = frame.height, crop_left = 0, crop_top = 0, k, bits, turned_w, turned_h
         cdef int source, sub, step
         cdef uint64_t base
         cdef bint same_stream = self.stream == NULL or self.stream == LEGACY_STREAM
@@ -465,11 +378,17 @@ cdef class CudaConverter(DeviceConverter):
             src_w, src_h = frame.width - crop_left, frame.height - crop_top
         elif on_device:
             crop_left, crop_top = <int>frame.crop_left, <int>frame.crop_top
-        if (rotation == 90 or rotation == 270) and (width != src_h or height != src_w) \
-                or (rotation == 0 or rotation == 180) and (width != src_w or height != src_h):
+        turned_w, turned_h = (src_h, src_w) if rotation == 90 or rotation == 270 else (src_w, src_h)
+        if self.transforms is not None:
+            if width != self.transforms.out_width or height != self.transforms.out_height:
+                with gil:
+                    raise ValueError(f"the output is {width}x{height} but the transforms produce "
+                                     f"{self.transforms.out_width}x{self.transforms.out_height}")
+        elif width != turned_w or height != turned_h:
             with gil:
                 raise ValueError(f"the CUDA converter writes frames at their own size: a {src_w}x{src_h} frame "
-                                 f"turned by {rotation} degrees cannot fill a {width}x{height} output (it does not resize)")
+                                 f"turned by {rotation} degrees cannot fill a {width}x{height} output (it does not "
+                                 f"resize without transforms)")
         if src_w <= 0 or src_h <= 0 or row_stride % elem or row_stride < <Py_ssize_t>width * 3 * elem:
             with gil:
                 raise ValueError(f"the output rows ({row_stride} bytes apart) do not fit {width} RGB pixels of "
@@ -494,7 +413,7 @@ cdef class CudaConverter(DeviceConverter):
         # surfaces say their content's depth through their FrameSync), each a stored word >> shift.
         bits = sync.bits if sync != NULL and layout.size == 2 and 8 < sync.bits <= layout.depth else layout.depth
         memset(&params, 0, sizeof(params))
-        params.width, params.height = width, height
+        params.width, params.height = turned_w, turned_h
         params.chroma = layout.chroma
         params.sample_bits = bits
         params.sample_shift = layout.shift + layout.depth - bits
@@ -502,7 +421,7 @@ cdef class CudaConverter(DeviceConverter):
         # hold what the CPU decoder gives as planar YUV: swscale's routes for that; a host frame
         # takes the route of its own format (NV12 from a CPU decoder: the general scaler).
         params.route = tc_sws_route(bits, layout.chroma == TC_CHROMA_420, on_device or not layout.interleaved,
-                                    width, height, as_float)
+                                    turned_w, turned_h, as_float)
         params.coeffs = tc_sws_coeffs_for(frame.colorspace, frame.color_range == lavu.AVCOL_RANGE_JPEG)
         filtered = (layout.chroma == TC_CHROMA_420 and params.route != TC_ROUTE_X86_RGB24
                     and params.route != TC_ROUTE_TABLE_RGB48)
@@ -528,17 +447,19 @@ cdef class CudaConverter(DeviceConverter):
                         + <uint64_t>(layout.size if k == 2 and layout.interleaved else 0))
                 set_plane(&params, k, base, step, pitches[source], (src_w + sub) >> sub, (src_h + sub) >> sub, rotation)
             if filtered:
-                self.prepare_filters(width, height)
-                params.filters, params.v_taps, params.h_taps = self.filters, self.v_taps, self.h_taps
+                self.prepare_filters(turned_w, turned_h)
+                params.filters, params.v_taps, params.h_taps = self.filters.ptr, self.v_taps, self.h_taps
             if hwaccel and not same_stream:
                 self.record(self.upstream_ready, LEGACY_STREAM)
                 stream_wait_event(self.driver, self.stream, self.upstream_ready)
             if sync != NULL:
                 # NVDEC: the map's post-processing, on the decoder's stream, must be done first.
                 stream_wait_event(self.driver, self.stream, sync.ready)
-            # One thread per pixel pair.
-            self.launch(self.colour_kernels[2 * (layout.size == 2) + as_float],
-                        blocks((width + 1) // 2, TC_KERNEL_BLOCK_X), blocks(height, TC_KERNEL_BLOCK_Y), &params)
+            if self.transforms is not None:
+                self.transforms.run(&params, self.stream, rotation, src_w, dst, row_stride, as_float)
+            else:               # one thread per pixel pair
+                self.launch(self.colour_kernels[2 * (layout.size == 2) + as_float],
+                            blocks((width + 1) // 2, TC_KERNEL_BLOCK_X), blocks(height, TC_KERNEL_BLOCK_Y), &params)
             if sync != NULL:
                 # NVDEC: the decoder unmaps the surface once `done` has passed. A read recorded on another
                 # stream is kept: this stream waits for it before `done` is recorded again here.
@@ -548,12 +469,9 @@ cdef class CudaConverter(DeviceConverter):
                 sync.done_stream = self.stream
                 sync.readers += 1
             if not on_device:
-                self.record(self.staging_read, self.stream)
-                self.staging_busy = True
+                scratch_read(self.driver, self.stream, &self.staging)
             if filtered:
-                self.record(self.filters_read, self.stream)
-                self.filters_stream = self.stream
-                self.filters_busy = True
+                scratch_read(self.driver, self.stream, &self.filters)
             if hwaccel and not same_stream:
                 # FFmpeg writes the next frames into this surface on the legacy stream.
                 self.record(self.converted, self.stream)

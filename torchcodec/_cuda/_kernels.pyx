@@ -12,6 +12,8 @@ cdef extern from *:
     extern const size_t tc_fatbin_colour_size;
     extern const unsigned char tc_fatbin_copy[];
     extern const size_t tc_fatbin_copy_size;
+    extern const unsigned char tc_fatbin_resize[];
+    extern const size_t tc_fatbin_resize_size;
     extern const char tc_kernels_archs[];
     extern const char tc_kernels_ptx_arch[];
     extern const char tc_kernels_nvcc_version[];
@@ -21,6 +23,8 @@ cdef extern from *:
     const size_t tc_fatbin_colour_size
     const unsigned char *tc_fatbin_copy
     const size_t tc_fatbin_copy_size
+    const unsigned char *tc_fatbin_resize
+    const size_t tc_fatbin_resize_size
     const char *tc_kernels_archs
     const char *tc_kernels_ptx_arch
     const char *tc_kernels_nvcc_version
@@ -30,6 +34,7 @@ KERNELS = {
     "colour": ("tc_convert_yuv8_to_rgb8", "tc_convert_yuv8_to_rgbf",
                "tc_convert_yuv16_to_rgb8", "tc_convert_yuv16_to_rgbf", "tc_convert_rgb8_to_nv12"),
     "copy": ("tc_copy_strided",),
+    "resize": ("tc_resize_frame", "tc_resize_image"),
 }
 #: Real architectures with SASS in every fatbin (75 for sm_75, ...).
 ARCHS = tuple(int(a) for a in tc_kernels_archs.decode().split())
@@ -45,4 +50,6 @@ def fatbin(name: str) -> bytes:
         return (<const char *>tc_fatbin_colour)[:tc_fatbin_colour_size]
     if name == "copy":
         return (<const char *>tc_fatbin_copy)[:tc_fatbin_copy_size]
+    if name == "resize":
+        return (<const char *>tc_fatbin_resize)[:tc_fatbin_resize_size]
     raise KeyError(f"no fatbin {name!r}; the fatbins are {sorted(KERNELS)}")

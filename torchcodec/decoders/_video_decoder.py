@@ -53,8 +53,9 @@ class VideoDecoder(Reopenable):
             late seek or past the real end differ from exact mode's, or raise RuntimeError.
         transforms: a sequence of ``torchcodec.transforms`` (Resize, CenterCrop, RandomCrop) or
             torchvision v2 Resize/CenterCrop/RandomCrop objects, applied in order to every frame
-            after rotation, while decoding. Output frames have the size of the last transform;
-            ``metadata`` keeps the stream's size. RandomCrop places are drawn here, once.
+            after rotation, while decoding; on CUDA fused into the colour conversion, with the CPU
+            path's pixels. Output frames have the size of the last transform; ``metadata`` keeps
+            the stream's size. RandomCrop places are drawn here, once.
         output_dtype: "uint8" (0..255), "float32" (0..1, from 16-bit RGB / 65535) or "auto" (float32
             when the source has more than 8 bits per component). numpy/torch dtypes are accepted.
         custom_frame_mappings: the JSON of ``ffprobe -show_frames -of json`` (str, bytes or a file
@@ -91,7 +92,7 @@ class VideoDecoder(Reopenable):
         num_ffmpeg_threads = check_threads(num_ffmpeg_threads)
         device_name, self._device_index = parse_device(device)
         if self._device_index is not None:
-            device_parts(device_name).check_usable(device, bool(transforms))
+            device_parts(device_name).check_usable(device)
         transforms = convert_transforms(transforms)      # refused before the source is opened
         self._dimension_order, self._seek_mode = dimension_order, seek_mode
         if custom_frame_mappings is not None and hasattr(custom_frame_mappings, "read"):
