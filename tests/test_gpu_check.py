@@ -390,7 +390,7 @@ def test_gpu_check_sh_out_of_budget_still_writes_every_steps_row(tmp_path):
     table = (tmp_path / "gpu_check.md").read_text().splitlines()
     assert table[0] == "| step | check | subject | result | status |"
     steps = [line.split(" | ")[2] for line in table[2:] if line.startswith("| ") and " | step | " in line]
-    later = ["nvdec", "frames", "blocks", "nvenc", "jpeg", "outputs", "sanitize", "corpus", "bench"]
+    later = ["nvdec", "frames", "blocks", "nvenc", "jpeg", "transforms", "outputs", "sanitize", "corpus", "bench"]
     assert steps in (["setup", "probe", *later], ["setup", "probe", "build", *later])
     not_run = [line for line in table[2:] if " | step | " in line and "not run: out of time" in line]
     assert not_run and all(line.endswith("| FAIL |") for line in not_run if not line.startswith("| bench |"))

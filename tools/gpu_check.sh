@@ -28,13 +28,17 @@
 #            batch, EXIF turns, errors, the encoder; "limit: no JPEG engines" where the GPU has none),
 #            on the JPEGs of .gpu/jpeg when carried (no Pillow needed); a dry run: the stub
 #            libcuda and libnvjpeg, and the stub tests of test_cuda_jpeg.py / test_nvjpeg_loader.py
-#   8 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
+#   8 transforms Resize/CenterCrop/RandomCrop fused with the colour conversion on CUDA against the
+#            CPU path's pixels (gpu/transforms.py --quick: kernels, random clips in every plan,
+#            NVDEC-decoded streams, the API, memory per frame, a short benchmark), then the cuda
+#            tests of tests/test_cuda_transforms.py; a dry run: the stub driver, libavcodec's frames
+#   9 outputs torch and cupy outputs on their current streams, DLPack hand-offs, own buffers'
 #            DLPack views and CUDA Array Interface (gpu/check.py race,interop), and the cuda tests
 #            of tests/test_device_buffer.py
-#   9 sanitize compute-sanitizer memcheck and racecheck over gpu/sanitize.py (every kernel, a short
+#  10 sanitize compute-sanitizer memcheck and racecheck over gpu/sanitize.py (every kernel, a short
 #            NVDEC decode, the blocks' copies); skipped, saying so, where compute-sanitizer is absent
-#  10 corpus every other cuda test (the whole corpus GPU vs CPU, converter, FFmpeg backend)
-#  11 bench  whole 1080p files, 1/2/4/8/16 decoders in threads and in processes, RGB and NV12,
+#  11 corpus every other cuda test (the whole corpus GPU vs CPU, converter, FFmpeg backend)
+#  12 bench  whole 1080p files, 1/2/4/8/16 decoders in threads and in processes, RGB and NV12,
 #            NVDEC utilisation beside frames/s, PyNvVideoCodec when importable, if time remains
 #
 # pytest runs with -v --tb=short, its output streamed; every step and every row of gpu/check.py goes
@@ -337,6 +341,20 @@ jpeg() {
   return $status
 }
 
+transforms() {
+  # Resize/crop fused with the colour conversion, against the CPU path's pixels (gpu/transforms.py
+  # --quick; its rows go into this table), then the cuda tests of tests/test_cuda_transforms.py. A
+  # dry run: the stub driver, frames decoded by libavcodec ("ffmpeg" backend), no benchmark.
+  local status=0 device=$DEVICE options=(--quick)
+  ((DRY_RUN)) && device=cuda:0 options+=(--cuda-backend ffmpeg --only kernels,random,streams,api)
+  PYTHONUNBUFFERED=1 with_driver "$PYTHON" -P tools/gpu/transforms.py --device "$device" "${options[@]}" \
+    --out "$STEP_LOGS/transforms" || status=1
+  "$PYTHON" -P tools/gpu/check.py --rows "$STEP_LOGS/transforms/gpu_transforms.jsonl" --out "$LOGS" \
+    --step transforms --summary "$STEP_LOGS/transforms-rows.json" >/dev/null || status=1
+  run_pytest transforms tests/test_cuda_transforms.py -k "not gpu_check_steps" || status=1
+  return $status
+}
+
 sanitize() { gpu_check_py sanitize --only sanitize; }
 
 outputs() {
@@ -356,7 +374,7 @@ bench() { gpu_check_py bench --only bench; }
 main() {
   echo "gpu_check.sh: $(date -u +%FT%TZ) in $REPO, budget ${BUDGET}s$( ((QUICK)) && echo ', quick')$( ((DRY_RUN)) && echo ', dry run'), logs in $LOGS, run folder $RUN"
   export -f system_ffmpeg_usable abi_tag wait_for_build build_stubs with_driver gpu_check_py run_pytest \
-    probe nvdec frames blocks nvenc jpeg outputs sanitize corpus bench left elapsed table_row
+    probe nvdec frames blocks nvenc jpeg transforms outputs sanitize corpus bench left elapsed table_row
   export PYTHON REPO BUNDLE RUN LOGS STEP_LOGS BUDGET START QUICK_FLAG DEVICE DRY_RUN
   printf '\n==== setup\n'
   local began=$SECONDS
@@ -383,6 +401,8 @@ main() {
   RESERVE=$((BUDGET / 8))
   step jpeg 60 jpeg
   RESERVE=$((BUDGET / 9))
+  step transforms 60 transforms
+  RESERVE=$((BUDGET / 10))
   step outputs 90 outputs
   RESERVE=$((BUDGET / 12))
   step sanitize 90 sanitize

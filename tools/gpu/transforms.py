@@ -52,7 +52,7 @@ TOOLS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TOOLS))
 
 from gpu import gpu_tolerances  # noqa: E402
-from gpu.jpeg_check import Report, Row, to_numpy  # noqa: E402
+from gpu.jpeg_check import FAIL, INFO, OK, SKIPPED, Report, Row, to_numpy  # noqa: E402
 import make_media  # noqa: E402
 
 # The transforms' own tolerance: the kernels compute the CPU path's arithmetic (swscale's colour
@@ -112,7 +112,7 @@ def differences(gpu: np.ndarray, cpu: np.ndarray, scale: float = 1.0) -> dict[st
 
 
 def judged(stats: dict[str, float], tolerance: gpu_tolerances.Tolerance) -> str:
-    return "PASS" if stats["max"] <= tolerance.max_abs and stats["mean"] <= tolerance.mean_abs else "FAIL"
+    return OK if stats["max"] <= tolerance.max_abs and stats["mean"] <= tolerance.mean_abs else FAIL
 
 
 def shown(stats: dict[str, float], tolerance: gpu_tolerances.Tolerance) -> str:
@@ -140,7 +140,7 @@ class Checks:
     def kernels(self) -> Iterator[Row]:
         from torchcodec import _cuda
         why = _cuda.reason()
-        yield Row("kernels", "gate", "CUDA", why or "available", "FAIL" if why else "PASS")
+        yield Row("kernels", "gate", "CUDA", why or "available", FAIL if why else OK)
         if why:
             return
         from torchcodec._core._devices import parse_device
@@ -150,7 +150,7 @@ class Checks:
         CudaTransforms(context, [(0, 0, 8, 8, 4, 4, True)])     # loads the module, looks up every kernel
         yield Row("kernels", "resize module", context.name, f"{len(_kernels.KERNELS['resize'])} kernels, "
                   f"{len(_kernels.fatbin('resize'))} bytes of fatbin, SASS for sm_{_kernels.ARCHS[0]} to "
-                  f"sm_{_kernels.ARCHS[-1]}", "PASS")
+                  f"sm_{_kernels.ARCHS[-1]}", OK)
 
     def random(self) -> Iterator[Row]:
         clips = RANDOM_CLIPS[:3] if self.quick else RANDOM_CLIPS
@@ -166,7 +166,7 @@ class Checks:
                         cpu = self.cpu_decoder(path, plan, output_dtype=dtype).get_frames_in_range(0, 3).data
                         if gpu.shape != cpu.shape:
                             yield Row("random", f"{chain_name}, {dtype}", name, f"shape {gpu.shape} != {cpu.shape}",
-                                      "FAIL")
+                                      FAIL)
                             continue
                         stats = differences(gpu, cpu, 255.0 if dtype == "float32" else 1.0)
                         yield Row("random", f"{chain_name}, {dtype}", name, shown(stats, TOLERANCE),
@@ -201,7 +201,7 @@ class Checks:
             stats = differences(to_numpy(ours.data), theirs.data)
             same_pts = np.array_equal(ours.pts_seconds, theirs.pts_seconds)
             yield Row("api", sampler.__name__, "RandomCrop(seed) + Resize", shown(stats, TOLERANCE) +
-                      f", pts {'equal' if same_pts else 'differ'}", judged(stats, TOLERANCE) if same_pts else "FAIL")
+                      f", pts {'equal' if same_pts else 'differ'}", judged(stats, TOLERANCE) if same_pts else FAIL)
         yield from self.torch_crops(path)
         demuxer = Demuxer(path)
         with set_cuda_backend(self.backend):
@@ -221,7 +221,7 @@ class Checks:
         try:
             import torch
         except ImportError:
-            yield Row("api", "RandomCrop under torch.manual_seed", "-", "torch not installed", "SKIP")
+            yield Row("api", "RandomCrop under torch.manual_seed", "-", "torch not installed", SKIPPED)
             return
         from torchcodec.decoders import VideoDecoder, set_cuda_backend
         from torchcodec.transforms import RandomCrop
@@ -230,7 +230,7 @@ class Checks:
             from torchvision.transforms import v2
             makers["torchvision v2.RandomCrop"] = lambda: v2.RandomCrop((100, 120))
         except ImportError:
-            yield Row("api", "torchvision v2.RandomCrop", "-", "torchvision not installed", "SKIP")
+            yield Row("api", "torchvision v2.RandomCrop", "-", "torchvision not installed", SKIPPED)
         import torchcodec
         for name, make in makers.items():
             with torchcodec.bridge("torch"):
@@ -262,9 +262,9 @@ class Checks:
         for line in printed.getvalue().splitlines()[2:]:
             cells = [cell.strip() for cell in line.strip("|").split("|")]
             if step == "memory":
-                yield Row(step, "device memory per frame", f"{cells[0]}: {cells[1]}", cells[4], "INFO")
+                yield Row(step, "device memory per frame", f"{cells[0]}: {cells[1]}", cells[4], INFO)
             else:
-                yield Row(step, "frames/s", f"{cells[0]}: {cells[1]}", f"{cells[2]} ({cells[3]} vs fused)", "INFO")
+                yield Row(step, "frames/s", f"{cells[0]}: {cells[1]}", f"{cells[2]} ({cells[3]} vs fused)", INFO)
 
 
 def main(argv: list[str] | None = None) -> int:
