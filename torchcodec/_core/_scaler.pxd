@@ -53,6 +53,14 @@ cdef extern from "torchcodec/colour.h" nogil:
     tc_colour_coeffs tc_colour_coeffs_for(int matrix, int full_range)
 
 
+cdef extern from "torchcodec/swscale_rgb.h" nogil:
+    # libswscale's YUV -> RGB arithmetic per route, shared with the CUDA kernels (see the header).
+    ctypedef struct tc_sws_coeffs:
+        pass
+    tc_sws_coeffs tc_sws_coeffs_from(const int *inv, int full_range)
+    void tc_sws_table_rgb(const tc_sws_coeffs *c, int y, int u, int v, int rgb[3])
+
+
 cdef extern from "torchcodec/yuv8_rgb.h" nogil:
     # libswscale's 8-bit 4:2:0 and 4:2:2 -> RGB24 converter (x86), reproduced with AVX2 (see the header).
     int tc_yuv8_vector_code

@@ -200,6 +200,32 @@ cdef void fast_rows(const FastPath *path, const uint8_t *const *src, const int *
                              path.height)
 
 
+cdef void write_table_last_column(const AVFrame *frame, uint8_t *dst, Py_ssize_t row_stride) noexcept nogil:
+    """Write the last column of ``frame``'s RGB48 conversion at ``dst`` where swscale leaves it out.
+
+    8-bit 4:2:0 frames of even height go to RGB48 through swscale's unscaled table converter, which
+    writes pixels in pairs: for an odd width it never writes the last one, and the output would
+    hold whatever the memory held. Here that pixel gets the value the converter's arithmetic gives
+    it (swscale_rgb.h's TC_ROUTE_TABLE_RGB48, with the frame's matrix and range as swscale was
+    given them), which is what the CUDA kernels write there.
+    """
+    cdef tc_sws_coeffs coeffs
+    cdef int x = frame.width - 1, row, c
+    cdef int rgb[3]
+    cdef uint16_t *out
+    if (frame.format != lavu.AV_PIX_FMT_YUV420P and frame.format != lavu.AV_PIX_FMT_YUVJ420P
+            or not frame.width & 1 or frame.height & 1):
+        return
+    coeffs = tc_sws_coeffs_from(sws.sws_getCoefficients(frame.colorspace), is_full_range(frame))
+    for row in range(frame.height):
+        tc_sws_table_rgb(&coeffs, frame.data[0][<Py_ssize_t>row * frame.linesize[0] + x],
+                         frame.data[1][<Py_ssize_t>(row >> 1) * frame.linesize[1] + x // 2],
+                         frame.data[2][<Py_ssize_t>(row >> 1) * frame.linesize[2] + x // 2], rgb)
+        out = <uint16_t *>(dst + row * row_stride) + 3 * x
+        for c in range(3):
+            out[c] = <uint16_t>(rgb[c] * 257)          # the table's 8-bit value, written twice
+
+
 cdef object verdict_key(const ContextKey *want):
     """The key of _fast_verdicts for a conversion: what the comparison with swscale depends on."""
     return (want.src_w, want.src_h, want.src_format, want.colorspace, want.color_range)
@@ -805,6 +831,8 @@ cdef class Scaler(DeviceConverter):
         if rows < 0:
             with gil:
                 check_av(rows, "sws_scale")
+        if dst_format == lavu.AV_PIX_FMT_RGB48:
+            write_table_last_column(frame, dst, row_stride)
         if dst != final_dst:
             copy_rows(final_dst, final_stride, dst, row_stride, <size_t>width * bpp, height)
         return 0
