@@ -507,6 +507,10 @@ cdef class VideoReader:
                                         self.time_base_num, self.time_base_den)
         if not next_in_line and self.cursor_needs_seek():
             self.seek_to_key(self.cursor, -1)
+        # An index request's answer is the first frame at or after the cursor: the frames displayed
+        # before it are needed only as references, as in exact mode (find_frame). A frame after the
+        # last one, or a time's frame (which may start before the time), can be any frame.
+        self.decoder.skip_unneeded_before(self.cursor if not by_time and not next_in_line else INT64_MIN)
         while True:
             if not self.decode_next():
                 with gil:
