@@ -67,7 +67,8 @@ cdef extern from "torchcodec/yuv8_rgb.h" nogil:
     int tc_yuv8_vectors()
     void tc_yuv8_convert_rows(const tc_colour_coeffs *c, int chroma_shift, const uint8_t *const *src,
                               const int *src_stride, int width, uint8_t *dst, Py_ssize_t dst_stride, int row_begin,
-                              int row_end)
+                              int row_end, int streaming)
+    void tc_stream_fence()
 
 
 cdef extern from "torchcodec/hbd_rgb.h" nogil:
@@ -82,7 +83,8 @@ cdef extern from "torchcodec/hbd_rgb.h" nogil:
     void tc_hbd_plan_free(tc_hbd_plan *plan)
     int tc_hbd_vector_code
     void tc_hbd_convert_rows(const tc_hbd_plan *plan, const uint8_t *const *src, const int *src_stride,
-                             uint8_t *dst, Py_ssize_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
+                             uint8_t *dst, Py_ssize_t dst_stride, int row_begin, int row_end, uint8_t *scratch,
+                             int streaming)
 
 
 cdef struct FastPath:

@@ -190,14 +190,17 @@ cdef int vector_rows(int enabled) noexcept nogil:
 
 
 cdef void fast_rows(const FastPath *path, const uint8_t *const *src, const int *src_stride, uint8_t *dst,
-                    Py_ssize_t dst_stride, uint8_t *scratch) noexcept nogil:
+                    Py_ssize_t dst_stride, uint8_t *scratch, bint streaming) noexcept nogil:
     """Convert a whole frame's planes with ``path`` into RGB24 at ``dst``, exactly path.width pixels a
-    row; ``scratch``: path.width bytes for the high-bit-depth rows' chroma (unused at 8 bits)."""
+    row; ``scratch``: path.width bytes for the high-bit-depth rows' chroma (unused at 8 bits).
+    ``streaming``: with non-temporal stores (the rows' blocks past the caches), fenced at the end."""
     if path.hbd != NULL:
-        tc_hbd_convert_rows(path.hbd, src, src_stride, dst, dst_stride, 0, path.height, scratch)
+        tc_hbd_convert_rows(path.hbd, src, src_stride, dst, dst_stride, 0, path.height, scratch, streaming)
     else:
         tc_yuv8_convert_rows(&path.coeffs, path.chroma_shift, src, src_stride, path.width, dst, dst_stride, 0,
-                             path.height)
+                             path.height, streaming)
+    if streaming:
+        tc_stream_fence()
 
 
 cdef void write_table_last_column(const AVFrame *frame, uint8_t *dst, Py_ssize_t row_stride) noexcept nogil:
@@ -269,7 +272,7 @@ cdef bint same_rgb_rows(const FastPath *path, SwsContext *ctx, AVFrame *frame, u
     if sws.sws_scale(ctx, <const uint8_t *const *>frame.data, frame.linesize, 0, path.height,
                      dst_planes, dst_strides) != path.height:
         return False
-    fast_rows(path, <const uint8_t *const *>frame.data, frame.linesize, actual, stride, scratch)
+    fast_rows(path, <const uint8_t *const *>frame.data, frame.linesize, actual, stride, scratch, False)
     for y in range(path.height):
         if memcmp(expected + y * stride, actual + y * stride, <size_t>path.width * 3) != 0:
             return False
@@ -816,7 +819,7 @@ cdef class Scaler(DeviceConverter):
         cdef const FastPath *fast = self.fast_plan(&want, ctx)
         if fast != NULL:                # writes exactly width pixels a row: no padding needed
             fast_rows(fast, <const uint8_t *const *>frame.data, frame.linesize, dst, row_stride,
-                      self.get_buffer(5, <size_t>width) if fast.hbd != NULL else NULL)
+                      self.get_buffer(5, <size_t>width) if fast.hbd != NULL else NULL, self.stream_output and not padded)
             return 0
         if not padded and width % 32:
             dst = self.padded_output(&row_stride, width, height, bpp)

@@ -30,6 +30,12 @@ from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
 
+# Outputs of at least this many bytes (a batch larger than a last-level cache) are written with
+# non-temporal stores where the conversion can (DeviceConverter.stream_output): each frame's bytes
+# then go to memory without first reading the lines they overwrite.
+cdef Py_ssize_t STREAM_OUTPUT_BYTES = 32 << 20
+
+
 cdef int check_output(Py_ssize_t n, size_t address, Py_ssize_t frame_stride, Py_ssize_t row_stride,
                       int height, int width, bint as_float, pts_out, duration_out) except -1:
     """Check that the output memory and timestamp buffers described hold ``n`` frames."""
@@ -586,6 +592,7 @@ cdef class VideoReader:
         order = <Target *>malloc(n * sizeof(Target))
         if order == NULL:
             raise MemoryError(f"cannot plan {n} targets")
+        self.converter.impl.stream_output = pts_view.shape[0] * frame_stride >= STREAM_OUTPUT_BYTES
         try:
             for k in range(n):
                 order[k].timestamp = wanted[k]
@@ -613,6 +620,7 @@ cdef class VideoReader:
                     pts_view[position] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
                     duration_view[position] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)
         finally:
+            self.converter.impl.stream_output = False
             self.drop_plan()
             free(order)
 
@@ -673,18 +681,22 @@ cdef class VideoReader:
             if not 0 <= slot_of[k] < n or wanted[k] < BY_TIME or (k == 0 and wanted[k] == REPEAT):
                 raise ValueError(f"request {k} is invalid: {wanted[k]} to slot {slot_of[k]}")
         check_output(n, address, frame_stride, row_stride, height, width, as_float, pts_out, duration_out)
-        with nogil:
-            for k in range(n):
-                slot = slot_of[k]
-                if wanted[k] == REPEAT:
-                    self.converter.copy_output(<uint8_t *>data + slot * frame_stride,
-                                               <const uint8_t *>data + slot_of[k - 1] * frame_stride,
-                                               row_stride, width, height, as_float)
-                    pts_view[slot] = pts_view[slot_of[k - 1]]
-                    duration_view[slot] = duration_view[slot_of[k - 1]]
-                    continue
-                self.serve(wanted[k], seconds[k])
-                self.converter.convert_into(self.held, self.rotation, <uint8_t *>data + slot * frame_stride,
-                                            row_stride, width, height, as_float)
-                pts_view[slot] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
-                duration_view[slot] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)
+        self.converter.impl.stream_output = n * frame_stride >= STREAM_OUTPUT_BYTES
+        try:
+            with nogil:
+                for k in range(n):
+                    slot = slot_of[k]
+                    if wanted[k] == REPEAT:
+                        self.converter.copy_output(<uint8_t *>data + slot * frame_stride,
+                                                   <const uint8_t *>data + slot_of[k - 1] * frame_stride,
+                                                   row_stride, width, height, as_float)
+                        pts_view[slot] = pts_view[slot_of[k - 1]]
+                        duration_view[slot] = duration_view[slot_of[k - 1]]
+                        continue
+                    self.serve(wanted[k], seconds[k])
+                    self.converter.convert_into(self.held, self.rotation, <uint8_t *>data + slot * frame_stride,
+                                                row_stride, width, height, as_float)
+                    pts_view[slot] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
+                    duration_view[slot] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)
+        finally:
+            self.converter.impl.stream_output = False
