@@ -515,6 +515,14 @@ MEDIA: dict[str, Spec] = {
         "-pix_fmt", "yuv420p", *_VBITEXACT,
         bench=True,
     ),
+    "bench_1080p_h264_40s.mp4": _spec(
+        "Benchmark: H.264 1920x1080 yuv420p 30 fps 40 s (1200 frames), 25 GOPs of 48 frames, 3 B-frames",
+        *_testsrc(size="1920x1080", duration=40),
+        "-c:v", "libx264", "-preset", "medium", "-threads", "4",
+        "-g", "48", "-keyint_min", "48", "-sc_threshold", "0", "-bf", "3",
+        "-pix_fmt", "yuv420p", *_VBITEXACT,
+        bench=True,
+    ),
     "bench_720p_h264_10bit.mp4": _spec(
         "Benchmark: H.264 High 10, yuv420p10le 1280x720 30 fps 10 s (300 frames), GOP 60, 3 B-frames",
         *_testsrc(size="1280x720", duration=10),
