@@ -42,8 +42,8 @@ def split_runs(costs: Sequence[int], groups: int) -> list[int]:
     starts = [0]
     done = 0
     for k, cost in enumerate(costs):
-        # Cut before run k when the work so far reached the next group's share.
-        if k > 0 and len(starts) < groups and done >= total * len(starts) / groups:
+        # Cut before run k when its middle lies past the end of the current group's share.
+        if k > 0 and len(starts) < groups and done + cost / 2 >= total * len(starts) / groups:
             starts.append(k)
         done += cost
     return starts
