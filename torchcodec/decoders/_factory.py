@@ -39,6 +39,10 @@ LAZY_INDEX = os.environ.get("TORCHCODEC_LAZY_INDEX", "1").strip() != "0"
 # How many frames past the furthest one a request needs a lazy index reads on: the reader looks
 # at the frames after a target (the next pts, frames a decoder leaves out).
 LAZY_MARGIN = 64
+# Approximate audio seeks for every range only in streams longer than this (by their header): a
+# shorter one is read as exact mode reads it (one pass, ranges behind it copied), which costs at most
+# one decode of this much audio, where random ranges would cost a seek and a pre-roll each.
+APPROXIMATE_AUDIO_SEEKS_AFTER_SECONDS = 120.0
 
 
 @dataclass
@@ -243,6 +247,9 @@ def open_audio(source: Any, stream_index: Optional[int], sample_rate: Optional[i
         cached.remember(opened, {})
     demuxer = reading_demuxer(opened, scanned=False)
     header = stream_header(demuxer, stream_index)
+    # The stream's duration, else the container's (Matroska gives streams none); unknown: long.
+    duration = header["duration_seconds_from_header"] or demuxer._container_header()["duration_seconds_from_header"]
+    seeks = duration is None or duration > APPROXIMATE_AUDIO_SEEKS_AFTER_SECONDS
     reader = AudioReader(demuxer, stream_index, int(sample_rate or 0), int(num_channels or 0),
-                         seek_mode == "approximate")
+                         seek_mode == "approximate" and seeks)
     return AudioEngine(stream_index, demuxer, reader, audio_metadata(header), source_size(demuxer))
