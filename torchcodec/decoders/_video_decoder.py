@@ -39,7 +39,10 @@ class VideoDecoder(Reopenable):
             ``read(n)`` and ``seek(offset, whence)``.
         stream_index: absolute index of the video stream; None picks FFmpeg's best video stream.
         dimension_order: "NCHW" (frames are (3, H, W)) or "NHWC" ((H, W, 3)).
-        num_ffmpeg_threads: decoding threads; 0 lets FFmpeg choose.
+        num_ffmpeg_threads: decoding threads; 0 lets FFmpeg choose. Other than 1 (on the CPU, exact
+            mode), a request over several GOPs is also split between sibling readers of the
+            stream, one thread each (as many as the cores for 0): the same frames, decoded in
+            parallel.
         device: None or "cpu"; "cuda" (device 0) or "cuda:N" decodes with NVDEC (or FFmpeg's CUDA
             hwaccel, see ``set_cuda_backend``) and converts on that GPU: frames are CUDA torch
             tensors (torch bridge), cupy arrays (cupy, the default without torch) or torchcodec
