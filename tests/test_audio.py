@@ -13,7 +13,7 @@ import pytest
 
 import reference as ref
 import torchcodec
-from torchcodec.decoders import AudioDecoder, AudioStreamMetadata
+from torchcodec.decoders import AudioDecoder, AudioStreamMetadata, _factory
 from test_media_corpus import AUDIO
 
 # Files whose seeks are exact (lossless codecs, MP3; mp4/mp3/wav/flac containers) and files that
@@ -167,8 +167,10 @@ def test_consecutive_ranges_concatenate_to_all_samples(media, name, sample_rate)
     assert step_total == whole.shape[1]
 
 
-def test_backward_and_forward_requests_equal_a_fresh_decoder_in_approximate_mode(media):
-    """Approximate mode seeks even where a seek is not exact; a range then depends on its bounds only."""
+def test_backward_and_forward_requests_equal_a_fresh_decoder_in_approximate_mode(media, monkeypatch):
+    """In a long stream (here: any stream), approximate mode seeks even where a seek is not exact; a
+    range then depends on its bounds only."""
+    monkeypatch.setattr(_factory, "APPROXIMATE_AUDIO_SEEKS_AFTER_SECONDS", 0.0)
     for name in ["aac_music_44100_8s.m4a", "opus_music_48000_8s.webm", "vorbis_music_44100_8s.ogg"]:
         path = media[name]
         used = AudioDecoder(path, seek_mode="approximate")
@@ -186,6 +188,23 @@ def test_backward_and_forward_requests_equal_a_fresh_decoder_in_approximate_mode
         best = max(np.corrcoef(approx, exact[shift + lag:shift + lag + approx.shape[0]])[0, 1]
                    for lag in range(-1100, 1100))
         assert best > 0.95, name
+
+
+@pytest.mark.parametrize("name", ["aac_music_44100_8s.m4a", "opus_music_48000_8s.webm"])
+def test_approximate_mode_reads_a_short_stream_as_exact_mode_does(media, name):
+    """A stream of at most two minutes is read in one pass whatever the seek mode: every range is the
+    whole decode's slice (the CLI's samples), backward ranges included."""
+    path = media[name]
+    whole = cli_samples(path)
+    decoder = AudioDecoder(path, seek_mode="approximate")
+    assert decoder.metadata.duration_seconds <= _factory.APPROXIMATE_AUDIO_SEEKS_AFTER_SECONDS
+    assert not decoder._engine.may_seek and decoder._engine.keeps_history
+    rate = decoder.metadata.sample_rate
+    for start, stop in [(6.0, 6.5), (1.0, 1.2), (7.5, 7.9), (3.25, 4.0)]:
+        got = decoder.get_samples_played_in_range(start, stop).data
+        first = round((start - decoder._begin) * rate)
+        np.testing.assert_array_equal(got, whole[:, first:first + got.shape[1]], err_msg=f"{name} [{start}, {stop})")
+    assert decoder._engine.seeks == 0
 
 
 def test_history_is_bounded_and_a_range_behind_it_decodes_again_from_the_start(media):

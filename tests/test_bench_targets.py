@@ -68,6 +68,46 @@ def test_every_target_names_a_workload_its_run_measures():
         threads = [int(t) for t in run[run.index("--threads") + 1:]]
         assert target.workload in workloads and target.workload in WORKLOADS
         assert target.threads in threads
+        assert target.against_threads is None or target.against_threads in threads
+        if "approx" in target.peer + target.against:
+            assert "approximate" in bench_targets.SEEK_MODES.get(target.run, [])
+
+
+APPROX = bench_targets.OURS_APPROX
+SPREAD_ROWS = [
+    row("uniform10", 1, OURS, 0.50),
+    row("uniform10", 1, APPROX, 0.54),
+    row("uniform32", 1, OURS, 3.0),
+    row("uniform32", 0, OURS, 1.6),
+    row("uniform32", 0, TORCHCODEC, 3.1),
+]
+SPREAD_ROWS[3].check = {"verdict": "identical"}
+SPREAD_ROWS[4].check = {"verdict": "close"}
+
+
+def test_approximate_mode_is_held_to_our_exact_mode_from_above():
+    target = SpeedTarget("approx", "1080p", "uniform10", 1, OURS, 1.05, peer=APPROX, at_most=True)
+    assert target.value(SPREAD_ROWS) == pytest.approx(0.54 / 0.50)
+    assert not target.met(target.value(SPREAD_ROWS))                  # 1.08 > 1.05
+    assert target.describe_bound() == "<= 1.05x ours exact"
+
+
+def test_gop_parallel_is_ours_at_one_thread_over_ours_at_zero_with_the_same_frames():
+    target = SpeedTarget("spread", "long", "uniform32", 0, OURS, 1.8, against_threads=1, same_frames=True)
+    assert target.value(SPREAD_ROWS) == pytest.approx(3.0 / 1.6)
+    assert target.frames_identical(SPREAD_ROWS) is True
+    other = SpeedTarget("spread", "long", "uniform32", 0, OURS, 1.8, peer=TORCHCODEC, against_threads=1,
+                        same_frames=True)
+    assert other.frames_identical(SPREAD_ROWS) is False               # "close" is not the same frames
+
+
+def test_a_same_frames_target_with_other_frames_is_missed(monkeypatch):
+    monkeypatch.setattr(bench_targets, "SPEED_TARGETS", [
+        SpeedTarget("spread", "long", "uniform32", 0, OURS, 1.8, against_threads=1, same_frames=True)])
+    rows = [row("uniform32", 1, OURS, 3.0), row("uniform32", 0, OURS, 1.0)]
+    rows[1].check = {"verdict": "DIFFERENT FRAMES?"}
+    verdict, = bench_targets.speed_verdicts({"long": rows})
+    assert verdict.measured == "3.00x, OTHER frames" and verdict.met is False
 
 
 def test_the_memory_probe_counts_the_decoded_batch(media):

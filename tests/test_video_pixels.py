@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import reference
+import swscale_model
 from torchcodec.decoders import VideoDecoder
 
 # (corpus file, stream index) for every video stream in the corpus.
@@ -206,6 +207,25 @@ def test_float32_output_is_rgb48_divided_by_65535(media, name):
     frames = VideoDecoder(media[name], output_dtype="float32", dimension_order="NHWC").get_all_frames().data
     assert frames.dtype == np.float32
     np.testing.assert_array_equal(frames, expected)
+
+
+def test_float32_last_column_of_an_odd_width_is_the_table_converters_value(media):
+    """swscale converts 8-bit 4:2:0 frames of even height to RGB48 with its table converter, which
+    never writes the last column of an odd width (the CLI's output there is its zeroed pool memory).
+    That column is the value the converter's arithmetic gives it (tests/swscale_model.py, which the
+    CUDA kernels write too), whatever frame was converted before; the others are the CLI's."""
+    path = media["vp9_161x120.webm"]
+    height, width = 120, 161
+    raw = np.frombuffer(reference.ffmpeg_raw_video(path), np.uint8).reshape(-1, height * width * 3 // 2 + height // 2)
+    cli = reference.ffmpeg_rgb_frames(path, pix_fmt="rgb48le")
+    decoder = VideoDecoder(path, output_dtype="float32", dimension_order="NHWC")
+    for k in (len(raw) - 1, 0, 1):          # the last frame first: its pixels stay in scratch memory
+        y = raw[k, :height * width].reshape(height, width)
+        u, v = raw[k, height * width:].reshape(2, height // 2, (width + 1) // 2)
+        expected = swscale_model.convert(y, u, v, 8, 2, False, True).astype(np.float32) / np.float32(65535)
+        got = decoder.get_frame_at(k).data
+        np.testing.assert_array_equal(got[:, :-1], cli[k][:, :-1].astype(np.float32) / np.float32(65535))
+        np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("name,dtype", [("h264_10bit.mp4", np.float32), ("hevc_10bit.mp4", np.float32),

@@ -411,6 +411,12 @@ MEDIA: dict[str, Spec] = {
         "-cpu-used", "8", "-row-mt", "0", "-threads", "1", "-b:v", "200k", "-g", "30",
         "-pix_fmt", "yuv420p", *_VBITEXACT,
     ),
+    "vp9_161x120.webm": _spec(
+        "VP9 yuv420p of odd width and even height, 161x120, 30 fps 0.5 s",
+        *_lavfi(f"{_TESTSRC_320x240},scale=161:120"), "-t", "0.5", "-c:v", "libvpx-vp9", "-deadline", "realtime",
+        "-cpu-used", "8", "-row-mt", "0", "-threads", "1", "-b:v", "200k", "-g", "30",
+        "-pix_fmt", "yuv420p", *_VBITEXACT,
+    ),
     "vp8.webm": _spec(
         "VP8 in WebM, 320x240 yuv420p 30 fps 2 s",
         *_testsrc(), "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8",
@@ -506,6 +512,14 @@ MEDIA: dict[str, Spec] = {
         *_testsrc(size="1920x1080", duration=10),
         "-c:v", "libx264", "-preset", "medium", "-threads", "4",
         "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-bf", "3",
+        "-pix_fmt", "yuv420p", *_VBITEXACT,
+        bench=True,
+    ),
+    "bench_1080p_h264_40s.mp4": _spec(
+        "Benchmark: H.264 1920x1080 yuv420p 30 fps 40 s (1200 frames), 25 GOPs of 48 frames, 3 B-frames",
+        *_testsrc(size="1920x1080", duration=40),
+        "-c:v", "libx264", "-preset", "medium", "-threads", "4",
+        "-g", "48", "-keyint_min", "48", "-sc_threshold", "0", "-bf", "3",
         "-pix_fmt", "yuv420p", *_VBITEXACT,
         bench=True,
     ),

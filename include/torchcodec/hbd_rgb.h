@@ -383,7 +383,7 @@ __attribute__((target("avx2"))) static void tc_hbd_chroma_row_avx2(const tc_hbd_
 
 __attribute__((target("avx2"))) static void tc_hbd_rows_avx2(
     const tc_hbd_plan *plan, const uint8_t *const src[3], const int src_stride[3], uint8_t *dst,
-    ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
+    ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *scratch, int streaming)
 {
     const tc_hbd_vector *f = &plan->vector;
     const __m256i y_high = _mm256_set1_epi16(f->y_high), cy_frac = _mm256_set1_epi16((short)f->cy_frac);
@@ -401,6 +401,7 @@ __attribute__((target("avx2"))) static void tc_hbd_rows_avx2(
     for (y = row_begin; y < row_end; y++) {
         const uint16_t *luma = (const uint16_t *)(src[0] + (ptrdiff_t)y * src_stride[0]);
         uint8_t *out = dst + (ptrdiff_t)y * dst_stride;
+        const int stream_row = streaming && tc_can_stream(out);
         tc_hbd_chroma_row_avx2(plan, src[1], src_stride[1], y, u_row);
         tc_hbd_chroma_row_avx2(plan, src[2], src_stride[2], y, v_row);
         for (k = 0; k < blocks; k++) {
@@ -415,7 +416,7 @@ __attribute__((target("avx2"))) static void tc_hbd_rows_avx2(
             const __m256i r = tc_hbd_channel32(off_r, y_first, y_second, y_high, cy_frac, carry_limit);
             const __m256i g = tc_hbd_channel32(off_g, y_first, y_second, y_high, cy_frac, carry_limit);
             const __m256i b = tc_hbd_channel32(off_b, y_first, y_second, y_high, cy_frac, carry_limit);
-            tc_store_rgb96(out + 96 * k, r, g, b);
+            tc_store_rgb96(out + 96 * k, r, g, b, stream_row);
         }
         tc_hbd_pixels(plan, luma, u_row, v_row, out, 16 * blocks);
     }
@@ -424,18 +425,21 @@ __attribute__((target("avx2"))) static void tc_hbd_rows_avx2(
 
 /* Rows [row_begin, row_end) of the frame (planes y/u/v of 16-bit little-endian samples, strides in
  * bytes) into packed RGB24 at dst (its stride in bytes); `scratch`: width bytes. On x86-64 CPUs
- * with AVX2, 32 pixels at a time (the same integers, in 16-bit vector lanes). */
+ * with AVX2, 32 pixels at a time (the same integers, in 16-bit vector lanes), with non-temporal
+ * stores when `streaming` (as tc_yuv8_convert_rows). */
 static int tc_hbd_vector_code = 1;      /* 0: the plain C rows everywhere (tests compare both) */
 
 static void tc_hbd_convert_rows(const tc_hbd_plan *plan, const uint8_t *const src[3], const int src_stride[3],
-                                uint8_t *dst, ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
+                                uint8_t *dst, ptrdiff_t dst_stride, int row_begin, int row_end, uint8_t *scratch,
+                                int streaming)
 {
 #ifdef TC_HBD_AVX2
     if (tc_hbd_vector_code && plan->has_vector_form && tc_cpu_has_avx2()) {
-        tc_hbd_rows_avx2(plan, src, src_stride, dst, dst_stride, row_begin, row_end, scratch);
+        tc_hbd_rows_avx2(plan, src, src_stride, dst, dst_stride, row_begin, row_end, scratch, streaming);
         return;
     }
 #endif
+    (void)streaming;
     tc_hbd_rows_default(plan, src, src_stride, dst, dst_stride, row_begin, row_end, scratch);
 }
 

@@ -7,6 +7,11 @@
  * chroma term once per sample rather than once per pixel, and writes exactly `width` pixels a row
  * (swscale writes whole blocks of 8 past the row's end, so that a tight destination needs a copy).
  *
+ * A large output (a batch that does not fit in the caches) can be written with non-temporal
+ * stores (`streaming`): the bytes go to memory without the read-for-ownership of each cache line
+ * that a plain store of a line not in the cache costs, and without evicting what the decoder
+ * uses. The caller ends such a conversion with tc_stream_fence() before the output is read.
+ *
  * Nothing here is trusted blindly: as for hbd_rgb.h, torchcodec compares it with swscale on a frame
  * of random samples of each geometry, format and matrix before using it, and keeps swscale where
  * they differ (another FFmpeg release, another CPU). Without AVX2 it is not used: the plain C rows,
@@ -94,14 +99,31 @@ __attribute__((target("avx2"))) static inline __m256i tc_rgb24_block(__m256i r, 
 }
 
 /* 32 R, G, B bytes in pixel order interleaved into 96 bytes of RGB24: each lane's 16 pixels make
- * three 16-byte blocks, which two lane swaps put in order. */
-__attribute__((target("avx2"))) static inline void tc_store_rgb96(uint8_t *out, __m256i r, __m256i g, __m256i b)
+ * three 16-byte blocks, which two lane swaps put in order. `streaming` (out 32-byte aligned):
+ * non-temporal stores. */
+__attribute__((target("avx2"))) static inline void tc_store_rgb96(uint8_t *out, __m256i r, __m256i g, __m256i b,
+                                                                 int streaming)
 {
     const __m256i block0 = tc_rgb24_block(r, g, b, 0), block1 = tc_rgb24_block(r, g, b, 1);
     const __m256i block2 = tc_rgb24_block(r, g, b, 2);
-    _mm256_storeu_si256((__m256i *)out, _mm256_permute2x128_si256(block0, block1, 0x20));
-    _mm256_storeu_si256((__m256i *)(out + 32), _mm256_permute2x128_si256(block2, block0, 0x30));
-    _mm256_storeu_si256((__m256i *)(out + 64), _mm256_permute2x128_si256(block1, block2, 0x31));
+    const __m256i first = _mm256_permute2x128_si256(block0, block1, 0x20);
+    const __m256i second = _mm256_permute2x128_si256(block2, block0, 0x30);
+    const __m256i third = _mm256_permute2x128_si256(block1, block2, 0x31);
+    if (streaming) {
+        _mm256_stream_si256((__m256i *)out, first);
+        _mm256_stream_si256((__m256i *)(out + 32), second);
+        _mm256_stream_si256((__m256i *)(out + 64), third);
+    } else {
+        _mm256_storeu_si256((__m256i *)out, first);
+        _mm256_storeu_si256((__m256i *)(out + 32), second);
+        _mm256_storeu_si256((__m256i *)(out + 64), third);
+    }
+}
+
+/* Whether the 96-byte blocks of a row at `out` can be streamed: its start is 32-byte aligned. */
+static inline int tc_can_stream(const uint8_t *out)
+{
+    return ((uintptr_t)out & 31) == 0;
 }
 
 /* One channel of 32 pixels as bytes in pixel order, from the luma terms of pixels 0-7 | 16-23
@@ -115,9 +137,11 @@ __attribute__((target("avx2"))) static inline __m256i tc_yuv8_channel32(__m256i 
                                _mm256_adds_epi16(luma_b, _mm256_unpackhi_epi16(term, term)));
 }
 
-/* 32 pixels from 32 luma and 16 chroma samples at y, u, v into 96 bytes at out. */
+/* 32 pixels from 32 luma and 16 chroma samples at y, u, v into 96 bytes at out (tc_store_rgb96's
+ * `streaming`). */
 __attribute__((target("avx2"))) static inline void tc_yuv8_block32(const tc_yuv8_lanes *k, const uint8_t *y,
-                                                                  const uint8_t *u, const uint8_t *v, uint8_t *out)
+                                                                  const uint8_t *u, const uint8_t *v, uint8_t *out,
+                                                                  int streaming)
 {
     const __m256i zero = _mm256_setzero_si256();
     const __m256i luma = _mm256_loadu_si256((const __m256i *)y);
@@ -127,25 +151,30 @@ __attribute__((target("avx2"))) static inline void tc_yuv8_block32(const tc_yuv8
     tc_yuv8_chroma16(k, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)u)),
                      _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)v)), &r_term, &g_term, &b_term);
     tc_store_rgb96(out, tc_yuv8_channel32(r_term, luma_a, luma_b), tc_yuv8_channel32(g_term, luma_a, luma_b),
-                   tc_yuv8_channel32(b_term, luma_a, luma_b));
+                   tc_yuv8_channel32(b_term, luma_a, luma_b), streaming);
 }
 
-/* tc_yuv8_row_c for pixels [0, width), 32 at a time; the last, partial block goes through local
- * copies of its samples and pixels, so that nothing outside the row is read or written. */
+/* tc_yuv8_row_c for pixels [0, width), 32 at a time (streamed when `streaming` and the row is
+ * aligned); the last, partial block goes through local copies of its samples and pixels, so that
+ * nothing outside the row is read or written. */
 __attribute__((target("avx2"))) static void tc_yuv8_row_avx2(const tc_yuv8_lanes *k, const uint8_t *y,
                                                              const uint8_t *u, const uint8_t *v, int width,
-                                                             uint8_t *out)
+                                                             uint8_t *out, int streaming)
 {
     uint8_t tail_y[32] = {0}, tail_u[16] = {0}, tail_v[16] = {0}, tail_out[96];
     int x = 0, rest;
+    if (streaming && tc_can_stream(out)) {
+        for (; x + 32 <= width; x += 32)
+            tc_yuv8_block32(k, y + x, u + x / 2, v + x / 2, out + 3 * x, 1);
+    }
     for (; x + 32 <= width; x += 32)
-        tc_yuv8_block32(k, y + x, u + x / 2, v + x / 2, out + 3 * x);
+        tc_yuv8_block32(k, y + x, u + x / 2, v + x / 2, out + 3 * x, 0);
     rest = width - x;
     if (rest > 0) {
         memcpy(tail_y, y + x, (size_t)rest);
         memcpy(tail_u, u + x / 2, (size_t)(rest + 1) / 2);
         memcpy(tail_v, v + x / 2, (size_t)(rest + 1) / 2);
-        tc_yuv8_block32(k, tail_y, tail_u, tail_v, tail_out);
+        tc_yuv8_block32(k, tail_y, tail_u, tail_v, tail_out, 0);
         memcpy(out + 3 * x, tail_out, (size_t)rest * 3);
     }
 }
@@ -154,7 +183,7 @@ __attribute__((target("avx2"))) static void tc_yuv8_row_avx2(const tc_yuv8_lanes
 __attribute__((target("avx2"))) static void tc_yuv8_rows_avx2(const tc_colour_coeffs *c, int chroma_shift,
                                                               const uint8_t *const src[3], const int src_stride[3],
                                                               int width, uint8_t *dst, ptrdiff_t dst_stride,
-                                                              int row_begin, int row_end)
+                                                              int row_begin, int row_end, int streaming)
 {
     const tc_yuv8_lanes k = tc_yuv8_lanes_for(c);
     int r;
@@ -162,9 +191,18 @@ __attribute__((target("avx2"))) static void tc_yuv8_rows_avx2(const tc_colour_co
         tc_yuv8_row_avx2(&k, src[0] + (ptrdiff_t)r * src_stride[0],
                          src[1] + (ptrdiff_t)(r >> chroma_shift) * src_stride[1],
                          src[2] + (ptrdiff_t)(r >> chroma_shift) * src_stride[2], width,
-                         dst + (ptrdiff_t)r * dst_stride);
+                         dst + (ptrdiff_t)r * dst_stride, streaming);
 }
 #endif
+
+/* Orders the non-temporal stores of a streamed conversion before whatever the thread does next
+ * (another thread may read the output once it is told the frame is done). */
+static inline void tc_stream_fence(void)
+{
+#ifdef TC_YUV8_AVX2
+    _mm_sfence();
+#endif
+}
 
 static int tc_yuv8_vector_code = 1;     /* 0: the plain C rows everywhere (tests compare both) */
 
@@ -180,18 +218,20 @@ static inline int tc_yuv8_vectors(void)
 
 /* Rows [row_begin, row_end) of a width-pixel frame of 8-bit planes (strides in bytes; row r's chroma
  * is row r >> chroma_shift: 1 for 4:2:0, 0 for 4:2:2) into packed RGB24 at dst (its stride in bytes),
- * exactly `width` pixels a row. */
+ * exactly `width` pixels a row; `streaming`: with non-temporal stores where the rows allow (then
+ * tc_stream_fence() after the conversion). */
 static inline void tc_yuv8_convert_rows(const tc_colour_coeffs *c, int chroma_shift, const uint8_t *const src[3],
                                         const int src_stride[3], int width, uint8_t *dst, ptrdiff_t dst_stride,
-                                        int row_begin, int row_end)
+                                        int row_begin, int row_end, int streaming)
 {
     int r;
 #ifdef TC_YUV8_AVX2
     if (tc_yuv8_vectors()) {
-        tc_yuv8_rows_avx2(c, chroma_shift, src, src_stride, width, dst, dst_stride, row_begin, row_end);
+        tc_yuv8_rows_avx2(c, chroma_shift, src, src_stride, width, dst, dst_stride, row_begin, row_end, streaming);
         return;
     }
 #endif
+    (void)streaming;
     for (r = row_begin; r < row_end; r++)
         tc_yuv8_row_c(c, src[0] + (ptrdiff_t)r * src_stride[0], src[1] + (ptrdiff_t)(r >> chroma_shift) * src_stride[1],
                       src[2] + (ptrdiff_t)(r >> chroma_shift) * src_stride[2], 0, width,

@@ -116,6 +116,9 @@ class Prepared:
             before = resident_kb() if self.measure_rss and reset_peak_rss() else None
             elapsed, result = time_once(self.task)
             after = resident_kb() if before is not None else None
+            worker_memory = getattr(result, "worker_memory", None)      # (peak MB, added MB) of its workers
+            if worker_memory is not None:
+                self.record_rss(*worker_memory())
             del result
             self.row.times_s.append(elapsed - self.start_cost_s)
             if before is not None and after is not None:
@@ -129,7 +132,7 @@ def prepare_measurement(peer: Peer, workload: Workload, job: VideoJob, threads: 
                         settings: RunSettings, record_frames: FrameRecorder | None) -> Prepared:
     """Build, warm up and frame-check one peer's task for a workload at a thread count."""
     prepared = Prepared(Measurement(workload.name, threads, peer.name, peer.seek_mode),
-                        measure_rss=peer.in_process)
+                        measure_rss=peer.in_process and not workload.worker_memory)
     row = prepared.row
     reason = peer.unavailable_reason()
     if reason:
@@ -154,7 +157,7 @@ def prepare_measurement(peer: Peer, workload: Workload, job: VideoJob, threads: 
             prepared.start_cost_s = best_of_runs(overhead, settings)
             row.note = f"net of {prepared.start_cost_s * 1e3:.0f} ms: process start + 1 frame"
         if workload.check_frames and record_frames is not None:
-            row.check = record_frames(peer, threads, peer.rgb_nhwc(first))
+            row.check = record_frames(peer, workload.name, threads, peer.rgb_nhwc(first))
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         prepared.fail(exc)
@@ -285,23 +288,24 @@ def write_raw_frames(frames: Any, path: Path) -> SavedFrames:
 
 
 class FrameChecker:
-    """Compares each peer's frames with the first frames recorded at the same thread count.
+    """Compares each peer's frames with the first frames recorded for the same workload, at any
+    thread count (decoding threads must not change frames).
 
-    Peers run in the order ours exact, TorchCodec exact, ..., so the reference is ours when it
-    works and TorchCodec's otherwise.
+    Peers run in the order ours exact, TorchCodec exact, ..., at the first thread count first, so
+    the reference is ours at that count when it works, and TorchCodec's otherwise.
     """
 
     def __init__(self) -> None:
-        self._reference: dict[int, tuple[str, Any]] = {}
+        self._reference: dict[str, tuple[str, Any]] = {}
 
-    def __call__(self, peer: Peer, threads: int, frames: Any) -> dict[str, Any]:
+    def __call__(self, peer: Peer, workload: str, threads: int, frames: Any) -> dict[str, Any]:
         import numpy as np
 
         frames = frames.load() if isinstance(frames, SavedFrames) else np.asarray(frames)
-        if threads not in self._reference:
-            self._reference[threads] = (peer.name, np.ascontiguousarray(frames))
-            return {"verdict": "reference", "reference": peer.name}
-        name, reference = self._reference[threads]
+        if workload not in self._reference:
+            self._reference[workload] = (f"{peer.name} threads={threads}", np.ascontiguousarray(frames))
+            return {"verdict": "reference", "reference": self._reference[workload][0]}
+        name, reference = self._reference[workload]
         return {"reference": name} | compare_frames(frames, reference)
 
 

@@ -149,6 +149,19 @@ class TorchCodecApiPeer(Peer):
     def random10(self, job: VideoJob, threads: int) -> Task:
         return lambda: self._open(job, threads).get_frames_at(job.random_indices)
 
+    def uniform32(self, job: VideoJob, threads: int) -> Task:
+        return lambda: self._open(job, threads).get_frames_at(job.spread_indices)
+
+    def loader(self, job: VideoJob, threads: int) -> Task:
+        """One epoch of the training loader (tools/bench/loader.py) over the job's loader clips."""
+        from bench import loader
+
+        if not job.loader_paths:
+            raise NotApplicable("no loader clips in the job")
+        items = loader.ClipItems(self._package.__name__, job.loader_paths, self.seek_mode, threads,
+                                 with_torch=loader.has_torch())
+        return lambda: loader.run_epoch(items)
+
     def timestamp(self, job: VideoJob, threads: int) -> Task:
         return lambda: self._open(job, threads).get_frame_played_at(job.timestamp_s)
 

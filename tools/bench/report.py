@@ -15,8 +15,8 @@ from typing import Any
 from bench.library_peers import ffmpeg_cli_version
 from bench.measure import log
 from bench.workloads import (FRAMES_PER_CLIP, NUM_CLIPS, AUDIO_RANGE_SECONDS, CACHE_DIR, DEFAULT_AUDIO_FILE_NAME,
-                             DEFAULT_FILE_NAME, Measurement, NUM_AUDIO_RANGES, NUM_SAMPLED_FRAMES, RunSettings,
-                             VideoJob, WORKLOADS)
+                             DEFAULT_FILE_NAME, LONG_FILE_NAME, Measurement, NUM_AUDIO_RANGES, NUM_SAMPLED_FRAMES,
+                             NUM_SPREAD_FRAMES, RunSettings, VideoJob, WORKLOADS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -26,7 +26,7 @@ from bench.workloads import (FRAMES_PER_CLIP, NUM_CLIPS, AUDIO_RANGE_SECONDS, CA
 
 def bench_media(name: str) -> Path:
     """The file ``name`` of tools/make_media.py's catalogue, made (and cached) when missing."""
-    spec = importlib.util.spec_from_file_location("make_media", Path(__file__).with_name("make_media.py"))
+    spec = importlib.util.spec_from_file_location("make_media", Path(__file__).parent.parent / "make_media.py")
     if spec is None or spec.loader is None or not Path(spec.origin or "").exists():
         raise ImportError("tools/make_media.py not found")
     make_media = importlib.util.module_from_spec(spec)
@@ -105,14 +105,29 @@ def random_indices(count: int, wanted: int, seed: int) -> list[int]:
     return random.Random(seed).sample(range(count), min(wanted, count))
 
 
+def uniform_indices(count: int, wanted: int) -> list[int]:
+    """``wanted`` (at most ``count``) indices of ``count`` frames, evenly spaced from the first to the last."""
+    wanted = min(wanted, count)
+    return [round(k * (count - 1) / max(wanted - 1, 1)) for k in range(wanted)]
+
+
+def loader_clips(path: Path) -> list[str]:
+    """The loader workload's clips: ``path`` and tools/make_media.py's 40 s 1080p clip."""
+    try:
+        return [str(path), str(bench_media(LONG_FILE_NAME).resolve())]
+    except Exception as exc:
+        log(f"the loader's second clip is unavailable ({type(exc).__name__}: {exc}); using {path} alone")
+        return [str(path)]
+
+
 def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int,
              audio_path: Path | None = None) -> VideoJob:
     info = probe_video(path)
     count = info["num_frames"]
     if count < 1:
         raise SystemExit(f"{path}: no video frames")
-    wanted = min(NUM_SAMPLED_FRAMES, count)
-    uniform = [round(k * (count - 1) / max(wanted - 1, 1)) for k in range(wanted)]
+    uniform = uniform_indices(count, NUM_SAMPLED_FRAMES)
+    wanted = len(uniform)
     randoms = random_indices(count, wanted, seed)
     # mid-file and half a frame past a frame start, so that no library hits a boundary case
     frame_s = 1.0 / info["fps"] if info["fps"] else 0.0
@@ -124,7 +139,9 @@ def plan_job(path: Path, workloads: list[str], threads: list[int], seed: int,
     clip_seed, clip_starts = plan_clip_starts(count, seed)
     return VideoJob(path=str(path), uniform_indices=uniform, random_indices=randoms,
                     timestamp_s=round(timestamp, 6), workloads=workloads, threads=threads,
-                    clip_starts=clip_starts, clip_seed=clip_seed, **info, **audio)
+                    clip_starts=clip_starts, clip_seed=clip_seed,
+                    spread_indices=uniform_indices(count, NUM_SPREAD_FRAMES),
+                    loader_paths=loader_clips(path) if "loader" in workloads else [], **info, **audio)
 
 
 def plan_clip_starts(count: int, seed: int) -> tuple[int | None, list[int]]:
@@ -257,7 +274,9 @@ def format_report(machine: dict[str, Any], job: VideoJob, peers: dict[str, str],
         f" > 1 means {baseline} is faster.",
         "Memory: peak RSS MB is the process's largest resident memory during a repeat (its peak is"
         " reset before each: /proc/self/clear_refs); +RSS MB is that peak less the resident memory"
-        " before the repeat (what the work itself held). Blank for the CLI (another process).",
+        " before the repeat (what the work itself held). Blank for the CLI (another process). The loader's:"
+        " the largest peak of a worker process (from its start: it includes what fork gave it), and the most"
+        " a worker grew.",
     ]
     if baseline != "ours":
         lines.append("NOTE: our package produced no numbers, so ratios are against TorchCodec.")

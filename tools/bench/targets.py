@@ -6,19 +6,24 @@
     python tools/bench.py targets --json out/      # also save both bench runs and the verdicts
     python tools/bench.py targets --strict         # exit 1 when a target is missed
 
-It runs tools/bench.py twice in this process, on the files the targets name: the 1080p H.264
-benchmark clip (GOP 60, B-frames) with the 60 s AAC clip, at threads=1; then the 720p 10-bit
-H.264 clip at threads=1 and 0. Both runs print their full tables (every peer, best and median,
-memory). Then it measures peak memory in fresh processes, and prints one row per target: the
-value measured, the bound, and whether it is met. Last, with PyAV installed, what bounds the
-random-indices ratio (tools/bench/decode_work.py): the least decoding that request needs, against
-this package's time for it and against decoding every frame.
+It runs tools/bench.py three times in this process, on the files the targets name: the 1080p
+H.264 benchmark clip (GOP 60, B-frames) with the 60 s AAC clip, at threads=1, in both seek modes,
+with the training-loader workload (tools/bench/loader.py); the 40 s 1080p H.264 clip (25 GOPs) at
+threads=1 and 0, for GOP-parallel decoding; then the 720p 10-bit H.264 clip at threads=1 and 0.
+The runs print their full tables (every peer, best and median, memory, frame checks). Then it
+measures peak memory in fresh processes, and prints one row per target: the value measured, the
+bound, and whether it is met. Last, with PyAV installed, what bounds the random-indices ratio
+(tools/bench/decode_work.py): the least decoding that request needs, against this package's time
+for it and against decoding every frame.
 
 A speed target is a ratio of best times in the same run, whose repeats bench.py takes round-robin:
-TorchCodec 0.17's best over ours (above 1: ours is faster), or ours over the ffmpeg CLI's
-decode + ``format=rgb24`` (below 1: ours is faster). A memory target is the peak resident memory
-(``VmHWM``) of a fresh Python process that imports this package and does that one job, so
-that it counts what a user's process holds, not the benchmark's own libraries.
+another peer's best over ours (above 1: ours is faster: TorchCodec 0.17, or ours at another
+thread count), or ours over a bound's reference (below 1: ours is faster: the ffmpeg CLI's
+decode + ``format=rgb24``, or our own exact mode for approximate mode). A target can also require
+the frames of the two rows to be identical (the bench's frame check). A memory target is the
+peak resident memory (``VmHWM``) of a fresh Python process that imports this package and does that
+one job, so that it counts what a user's process holds, not the benchmark's own libraries. The
+loader's rows report each worker process's peak.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from bench import cli, decode_work, report, workloads
 
 TEN_BIT_FILE_NAME = "bench_720p_h264_10bit.mp4"
 OURS, TORCHCODEC, CLI = "ours exact", "TorchCodec exact", "ffmpeg CLI +rgb24"
+OURS_APPROX, TORCHCODEC_APPROX = "ours approx", "TorchCodec approx"
 FRAME_BYTES_1080P = 1920 * 1080 * 3
 MEMORY_SLACK_MB = 100          # a batch may hold its output and this much more
 SEQUENTIAL_PEAK_MB = 150       # sequential decoding's peak
@@ -41,33 +47,72 @@ SEQUENTIAL_PEAK_MB = 150       # sequential decoding's peak
 
 @dataclass(frozen=True)
 class SpeedTarget:
-    """``against``'s best time over ours at least ``bound`` (TorchCodec), or ours over the
-    CLI's at most ``bound`` (the CLI)."""
+    """``against``'s best time over ``peer``'s at least ``bound`` (TorchCodec; ours at another
+    thread count), or ``peer``'s over ``against``'s at most ``bound`` (``at_most``: by default for
+    the CLI). ``against_threads``: the other row's thread count (default: ``threads``).
+    ``same_frames``: the frame check must find ``peer``'s frames identical to the reference's."""
 
     title: str
-    run: str          # "1080p" (with the audio clip) or "10bit"
+    run: str          # a key of BENCH_RUNS
     workload: str
     threads: int
     against: str
     bound: float
+    peer: str = OURS
+    against_threads: int | None = None
+    at_most: bool | None = None
+    same_frames: bool = False
+
+    @property
+    def upper(self) -> bool:
+        return self.at_most if self.at_most is not None else self.against == CLI
 
     def value(self, rows: list[workloads.Measurement]) -> float | None:
-        ours, theirs = (best_time(rows, self.workload, self.threads, peer) for peer in (OURS, self.against))
+        ours = best_time(rows, self.workload, self.threads, self.peer)
+        other_threads = self.threads if self.against_threads is None else self.against_threads
+        theirs = best_time(rows, self.workload, other_threads, self.against)
         if ours is None or theirs is None:
             return None
-        return ours / theirs if self.against == CLI else theirs / ours
+        return ours / theirs if self.upper else theirs / ours
 
     def met(self, value: float) -> bool:
-        return value <= self.bound if self.against == CLI else value >= self.bound
+        return value <= self.bound if self.upper else value >= self.bound
+
+    def frames_identical(self, rows: list[workloads.Measurement]) -> bool | None:
+        """Whether the frame check found ``peer``'s frames identical to the reference's (None: not checked)."""
+        row = report.find_row(rows, self.workload, self.threads, self.peer)
+        check = row.check if row is not None else None
+        if not check:
+            return None
+        return check.get("verdict") in ("identical", "reference")
 
     def describe_bound(self) -> str:
-        return f"<= {self.bound:g}x the CLI" if self.against == CLI else f">= {self.bound:g}x"
+        name = {CLI: "the CLI", OURS: "ours exact"}.get(self.against, self.against)
+        if self.against_threads is not None:
+            name += f" threads={self.against_threads}"
+        if self.upper:
+            return f"<= {self.bound:g}x {name}"
+        return f">= {self.bound:g}x {name}" + (", same frames" if self.same_frames else "")
 
 
 SPEED_TARGETS = [
     SpeedTarget("audio: 100 random 1-s ranges, exact", "1080p", "audio_ranges", 1, TORCHCODEC, 1.5),
     SpeedTarget("10 frames at uniform indices, exact", "1080p", "uniform10", 1, TORCHCODEC, 1.6),
     SpeedTarget("10 frames at random indices, exact", "1080p", "random10", 1, TORCHCODEC, 1.6),
+    SpeedTarget("audio: 100 random 1-s ranges, approximate vs exact", "1080p", "audio_ranges", 1, OURS, 1.05,
+                peer=OURS_APPROX, at_most=True),
+    SpeedTarget("10 frames at uniform indices, approximate vs exact", "1080p", "uniform10", 1, OURS, 1.05,
+                peer=OURS_APPROX, at_most=True),
+    SpeedTarget("10 frames at random indices, approximate vs exact", "1080p", "random10", 1, OURS, 1.05,
+                peer=OURS_APPROX, at_most=True),
+    SpeedTarget("10 frames at uniform indices, approximate", "1080p", "uniform10", 1, TORCHCODEC_APPROX, 1.5,
+                peer=OURS_APPROX),
+    SpeedTarget("10 frames at random indices, approximate", "1080p", "random10", 1, TORCHCODEC_APPROX, 1.5,
+                peer=OURS_APPROX),
+    SpeedTarget("40 s clip, 32 uniform frames, GOP-parallel", "long", "uniform32", 0, OURS, 1.8,
+                against_threads=1, same_frames=True),
+    SpeedTarget("40 s clip, 32 uniform frames", "long", "uniform32", 0, TORCHCODEC, 2.0, same_frames=True),
+    SpeedTarget("training loader, clips/s", "1080p", "loader", 1, TORCHCODEC, 1.3),
     SpeedTarget("open + metadata, a file opened before", "1080p", "reopen", 1, TORCHCODEC, 5.0),
     SpeedTarget("10-bit 720p, every frame", "10bit", "sequential", 1, TORCHCODEC, 1.5),
     SpeedTarget("10-bit 720p, every frame", "10bit", "sequential", 0, TORCHCODEC, 2.0),
@@ -77,9 +122,11 @@ SPEED_TARGETS = [
 ]
 BENCH_RUNS = {
     "1080p": ["--workloads", "sequential", "batch", "uniform10", "random10", "reopen", "audio_ranges",
-              "resize256", "--threads", "1"],
+              "resize256", "loader", "--threads", "1"],
+    "long": ["--workloads", "uniform32", "--threads", "1", "0"],
     "10bit": ["--workloads", "sequential", "--threads", "1", "0"],
 }
+SEEK_MODES = {"1080p": ["exact", "approximate"]}     # the other runs: exact mode only
 
 # A fresh process's job: decode every frame of argv[1] at threads=1, one at a time ("sequential") or
 # as bench.py's batch workload does ("batch"); print its peak RSS in MB. The peak is VmHWM
@@ -132,13 +179,30 @@ class Verdict:
 def speed_verdicts(runs: dict[str, list[workloads.Measurement]]) -> list[Verdict]:
     verdicts = []
     for target in SPEED_TARGETS:
-        value = target.value(runs[target.run])
+        rows = runs.get(target.run, [])
+        value = target.value(rows)
         title = f"{target.title} (threads={target.threads})"
         if value is None:
             verdicts.append(Verdict(title, "n/a", target.describe_bound(), None))
-        else:
-            verdicts.append(Verdict(title, f"{value:.2f}x", target.describe_bound(), target.met(value)))
+            continue
+        met = target.met(value)
+        measured = f"{value:.2f}x"
+        if target.same_frames:
+            identical = target.frames_identical(rows)
+            met = met and identical is True
+            measured += {True: ", same", False: ", OTHER frames", None: ", unchecked"}[identical]
+        verdicts.append(Verdict(title, measured, target.describe_bound(), met))
     return verdicts
+
+
+def worker_memory(runs: dict[str, list[workloads.Measurement]]) -> str:
+    """The loader's peak resident memory per worker process, ours and TorchCodec's."""
+    parts = []
+    for peer in (OURS, TORCHCODEC):
+        row = report.find_row(runs.get("1080p", []), "loader", 1, peer)
+        if row is not None and row.peak_rss_mb is not None:
+            parts.append(f"{peer}: {row.peak_rss_mb:.0f} MB (+{row.added_rss_mb:.0f} MB decoding)")
+    return "Training loader, peak RSS per worker process: " + ("; ".join(parts) if parts else "not measured")
 
 
 def memory_verdicts(path: Path, runs: int) -> list[Verdict]:
@@ -197,18 +261,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed or not measured")
     args = parser.parse_args(argv)
 
-    files = {"1080p": report.default_media_file(), "10bit": report.bench_media(TEN_BIT_FILE_NAME)}
+    files = {"1080p": report.default_media_file(), "long": report.bench_media(workloads.LONG_FILE_NAME),
+             "10bit": report.bench_media(TEN_BIT_FILE_NAME)}
     runs: dict[str, list[workloads.Measurement]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for name, run_args in BENCH_RUNS.items():
             saved = (args.json or Path(scratch)) / f"bench_{name}.json"
-            common = ["--file", str(files[name]), "--seek-modes", "exact", "--budget", str(args.budget),
+            common = ["--file", str(files[name]), "--seek-modes", *SEEK_MODES.get(name, ["exact"]),
+                      "--budget", str(args.budget),
                       "--min-repeats", str(args.min_repeats),
                       "--tc-venv", str(args.tc_venv), "--json", str(saved)]
             cli.main(run_args + common)
             runs[name] = [workloads.Measurement.from_json(row) for row in json.loads(saved.read_text())["results"]]
     verdicts = speed_verdicts(runs) + memory_verdicts(files["1080p"], args.memory_runs)
     print(format_verdicts(verdicts), flush=True)
+    print(worker_memory(runs), flush=True)
     print(random_access_limit(files["1080p"], args.min_repeats), flush=True)
     if args.json:
         (args.json / "targets.json").write_text(json.dumps([asdict(v) | {"verdict": v.word} for v in verdicts],

@@ -115,7 +115,7 @@ class RemotePeer(Peer):
         saved = prepared.row.check or {}
         if "frames_file" in saved and record_frames is not None:
             frames = SavedFrames(saved["frames_file"], saved["shape"])
-            prepared.row.check = record_frames(self, threads, frames)
+            prepared.row.check = record_frames(self, workload.name, threads, frames)
         return prepared
 
     def repeat(self, prepared: Prepared) -> None:

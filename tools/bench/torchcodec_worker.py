@@ -112,9 +112,9 @@ class Worker:
         self.prepared[key] = prepared
         return {"id": key, "repeats": prepared.repeats, "row": prepared.row.to_json()}
 
-    def save_frames(self, peer: Any, threads: int, frames: Any) -> dict[str, Any]:
+    def save_frames(self, peer: Any, workload: str, threads: int, frames: Any) -> dict[str, Any]:
         """FrameRecorder: write the frames to a file that bench.py compares (and deletes)."""
-        path = self.frames_dir / f"{peer.name.replace(' ', '_')}-threads{threads}.rgb"
+        path = self.frames_dir / f"{peer.name.replace(' ', '_')}-{workload}-threads{threads}.rgb"
         saved = self.bench.write_raw_frames(frames, path)
         return {"frames_file": saved.path, "shape": saved.shape}
 

@@ -11,10 +11,11 @@ from typing import Any
 
 
 Task = Callable[[], Any]  # one timed repeat
-# called with (peer, threads, frames) for frame-checked workloads; returns the row's check entry
-FrameRecorder = Callable[["Peer", int, Any], "dict[str, Any] | None"]
+# called with (peer, workload name, threads, frames) for frame-checked workloads; returns the row's check entry
+FrameRecorder = Callable[["Peer", str, int, Any], "dict[str, Any] | None"]
 
 DEFAULT_FILE_NAME = "bench_1080p_h264.mp4"
+LONG_FILE_NAME = "bench_1080p_h264_40s.mp4"    # the loader's second clip; the GOP-parallel target's
 DEFAULT_AUDIO_FILE_NAME = "bench_audio_aac_60s.m4a"
 NUM_AUDIO_RANGES = 100
 AUDIO_RANGE_SECONDS = 1.0
@@ -24,6 +25,7 @@ TC_PIP_REQUIREMENTS = ("torch==2.14.1", "torchcodec==0.17.0")
 WORKER_SCRIPT = Path(__file__).with_name("torchcodec_worker.py")
 BATCH_SIZE = 32
 NUM_SAMPLED_FRAMES = 10
+NUM_SPREAD_FRAMES = 32  # the uniform32 workload: frames over every GOP of a long clip
 NUM_CLIPS, FRAMES_PER_CLIP = 8, 16  # the sampler workload
 RESIZE_SIZE = 256  # the resize256 workload's output: RESIZE_SIZE x RESIZE_SIZE RGB
 
@@ -41,6 +43,7 @@ class Workload:
     media: str = "video"  # "audio": decodes the job's audio file, at one thread count
     report_approximate: bool = False  # also measure seek_mode="approximate"
     check_frames: bool = False  # compare each peer's frames with the reference peer's
+    worker_memory: bool = False  # memory is that of the workload's worker processes (the task's result says)
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -53,6 +56,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload("random10", f"{NUM_SAMPLED_FRAMES} frames, random indices",
                  report_approximate=True),
         Workload("timestamp", "1 frame at a timestamp (with open)", report_approximate=True),
+        Workload("uniform32", f"{NUM_SPREAD_FRAMES} frames, uniform indices (GOP-parallel at threads != 1)",
+                 check_frames=True),
         Workload("clips", f"{NUM_CLIPS} clips x {FRAMES_PER_CLIP} frames at random indices (sampler)",
                  report_approximate=True, check_frames=True),
         Workload("open", "open + metadata, a file not opened before", report_approximate=True),
@@ -63,6 +68,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload("audio_ranges", f"audio: {NUM_AUDIO_RANGES} random {AUDIO_RANGE_SECONDS:g}-s ranges",
                  media="audio", report_approximate=True),
         Workload("resize256", f"every frame, batches of {BATCH_SIZE}, resized to {RESIZE_SIZE}x{RESIZE_SIZE}"),
+        Workload("loader", "training loader: 8 videos, 2 workers, clips_at_random_indices 4 x 8 frames, resized "
+                 "to 224x224", worker_memory=True),
         Workload("blocks", "every frame, building blocks on one thread (demux, decode, convert)"),
         Workload("blocks_pipeline", "every frame, building blocks on 3 threads (demux | decode | convert)"),
     )
@@ -101,6 +108,8 @@ class VideoJob:
     # draw (torch.randint); clip_seed is None when torch was not there to compute them
     clip_starts: list[int] = field(default_factory=list)
     clip_seed: int | None = None
+    spread_indices: list[int] = field(default_factory=list)   # uniform32's
+    loader_paths: list[str] = field(default_factory=list)     # the loader's clips
 
     def workload_list(self) -> list[Workload]:
         return [WORKLOADS[name] for name in self.workloads]

@@ -6,6 +6,10 @@ from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
 cdef class DeviceConverter:
+    # stream_output: the caller's outputs are large (a batch larger than the caches): write them
+    #   with non-temporal stores where the conversion can (the Scaler's own AVX2 rows).
+    cdef public bint stream_output
+
     # convert: write ``frame``, turned ``rotation`` degrees clockwise, as ``height`` rows of
     #   ``width`` packed RGB pixels (uint8, or float32 in [0, 1] when ``as_float``) at ``dst``, rows
     #   ``row_stride`` bytes apart. ``dst`` is host memory for the Scaler, device memory for CUDA.

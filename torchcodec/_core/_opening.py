@@ -82,9 +82,9 @@ def source_size(demuxer: Demuxer) -> Optional[int]:
 
 
 def index_completed(scan: IndexScan, reader: Any) -> bool:
-    """A lazy scan reached the end: have ``reader`` (the VideoReader over its index) take the index
-    again where it ended out of order (entries taken as final moved, or frames are matched by
-    position). True when frames were decoded before, from the index as it was."""
+    """A lazy scan reached the end: have ``reader`` (the VideoReader over its index, or its
+    GopParallel) take the index again where it ended out of order (entries taken as final moved, or
+    frames are matched by position). True when frames were decoded before, from the index as it was."""
     builder = scan.builder
     if not builder.ordered and (builder.prefix_changed or scan.index.pts_from_dts):
         return reader._index_reordered()

@@ -53,13 +53,22 @@ cdef extern from "torchcodec/colour.h" nogil:
     tc_colour_coeffs tc_colour_coeffs_for(int matrix, int full_range)
 
 
+cdef extern from "torchcodec/swscale_rgb.h" nogil:
+    # libswscale's YUV -> RGB arithmetic per route, shared with the CUDA kernels (see the header).
+    ctypedef struct tc_sws_coeffs:
+        pass
+    tc_sws_coeffs tc_sws_coeffs_from(const int *inv, int full_range)
+    void tc_sws_table_rgb(const tc_sws_coeffs *c, int y, int u, int v, int rgb[3])
+
+
 cdef extern from "torchcodec/yuv8_rgb.h" nogil:
     # libswscale's 8-bit 4:2:0 and 4:2:2 -> RGB24 converter (x86), reproduced with AVX2 (see the header).
     int tc_yuv8_vector_code
     int tc_yuv8_vectors()
     void tc_yuv8_convert_rows(const tc_colour_coeffs *c, int chroma_shift, const uint8_t *const *src,
                               const int *src_stride, int width, uint8_t *dst, Py_ssize_t dst_stride, int row_begin,
-                              int row_end)
+                              int row_end, int streaming)
+    void tc_stream_fence()
 
 
 cdef extern from "torchcodec/hbd_rgb.h" nogil:
@@ -74,7 +83,8 @@ cdef extern from "torchcodec/hbd_rgb.h" nogil:
     void tc_hbd_plan_free(tc_hbd_plan *plan)
     int tc_hbd_vector_code
     void tc_hbd_convert_rows(const tc_hbd_plan *plan, const uint8_t *const *src, const int *src_stride,
-                             uint8_t *dst, Py_ssize_t dst_stride, int row_begin, int row_end, uint8_t *scratch)
+                             uint8_t *dst, Py_ssize_t dst_stride, int row_begin, int row_end, uint8_t *scratch,
+                             int streaming)
 
 
 cdef struct FastPath:

@@ -190,14 +190,43 @@ cdef int vector_rows(int enabled) noexcept nogil:
 
 
 cdef void fast_rows(const FastPath *path, const uint8_t *const *src, const int *src_stride, uint8_t *dst,
-                    Py_ssize_t dst_stride, uint8_t *scratch) noexcept nogil:
+                    Py_ssize_t dst_stride, uint8_t *scratch, bint streaming) noexcept nogil:
     """Convert a whole frame's planes with ``path`` into RGB24 at ``dst``, exactly path.width pixels a
-    row; ``scratch``: path.width bytes for the high-bit-depth rows' chroma (unused at 8 bits)."""
+    row; ``scratch``: path.width bytes for the high-bit-depth rows' chroma (unused at 8 bits).
+    ``streaming``: with non-temporal stores (the rows' blocks past the caches), fenced at the end."""
     if path.hbd != NULL:
-        tc_hbd_convert_rows(path.hbd, src, src_stride, dst, dst_stride, 0, path.height, scratch)
+        tc_hbd_convert_rows(path.hbd, src, src_stride, dst, dst_stride, 0, path.height, scratch, streaming)
     else:
         tc_yuv8_convert_rows(&path.coeffs, path.chroma_shift, src, src_stride, path.width, dst, dst_stride, 0,
-                             path.height)
+                             path.height, streaming)
+    if streaming:
+        tc_stream_fence()
+
+
+cdef void write_table_last_column(const AVFrame *frame, uint8_t *dst, Py_ssize_t row_stride) noexcept nogil:
+    """Write the last column of ``frame``'s RGB48 conversion at ``dst`` where swscale leaves it out.
+
+    8-bit 4:2:0 frames of even height go to RGB48 through swscale's unscaled table converter, which
+    writes pixels in pairs: for an odd width it never writes the last one, and the output would
+    hold whatever the memory held. Here that pixel gets the value the converter's arithmetic gives
+    it (swscale_rgb.h's TC_ROUTE_TABLE_RGB48, with the frame's matrix and range as swscale was
+    given them), which is what the CUDA kernels write there.
+    """
+    cdef tc_sws_coeffs coeffs
+    cdef int x = frame.width - 1, row, c
+    cdef int rgb[3]
+    cdef uint16_t *out
+    if (frame.format != lavu.AV_PIX_FMT_YUV420P and frame.format != lavu.AV_PIX_FMT_YUVJ420P
+            or not frame.width & 1 or frame.height & 1):
+        return
+    coeffs = tc_sws_coeffs_from(sws.sws_getCoefficients(frame.colorspace), is_full_range(frame))
+    for row in range(frame.height):
+        tc_sws_table_rgb(&coeffs, frame.data[0][<Py_ssize_t>row * frame.linesize[0] + x],
+                         frame.data[1][<Py_ssize_t>(row >> 1) * frame.linesize[1] + x // 2],
+                         frame.data[2][<Py_ssize_t>(row >> 1) * frame.linesize[2] + x // 2], rgb)
+        out = <uint16_t *>(dst + row * row_stride) + 3 * x
+        for c in range(3):
+            out[c] = <uint16_t>(rgb[c] * 257)          # the table's 8-bit value, written twice
 
 
 cdef object verdict_key(const ContextKey *want):
@@ -243,7 +272,7 @@ cdef bint same_rgb_rows(const FastPath *path, SwsContext *ctx, AVFrame *frame, u
     if sws.sws_scale(ctx, <const uint8_t *const *>frame.data, frame.linesize, 0, path.height,
                      dst_planes, dst_strides) != path.height:
         return False
-    fast_rows(path, <const uint8_t *const *>frame.data, frame.linesize, actual, stride, scratch)
+    fast_rows(path, <const uint8_t *const *>frame.data, frame.linesize, actual, stride, scratch, False)
     for y in range(path.height):
         if memcmp(expected + y * stride, actual + y * stride, <size_t>path.width * 3) != 0:
             return False
@@ -814,7 +843,7 @@ cdef class Scaler(DeviceConverter):
         cdef const FastPath *fast = self.fast_plan(&want, ctx)
         if fast != NULL:                # writes exactly width pixels a row: no padding needed
             fast_rows(fast, <const uint8_t *const *>frame.data, frame.linesize, dst, row_stride,
-                      self.get_buffer(5, <size_t>width) if fast.hbd != NULL else NULL)
+                      self.get_buffer(5, <size_t>width) if fast.hbd != NULL else NULL, self.stream_output and not padded)
             return 0
         if not padded and width % 32:
             dst = self.padded_output(&row_stride, width, height, bpp)
@@ -829,6 +858,8 @@ cdef class Scaler(DeviceConverter):
         if rows < 0:
             with gil:
                 check_av(rows, "sws_scale")
+        if dst_format == lavu.AV_PIX_FMT_RGB48:
+            write_table_last_column(frame, dst, row_stride)
         if dst != final_dst:
             copy_rows(final_dst, final_stride, dst, row_stride, <size_t>width * bpp, height)
         return 0

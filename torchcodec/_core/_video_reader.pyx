@@ -29,6 +29,12 @@ from torchcodec._ffmpeg.avutil cimport AVFrame
 
 
 
+# Outputs of at least this many bytes (a batch larger than a last-level cache) are written with
+# non-temporal stores where the conversion can (DeviceConverter.stream_output): each frame's bytes
+# then go to memory without first reading the lines they overwrite.
+cdef Py_ssize_t STREAM_OUTPUT_BYTES = 32 << 20
+
+
 cdef int check_output(Py_ssize_t n, size_t address, Py_ssize_t frame_stride, Py_ssize_t row_stride,
                       int height, int width, bint as_float, pts_out, duration_out) except -1:
     """Check that the output memory and timestamp buffers described hold ``n`` frames."""
@@ -501,6 +507,10 @@ cdef class VideoReader:
                                         self.time_base_num, self.time_base_den)
         if not next_in_line and self.cursor_needs_seek():
             self.seek_to_key(self.cursor, -1)
+        # An index request's answer is the first frame at or after the cursor: the frames displayed
+        # before it are needed only as references, as in exact mode (find_frame). A frame after the
+        # last one, or a time's frame (which may start before the time), can be any frame.
+        self.decoder.skip_unneeded_before(self.cursor if not by_time and not next_in_line else INT64_MIN)
         while True:
             if not self.decode_next():
                 with gil:
@@ -532,47 +542,61 @@ cdef class VideoReader:
     # ---- the batch routine ------------------------------------------------------------------------
 
     def decode_at(self, targets, int match, size_t address, Py_ssize_t frame_stride, Py_ssize_t row_stride,
-                  int height, int width, bint as_float, pts_out, duration_out):
+                  int height, int width, bint as_float, pts_out, duration_out, slots=None):
         """Decode the frames at ``targets`` (int64 timestamps in the stream's time base) into memory.
 
-        The output is len(targets) frames of ``height`` x ``width`` packed RGB pixels (uint8, or
+        The output is len(pts_out) frames of ``height`` x ``width`` packed RGB pixels (uint8, or
         float32 when ``as_float``) at ``address``, frames ``frame_stride`` and rows ``row_stride``
-        bytes apart; the caller keeps that memory alive and checked its size. ``pts_out`` and
-        ``duration_out`` (float64 buffers) receive each frame's pts and duration in seconds.
-        Targets may come in any order and repeat.
+        bytes apart; the caller keeps that memory alive and checked its size. Target k's frame goes
+        to output frame k, or to ``slots[k]`` (int64, one per target: several readers can then fill
+        the slots of one output, GopParallel), and its pts and duration in seconds to that entry of
+        ``pts_out`` and ``duration_out`` (float64 buffers). Targets may come in any order and repeat.
         """
         cdef const int64_t[::1] wanted = targets
+        cdef const int64_t[::1] slot_of
         cdef double[::1] pts_view = pts_out
         cdef double[::1] duration_view = duration_out
         cdef Py_ssize_t n = wanted.shape[0]
-        cdef OutputSlots slots
+        cdef OutputSlots out
         cdef Target *order = NULL
-        cdef Py_ssize_t k
+        cdef Py_ssize_t k, position
         cdef char *slot
         cdef char *previous_slot = NULL
         cdef unsigned long previous_serial = 0
         cdef Match how = <Match>match
-        check_output(n, address, frame_stride, row_stride, height, width, as_float, pts_out, duration_out)
+        check_output(pts_view.shape[0], address, frame_stride, row_stride, height, width, as_float, pts_out,
+                     duration_out)
+        if slots is not None:
+            slot_of = slots
+            if slot_of.shape[0] != n:
+                raise ValueError("slots must have one entry per target")
+            for k in range(n):
+                if not 0 <= slot_of[k] < pts_view.shape[0]:
+                    raise ValueError(f"slot {slot_of[k]} of target {k} is not a frame of the output")
+        elif n != pts_view.shape[0]:
+            raise ValueError("pts_out and duration_out must have one entry per target")
         if n == 0:
             return
-        slots.data = <char *>address
-        slots.frame_stride = frame_stride
-        slots.row_stride = row_stride
-        slots.height = height
-        slots.width = width
-        slots.as_float = as_float
+        out.data = <char *>address
+        out.frame_stride = frame_stride
+        out.row_stride = row_stride
+        out.height = height
+        out.width = width
+        out.as_float = as_float
         order = <Target *>malloc(n * sizeof(Target))
         if order == NULL:
             raise MemoryError(f"cannot plan {n} targets")
+        self.converter.impl.stream_output = pts_view.shape[0] * frame_stride >= STREAM_OUTPUT_BYTES
         try:
             for k in range(n):
                 order[k].timestamp = wanted[k]
-                order[k].position = k
+                order[k].position = slot_of[k] if slots is not None else k
             with nogil:
                 qsort(order, n, sizeof(Target), compare_targets)
                 self.make_plan(order, n)
                 for k in range(n):
-                    slot = slots.data + order[k].position * slots.frame_stride
+                    position = order[k].position
+                    slot = out.data + position * out.frame_stride
                     if k == 0 or order[k].timestamp != order[k - 1].timestamp:
                         if k > 0:
                             self.plan_at += 1
@@ -580,18 +604,42 @@ cdef class VideoReader:
                             self.arm_drain()      # no seek may come first: the run starts here
                         self.find_frame(order[k].timestamp, how)
                     if previous_slot != NULL and previous_serial == self.held_serial:
-                        self.converter.copy_output(<uint8_t *>slot, <const uint8_t *>previous_slot, slots.row_stride,
-                                                   slots.width, slots.height, slots.as_float)
+                        self.converter.copy_output(<uint8_t *>slot, <const uint8_t *>previous_slot, out.row_stride,
+                                                   out.width, out.height, out.as_float)
                     else:
-                        self.converter.convert_into(self.held, self.rotation, <uint8_t *>slot, slots.row_stride,
-                                            slots.width, slots.height, slots.as_float)
+                        self.converter.convert_into(self.held, self.rotation, <uint8_t *>slot, out.row_stride,
+                                            out.width, out.height, out.as_float)
                     previous_slot = slot
                     previous_serial = self.held_serial
-                    pts_view[order[k].position] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
-                    duration_view[order[k].position] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)
+                    pts_view[position] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
+                    duration_view[position] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)
         finally:
+            self.converter.impl.stream_output = False
             self.drop_plan()
             free(order)
+
+    def runs(self, targets):
+        """How decode_at would decode the sorted distinct ``targets`` (int64 timestamps, exact mode):
+        in runs, each beginning with a seek to a key frame (the targets that should_seek lets one
+        seek reach, as make_plan groups them). Returns a list of ``(count, frames)`` per run, in
+        order: how many of the targets it holds, and how many frames of the index lie from its key
+        frame to its last target (what it decodes at most). Empty without an index."""
+        cdef const int64_t[::1] wanted = targets
+        cdef Py_ssize_t n = wanted.shape[0], k, first = 0, key, last
+        result = []
+        if self.index is None or n == 0:
+            return result
+        for k in range(1, n + 1):
+            if k < n and wanted[k] <= wanted[k - 1]:
+                raise ValueError("the targets must be sorted and distinct")
+            if k < n and self.key_frame_timestamp(wanted[k]) <= self.pts_after(wanted[k - 1], 0):
+                continue                      # reached from the run's seek
+            key = self.index.last_at_or_before(wanted[first])
+            key = self.index.entries[key].key_before if key >= 0 else 0
+            last = self.index.last_at_or_before(wanted[k - 1])
+            result.append((k - first, max(last - max(key, 0) + 1, 1)))
+            first = k
+        return result
 
     def decode_requests(self, requests, times, positions, size_t address, Py_ssize_t frame_stride,
                         Py_ssize_t row_stride, int height, int width, bint as_float, pts_out, duration_out):
@@ -627,18 +675,22 @@ cdef class VideoReader:
             if not 0 <= slot_of[k] < n or wanted[k] < BY_TIME or (k == 0 and wanted[k] == REPEAT):
                 raise ValueError(f"request {k} is invalid: {wanted[k]} to slot {slot_of[k]}")
         check_output(n, address, frame_stride, row_stride, height, width, as_float, pts_out, duration_out)
-        with nogil:
-            for k in range(n):
-                slot = slot_of[k]
-                if wanted[k] == REPEAT:
-                    self.converter.copy_output(<uint8_t *>data + slot * frame_stride,
-                                               <const uint8_t *>data + slot_of[k - 1] * frame_stride,
-                                               row_stride, width, height, as_float)
-                    pts_view[slot] = pts_view[slot_of[k - 1]]
-                    duration_view[slot] = duration_view[slot_of[k - 1]]
-                    continue
-                self.serve(wanted[k], seconds[k])
-                self.converter.convert_into(self.held, self.rotation, <uint8_t *>data + slot * frame_stride, row_stride,
-                                       width, height, as_float)
-                pts_view[slot] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
-                duration_view[slot] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)
+        self.converter.impl.stream_output = n * frame_stride >= STREAM_OUTPUT_BYTES
+        try:
+            with nogil:
+                for k in range(n):
+                    slot = slot_of[k]
+                    if wanted[k] == REPEAT:
+                        self.converter.copy_output(<uint8_t *>data + slot * frame_stride,
+                                                   <const uint8_t *>data + slot_of[k - 1] * frame_stride,
+                                                   row_stride, width, height, as_float)
+                        pts_view[slot] = pts_view[slot_of[k - 1]]
+                        duration_view[slot] = duration_view[slot_of[k - 1]]
+                        continue
+                    self.serve(wanted[k], seconds[k])
+                    self.converter.convert_into(self.held, self.rotation, <uint8_t *>data + slot * frame_stride,
+                                                row_stride, width, height, as_float)
+                    pts_view[slot] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
+                    duration_view[slot] = ticks_to_seconds(self.held_duration, self.time_base_num, self.time_base_den)
+        finally:
+            self.converter.impl.stream_output = False

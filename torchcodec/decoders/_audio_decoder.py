@@ -181,9 +181,11 @@ class AudioDecoder(SampleRanges):
             and container allow it (lossless codecs, MP3, WAV, FLAC; MP4, MP3 and MPEG files)
             ranges are reached by seeking with a pre-roll; otherwise (AAC, Opus, Vorbis in Ogg,
             Matroska/WebM) decoding reads forward and starts again from the beginning for a range
-            behind the last one, as TorchCodec does. "approximate": always seek; a range then
-            depends only on its bounds, and may differ slightly from the unbroken decode's where
-            the codec's state does not resynchronise.
+            behind the last one, as TorchCodec does. "approximate": in streams longer than two
+            minutes, always seek; a range then depends only on its bounds, and may differ slightly
+            from the unbroken decode's where the codec's state does not resynchronise. Shorter
+            streams are read as in exact mode (at most two minutes of decoding for any range,
+            one pass for many).
 
     Samples are float32 in [-1, 1], shaped (num_channels, num_samples), allocated by the bridge
     (numpy, or torch when installed). Sample k of the stream is at ``begin + k / sample_rate``,

@@ -4,8 +4,8 @@ the model): the public classes check their arguments and delegate.
 ``open_video`` and ``open_audio`` open the source through the index cache and choose the stream
 (torchcodec._core._opening); for video, they build the frame index of the seek mode (the cache's,
 a scan, a lazy scan, or the user's mappings), the device's packet decoder and converter (from the
-device registry for a device other than the CPU) and the VideoReader over them; for audio, the
-AudioReader. :class:`VideoIndex` holds a video's index and what is taken from it (metadata, bounds),
+device registry for a device other than the CPU), the VideoReader over them and its GopParallel
+(sibling readers for requests over several GOPs); for audio, the AudioReader. :class:`VideoIndex` holds a video's index and what is taken from it (metadata, bounds),
 reading a lazy index on as requests need it.
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ from torchcodec._core._demuxer import Demuxer, IndexScan
 from torchcodec._core._devices import VideoParts, device_parts
 from torchcodec._core._error import InvalidArgumentError
 from torchcodec._core._frame_index import FrameIndex
+from torchcodec._core._gop_parallel import GopParallel, worker_count
 from torchcodec._core._metadata import AudioStreamMetadata, VideoStreamMetadata, audio_metadata, video_metadata
 from torchcodec._core._opening import (exact_index, index_completed, open_stream, reading_demuxer, source_size,
                                        stream_header)
@@ -38,6 +39,10 @@ LAZY_INDEX = os.environ.get("TORCHCODEC_LAZY_INDEX", "1").strip() != "0"
 # How many frames past the furthest one a request needs a lazy index reads on: the reader looks
 # at the frames after a target (the next pts, frames a decoder leaves out).
 LAZY_MARGIN = 64
+# Approximate audio seeks for every range only in streams longer than this (by their header): a
+# shorter one is read as exact mode reads it (one pass, ranges behind it copied), which costs at most
+# one decode of this much audio, where random ranges would cost a seek and a pre-roll each.
+APPROXIMATE_AUDIO_SEEKS_AFTER_SECONDS = 120.0
 
 
 @dataclass
@@ -50,6 +55,7 @@ class VideoEngine:
     reader: VideoReader
     index: "VideoIndex"
     parts: Optional[VideoParts]         # the device's decoder and converter; None on the CPU
+    parallel: GopParallel               # decodes requests over several GOPs with sibling readers (CPU)
     from_cache: bool                    # the index cache held this file's probe state
     lock: threading.Lock                # held while the reader decodes or a lazy index reads on
 
@@ -97,7 +103,9 @@ def open_video(source: Any, stream_index: Optional[int], num_threads: int, devic
                          at_start, decoder, converter)
     lock = threading.Lock()
     frames = VideoIndex(stream_index, header, index, scan, cached if scan is not None else None, lock)
-    return VideoEngine(stream_index, header, demuxer, reader, frames, parts, opened.probe_skipped, lock)
+    # GOP-parallel decoding (CPU, exact index): num_ffmpeg_threads=1 keeps one reader on one thread.
+    parallel = GopParallel(reader, demuxer, worker_count(num_threads) if parts is None and num_threads != 1 else 1)
+    return VideoEngine(stream_index, header, demuxer, reader, frames, parts, parallel, opened.probe_skipped, lock)
 
 
 class VideoIndex:
@@ -138,7 +146,7 @@ class VideoIndex:
         self.begin = self.metadata.begin_stream_seconds
         self.end = self.metadata.end_stream_seconds
 
-    def read(self, reader: VideoReader, demuxer: Demuxer, how: str, *args: Any) -> None:
+    def read(self, reader: GopParallel, demuxer: Demuxer, how: str, *args: Any) -> None:
         """Read the lazy index on (``IndexScan.cover_frames``, ``cover_seconds`` or ``complete``);
         once it reaches the end, take the metadata and bounds and store the index in the cache."""
         scan = self.scan
@@ -239,6 +247,9 @@ def open_audio(source: Any, stream_index: Optional[int], sample_rate: Optional[i
         cached.remember(opened, {})
     demuxer = reading_demuxer(opened, scanned=False)
     header = stream_header(demuxer, stream_index)
+    # The stream's duration, else the container's (Matroska gives streams none); unknown: long.
+    duration = header["duration_seconds_from_header"] or demuxer._container_header()["duration_seconds_from_header"]
+    seeks = duration is None or duration > APPROXIMATE_AUDIO_SEEKS_AFTER_SECONDS
     reader = AudioReader(demuxer, stream_index, int(sample_rate or 0), int(num_channels or 0),
-                         seek_mode == "approximate")
+                         seek_mode == "approximate" and seeks)
     return AudioEngine(stream_index, demuxer, reader, audio_metadata(header), source_size(demuxer))

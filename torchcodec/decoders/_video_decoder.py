@@ -39,7 +39,10 @@ class VideoDecoder(Reopenable):
             ``read(n)`` and ``seek(offset, whence)``.
         stream_index: absolute index of the video stream; None picks FFmpeg's best video stream.
         dimension_order: "NCHW" (frames are (3, H, W)) or "NHWC" ((H, W, 3)).
-        num_ffmpeg_threads: decoding threads; 0 lets FFmpeg choose.
+        num_ffmpeg_threads: decoding threads; 0 lets FFmpeg choose. Other than 1 (on the CPU, exact
+            mode), a request over several GOPs is also split between sibling readers of the
+            stream, one thread each (as many as the cores for 0): the same frames, decoded in
+            parallel.
         device: None or "cpu"; "cuda" (device 0) or "cuda:N" decodes with NVDEC (or FFmpeg's CUDA
             hwaccel, see ``set_cuda_backend``) and converts on that GPU: frames are CUDA torch
             tensors (torch bridge), cupy arrays (cupy, the default without torch) or torchcodec
@@ -107,6 +110,7 @@ class VideoDecoder(Reopenable):
                             custom_frame_mappings)
         self.stream_index = engine.stream_index
         self._engine, self._demuxer, self._cuda = engine.reader, engine.demuxer, engine.parts
+        self._gop = engine.parallel
         self._frames, self._lock, self._from_cache = engine.index, engine.lock, engine.from_cache
         header = engine.header
         # Approximate mode's grid, as the header gives it: frame i is expected at begin + i / fps.
@@ -121,7 +125,7 @@ class VideoDecoder(Reopenable):
             raise InvalidArgumentError(f"stream {self.stream_index} has no frame size in its header: "
                                        f"transforms need one")
         applied, stages, (self._height, self._width) = make_plan(transforms, (size.height, size.width))
-        self._engine.set_transforms(stages, single_resize=len(applied) == 1 and isinstance(applied[0], Resize))
+        self._gop.set_transforms(stages, single_resize=len(applied) == 1 and isinstance(applied[0], Resize))
         # Kept as applied (random crops drawn), so that a pickled or forked decoder crops the same place.
         self._reopen["transforms"] = applied or None
         if self._frames.scan is None:
@@ -130,7 +134,7 @@ class VideoDecoder(Reopenable):
             _LOGGER.debug("VideoDecoder created, its index to be read as requests need it (lazy index)")
 
     def _engines(self) -> tuple:
-        return (self._engine, self._demuxer, self._frames.scan)
+        return (self._engine, self._demuxer, self._frames.scan, self._gop)
 
     # ---- the metadata and bounds, and the lazy index ---------------------------------------------
 
@@ -151,7 +155,7 @@ class VideoDecoder(Reopenable):
         if self._frames.scan is None:
             return
         self._check_fork()
-        self._frames.read(self._engine, self._demuxer, how, *args)
+        self._frames.read(self._gop, self._demuxer, how, *args)
 
     def _lower_bound(self) -> float:
         """The stream's begin bound: the first frame's pts (exact), read no further than it."""
@@ -463,8 +467,8 @@ class VideoDecoder(Reopenable):
                 self._read_index("cover_frames", max(indices) + 1 + LAZY_MARGIN)
             index = self._frames.index
             targets = array.array("q", [index.pts(i) for i in indices])
-            return self._decode(len(targets), lambda engine, *memory: engine.decode_at(targets, int(Match.AT_OR_AFTER),
-                                                                                       *memory), out, **override)
+            return self._decode(len(targets), lambda *memory: self._gop.decode_at(targets, int(Match.AT_OR_AFTER),
+                                                                                  *memory), out, **override)
         keys = given if given is not None else indices
         order = sorted(range(len(indices)), key=keys.__getitem__)
         requests = array.array("q")
@@ -482,8 +486,8 @@ class VideoDecoder(Reopenable):
         """Approximate mode: decode ``requests`` (BY_TIME ones at ``seconds``) in order (see
         VideoReader.decode_requests); the frame of request k goes to slot ``positions[k]``."""
         slots = array.array("q", positions)
-        return self._decode(len(requests), lambda engine, *memory: engine.decode_requests(requests, seconds, slots,
-                                                                                          *memory), out, **override)
+        return self._decode(len(requests), lambda *memory: self._engine.decode_requests(requests, seconds, slots,
+                                                                                     *memory), out, **override)
 
     def _resampled(self, start: float, stop: float, fps: float, out: Any = None) -> FrameBatch:
         """``get_frames_played_in_range(start, stop, fps)``: the frames shown at start + k * (1 / fps)."""
@@ -496,7 +500,7 @@ class VideoDecoder(Reopenable):
 
     def _decode(self, n: int, run: Any, out: Any = None, times: Optional[list[float]] = None,
                 frame_duration: Optional[float] = None) -> FrameBatch:
-        """Decode ``n`` frames by ``run(engine, address, frame_stride, row_stride, height, width,
+        """Decode ``n`` frames by ``run(address, frame_stride, row_stride, height, width,
         as_float, pts, durations)`` into a new array of the bridge's library, or into ``out``.
 
         ``times``/``frame_duration`` replace the frames' own pts and durations (resampling).
@@ -537,7 +541,7 @@ class VideoDecoder(Reopenable):
         with self._lock:
             if stream is not None:
                 self._cuda.set_stream(stream)
-            run(self._engine, address, frame_stride, row_stride, self._height, self._width,
+            run(address, frame_stride, row_stride, self._height, self._width,
                 self._output_dtype == "float32", pts, durations)
 
     def _decode_cpu(self, n: int, run: Any, out: Any, name: str, pts: array.array, durations: array.array) -> Any:
