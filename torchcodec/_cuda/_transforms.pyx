@@ -25,6 +25,7 @@ from libc.string cimport memcpy, memset
 
 from torchcodec._core._scaler cimport parse_stages, resize_matrix, stage_resizes
 from torchcodec._cuda cimport cuda as cu
+from torchcodec._cuda cimport ffnvcodec   # the C definitions of the driver's tables
 from torchcodec._cuda._driver cimport CudaContext, CudaModule, launch_kernel
 from torchcodec._cuda._scratch cimport (scratch_follow, scratch_free, scratch_init, scratch_read, scratch_take,
                                         scratch_upload)
