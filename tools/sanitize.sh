@@ -39,6 +39,19 @@ rm -rf "$reports"
 mkdir -p "$reports"
 run() { SANITIZER_LOG_DIR=$reports bash tools/fuzz/asan_run.sh "$VENV/bin/python" -P "$@"; }
 
+# A replay that died (a sanitizer report, a signal) leaves the input it was running named in
+# $WORK/replaying: kept in $WORK/crashes/ and printed in base64, so that a run on another machine
+# (CI) can be reproduced from its log alone (base64 -d > input; tools/fuzz/run.py replay TARGET input).
+keep_replayed_input() {
+  local input
+  input=$(cat "$WORK/replaying" 2>/dev/null) || return 0
+  [ -f "$input" ] || return 0
+  mkdir -p "$WORK/crashes"
+  cp "$input" "$WORK/crashes/$1-$(basename "$input")"
+  echo "!! $1 stopped on $input ($(stat -c %s "$input") bytes), kept in $WORK/crashes/; base64:"
+  base64 -w 100 "$input" | head -n 200
+}
+
 status=0
 start=$SECONDS
 echo "== tests under ASan + UBSan"
@@ -51,7 +64,10 @@ if [ "${SANITIZE_CORPUS:-1}" = 1 ]; then
     paths=(build/fuzz/seeds/"$target")
     [ -d build/fuzz/corpus/"$target" ] && paths+=(build/fuzz/corpus/"$target")
     compgen -G "tests/regressions/$target-*" >/dev/null && paths+=(tests/regressions/"$target"-*)
-    run tools/fuzz/run.py replay "$target" "${paths[@]}" || status=1
+    FUZZ_REPLAY_TRACE=$WORK/replaying run tools/fuzz/run.py replay "$target" "${paths[@]}" || {
+      status=1
+      keep_replayed_input "$target"
+    }
   done
   echo "== corpus: $((SECONDS - start)) s"
 fi
@@ -60,6 +76,10 @@ count=$(find "$reports" -type f | wc -l)
 if [ "$count" -ne 0 ]; then
   echo "!! $count sanitizer report file(s) in $reports:"
   grep -h "SUMMARY:" "$reports"/* | sort | uniq -c
+  for report in "$reports"/*; do      # each report's first lines: the error and its stack
+    echo "-- $report"
+    head -n 60 "$report"
+  done
   status=1
 else
   echo "== zero sanitizer reports"

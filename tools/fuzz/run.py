@@ -51,12 +51,20 @@ def replay(target: str, paths: list[str], quiet: bool = False) -> int:
     files = _inputs(paths)
     escaped = 0
     start = time.perf_counter()
+    # FUZZ_REPLAY_TRACE: a file that names the input being replayed while it is, removed at the
+    # end, so that the caller can tell which input a process killed by a sanitizer (or a signal)
+    # was running (tools/sanitize.sh).
+    trace = os.environ.get("FUZZ_REPLAY_TRACE")
     for path in files:
+        if trace:
+            pathlib.Path(trace).write_text(f"{path}\n")
         try:
             run(path.read_bytes())
         except Exception:
             escaped += 1
             print(f"ESCAPED {target} {path}:\n{traceback.format_exc()}", flush=True)
+    if trace:
+        pathlib.Path(trace).unlink()        # ended: no input left named (escapes are printed above)
     if not quiet:
         print(f"{target}: {len(files)} inputs, {escaped} escaped, {time.perf_counter() - start:.1f} s", flush=True)
     return 1 if escaped else 0
