@@ -63,6 +63,7 @@ VIDEO = {
     "hevc_temporal_layers.mp4": ("hevc", "yuv420p", (320, 240), 60),
     "vp9.webm": ("vp9", "yuv420p", (320, 240), 60),
     "vp9_161x121.webm": ("vp9", "yuv420p", (161, 121), 60),
+    "vp9_161x120.webm": ("vp9", "yuv420p", (161, 120), 15),
     "vp8.webm": ("vp8", "yuv420p", (320, 240), 60),
     "av1.mp4": ("av1", "yuv420p", (320, 240), 60),
     "mpeg4_bframes.avi": ("mpeg4", "yuv420p", (320, 240), 60),
