@@ -107,6 +107,12 @@ _VBITEXACT = ["-flags:v", "+bitexact"]
 _ABITEXACT = ["-flags:a", "+bitexact"]
 
 
+def _bench_x264(gop: int, pix_fmt: str = "yuv420p") -> list[str]:
+    """The benchmark clips' H.264: x264's medium preset, fixed GOPs of ``gop`` frames, 3 B-frames."""
+    return ["-c:v", "libx264", "-preset", "medium", "-threads", "4", "-g", str(gop), "-keyint_min", str(gop),
+            "-sc_threshold", "0", "-bf", "3", "-pix_fmt", pix_fmt, *_VBITEXACT]
+
+
 def _x264(*, gop: int = 30, bframes: int = 3, pix_fmt: str = "yuv420p") -> list[str]:
     args = [
         "-c:v", "libx264", "-preset", "veryfast", "-threads", "1",
@@ -510,25 +516,19 @@ MEDIA: dict[str, Spec] = {
     "bench_1080p_h264.mp4": _spec(
         "Benchmark: H.264 1920x1080 yuv420p 30 fps 10 s (300 frames), GOP 60, 3 B-frames",
         *_testsrc(size="1920x1080", duration=10),
-        "-c:v", "libx264", "-preset", "medium", "-threads", "4",
-        "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-bf", "3",
-        "-pix_fmt", "yuv420p", *_VBITEXACT,
+        *_bench_x264(60),
         bench=True,
     ),
     "bench_1080p_h264_40s.mp4": _spec(
         "Benchmark: H.264 1920x1080 yuv420p 30 fps 40 s (1200 frames), 25 GOPs of 48 frames, 3 B-frames",
         *_testsrc(size="1920x1080", duration=40),
-        "-c:v", "libx264", "-preset", "medium", "-threads", "4",
-        "-g", "48", "-keyint_min", "48", "-sc_threshold", "0", "-bf", "3",
-        "-pix_fmt", "yuv420p", *_VBITEXACT,
+        *_bench_x264(48),
         bench=True,
     ),
     "bench_720p_h264_10bit.mp4": _spec(
         "Benchmark: H.264 High 10, yuv420p10le 1280x720 30 fps 10 s (300 frames), GOP 60, 3 B-frames",
         *_testsrc(size="1280x720", duration=10),
-        "-c:v", "libx264", "-preset", "medium", "-threads", "4",
-        "-g", "60", "-keyint_min", "60", "-sc_threshold", "0", "-bf", "3",
-        "-pix_fmt", "yuv420p10le", *_VBITEXACT,
+        *_bench_x264(60, "yuv420p10le"),
         bench=True,
     ),
     "bench_audio_aac_60s.m4a": _spec(
