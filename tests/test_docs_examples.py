@@ -104,6 +104,22 @@ def test_page_examples_run(page, media, images, tmp_path, monkeypatch):
         os.symlink(images / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": f"docs_{page.stem}"}
-    for line, code in blocks:
-        # Compiled with the page's line numbers, so a failure points at the page.
-        exec(compile("\n" * (line - 1) + code, str(page), "exec"), namespace)
+    settings = process_settings()
+    try:
+        for line, code in blocks:
+            # Compiled with the page's line numbers, so a failure points at the page.
+            exec(compile("\n" * (line - 1) + code, str(page), "exec"), namespace)
+    finally:
+        restore(settings)
+
+
+def process_settings() -> dict:
+    """The process-wide settings a page may change, to restore after it (the bridge: conftest.py)."""
+    import torchcodec
+    return {"log_level": torchcodec.get_log_level()}
+
+
+def restore(settings: dict) -> None:
+    import torchcodec
+    torchcodec.set_log_level(settings["log_level"])
+    torchcodec.set_memory_limit(None)          # the default: the memory available at each request
