@@ -40,7 +40,7 @@ def main() -> int:
     print(f"{len(args.at)} frames {tuple(frames.shape)} {type(frames).__module__}.{type(frames).__name__}, "
           f"pts {[round(t, 6) for t in batch.pts_seconds.tolist()]}")
     print(f"NVDEC: {'no, ' + str(decoder.cpu_fallback) if decoder.cpu_fallback else 'yes'}")
-    if type(frames).__module__.startswith("torch"):
+    if type(frames).__module__.split(".")[0] == "torch":      # the torch bridge: a CUDA torch.Tensor
         inputs = frames.float() / 255                  # on the GPU, on torch's current stream
         print(f"model input {tuple(inputs.shape)} {inputs.dtype} on {inputs.device}")
     return 0
