@@ -146,14 +146,21 @@ def gpu_series(data: dict[str, Any]) -> tuple[list[int], dict[str, list[float]]]
 # --- figures ---------------------------------------------------------------------------------------
 
 def figures(folder: Path = DATA) -> dict[str, Any]:
-    """{file name: matplotlib Figure} of every figure, drawn from the data files in ``folder``."""
-    import matplotlib
+    """{file name: matplotlib Figure} of every figure, drawn from the data files in ``folder``
+    (all of them checked first: DataError before anything is drawn)."""
+    cpu, gpu = load(CPU_FILE, folder), load(GPU_FILE, folder)
+    labels, ratios, rss = cpu_series(cpu)
+    fresh = fresh_process_peaks(cpu)
+    decoders, series = gpu_series(gpu)
+    try:
+        import matplotlib
+    except ImportError:
+        raise DataError("matplotlib is needed to draw the figures (docs/requirements.txt; "
+                        "tools/build_docs.sh installs it)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"svg.hashsalt": "torchcodec-docs", "font.size": 9})
-    cpu, gpu = load(CPU_FILE, folder), load(GPU_FILE, folder)
-    labels, ratios, rss = cpu_series(cpu)
     out = {}
 
     fig = _grouped_bars(plt, labels, ratios, "peer's time / torchcodec-cython's time (above 1x: torchcodec-cython "
@@ -162,13 +169,11 @@ def figures(folder: Path = DATA) -> dict[str, Any]:
     out["speed_ratios.svg"] = fig
     fig = _grouped_bars(plt, labels, rss, "peak resident memory of the process during a repeat (MB)",
                         f"Memory per workload\n{where(cpu)}")
-    fresh = fresh_process_peaks(cpu)
     if fresh:
         fig.text(0.01, 0.01, "A fresh process that imports torchcodec-cython and does one job: " +
                  "; ".join(f"{job.removeprefix('peak RSS, ')} {mb:g} MB" for job, mb in fresh.items()), fontsize=7)
     out["peak_rss.svg"] = fig
 
-    decoders, series = gpu_series(gpu)
     fig, ax = plt.subplots(figsize=(9, 5))
     for name, values in series.items():
         ax.plot(decoders, values, marker="o", linestyle="-" if "ours" in name else "--", label=name)
@@ -213,8 +218,8 @@ def where(data: dict[str, Any]) -> str:
 
 
 def plot(out_dir: Path, folder: Path = DATA) -> list[Path]:
-    import matplotlib.pyplot as plt
     drawn = figures(folder)                       # every figure first: bad data writes none
+    import matplotlib.pyplot as plt
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, fig in drawn.items():
