@@ -81,15 +81,17 @@ def test_a_fragment_marker_is_always_followed_by_a_block():
 
 @pytest.fixture(scope="module")
 def images(media, tmp_path_factory):
+    """The images the pages name, in a folder; {name: tool} of those whose tool is not installed."""
     folder = tmp_path_factory.mktemp("doc_images")
-    png = folder / "photo.png"
+    png, missing = folder / "photo.png", {}
     for name, command in IMAGES:
         if shutil.which(command[0]) is None:
-            pytest.skip(f"{command[0]} is not installed (tools/setup.sh installs it)")
+            missing[name] = command[0]
+            continue
         out = folder / name
         subprocess.run([c.format(video=media["h264_bframes.mp4"], png=png, out=out) for c in command],
                        check=True, capture_output=True)
-    return folder
+    return folder, missing
 
 
 RUNNABLE = [p for p in PAGES if python_blocks(p)]
@@ -98,10 +100,15 @@ RUNNABLE = [p for p in PAGES if python_blocks(p)]
 @pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
 def test_page_examples_run(page, media, images, tmp_path, monkeypatch):
     blocks = python_blocks(page)
+    folder, missing = images
+    needed = [f"{name} ({tool})" for name, tool in missing.items() if any(name in code for _, code in blocks)]
+    if needed:
+        pytest.skip(f"the tools that make {', '.join(needed)} are not installed (tools/setup.sh installs them)")
     for name, corpus_name in FILES.items():
         os.symlink(media[corpus_name], tmp_path / name)
     for name, _ in IMAGES:
-        os.symlink(images / name, tmp_path / name)
+        if name not in missing:
+            os.symlink(folder / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": f"docs_{page.stem}"}
     settings = process_settings()
