@@ -83,3 +83,36 @@ def test_the_index_cache_example_scans_once_and_reaches_exact_frames(media, tmp_
     for i in (40, 3, len(frames) - 1):
         np.testing.assert_array_equal(np.asarray(decode_png(str(tmp_path / "frames" / f"frame_{i:05d}.png")))
                                       .transpose(1, 2, 0), expected[i])
+
+
+def test_the_gpu_example_decodes_through_nvdec_against_the_stub_driver(media, tmp_path):
+    """examples/gpu_decode.py over the stub libcuda/libnvcuvid (tests/cuda_stubs: the real kernels run
+    on the CPU): the frames asked for, with the CPU decoder's timestamps, decoded by NVDEC."""
+    sys.path.insert(0, str(EXAMPLES.parent / "tests" / "cuda_stubs"))
+    try:
+        from stub_build import build_decoding_stubs, run_python
+    finally:
+        sys.path.pop(0)
+    stubs = build_decoding_stubs(tmp_path / "stubs")
+    path, indices = media["h264_bframes.mp4"], [0, 10, 45, 89]
+    out = run_python(f"""
+import contextlib, io, json, runpy, sys
+import torchcodec
+torchcodec.set_bridge("numpy")          # the stub driver cannot serve torch's CUDA allocator
+example = runpy.run_path({str(EXAMPLES / "gpu_decode.py")!r})
+decoder, batch = example["decode_on_gpu"]({str(path)!r}, {indices!r})
+sys.argv = ["gpu_decode.py", {str(path)!r}, "--at", *map(str, {indices!r})]
+printed = io.StringIO()
+with contextlib.redirect_stdout(printed):
+    status = example["main"]()
+print(json.dumps({{"shape": list(batch.data.shape), "device": str(batch.data.__cuda_array_interface__ and "cuda"),
+                  "pts": batch.pts_seconds.tolist(), "fallback": bool(decoder.cpu_fallback),
+                  "status": status, "printed": printed.getvalue().splitlines()}}))
+""", stubs)
+    from torchcodec.decoders import VideoDecoder
+    cpu = VideoDecoder(str(path)).get_frames_at(indices)
+    assert out["shape"] == [len(indices), *cpu.data.shape[1:]]
+    assert out["pts"] == cpu.pts_seconds.tolist()
+    assert out["fallback"] is False and out["status"] == 0
+    assert out["printed"][0].startswith(f"{len(indices)} frames ({len(indices)}, 3, 240, 320) ")
+    assert out["printed"][1] == "NVDEC: yes"
