@@ -104,11 +104,13 @@ def test_page_examples_run(page, media, images, tmp_path, monkeypatch):
     needed = [f"{name} ({tool})" for name, tool in missing.items() if any(name in code for _, code in blocks)]
     if needed:
         pytest.skip(f"the tools that make {', '.join(needed)} are not installed (tools/setup.sh installs them)")
+    # Copies, not links: a page may write a file of the same name (docs/encoders.md writes
+    # movie.mkv), which through a link would overwrite the shared corpus file for every later test.
     for name, corpus_name in FILES.items():
-        os.symlink(media[corpus_name], tmp_path / name)
+        shutil.copyfile(media[corpus_name], tmp_path / name)
     for name, _ in IMAGES:
         if name not in missing:
-            os.symlink(folder / name, tmp_path / name)
+            shutil.copyfile(folder / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": f"docs_{page.stem}"}
     settings = process_settings()
