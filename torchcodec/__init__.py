@@ -1,7 +1,7 @@
 """torchcodec: video and audio decoding for machine learning, with TorchCodec's API and PyTorch optional.
 
 ``import torchcodec`` imports neither torch nor numpy. Outputs are allocated by the bridge
-(``set_bridge``/``get_bridge``/``bridge``); see the README.
+(``set_bridge``/``get_bridge``/``bridge``); see docs/guide/outputs.md.
 """
 from __future__ import annotations
 
