@@ -26,9 +26,9 @@ for pyx in torchcodec/_core/*.pyx torchcodec/_cuda/*.pyx; do
   name=$(basename "$pyx")
   # The CUDA driver loader, device buffer and kernels use no FFmpeg header (the first two only ffnvcodec's).
   case "$name" in _driver.pyx|_device_buffer.pyx|_kernels.pyx) continue ;; esac
-  # The NVDEC modules, the CUDA converter, device frames and NVENC use both: checked where ffnvcodec's header is installed.
-  if case "$name" in _nvdec.pyx|_nvdec_caps.pyx|_converter.pyx|_device_frame.pyx|_nvenc.pyx) true ;; *) false ;; esac &&
-     [ "$(dirname "$pyx")" = torchcodec/_cuda ] &&
+  # The modules over ffnvcodec's loader (torchcodec/_cuda/ffnvcodec_loader.h, which includes its
+  # header) are checked where ffnvcodec's header is installed.
+  if grep -q "cimport ffnvcodec" "$pyx" &&
      ! echo '#include <ffnvcodec/dynlink_loader.h>' | gcc -E -x c - >/dev/null 2>&1; then continue; fi
   # One C file per module path (_core/_x.pyx -> _core__x.c): the two folders may share a file name.
   folder=$(basename "$(dirname "$pyx")")
@@ -59,7 +59,7 @@ for release in "${RELEASES[@]}"; do
   echo "== $release: compiling against libavcodec $version headers"
   for c in "$work"/c/*.c; do
     if ! gcc -fsyntax-only -Werror=implicit-function-declaration -Werror=incompatible-pointer-types \
-         -Werror=int-conversion -I"$include" -Iinclude -I"$py_include" "$c"; then
+         -Werror=int-conversion -I"$include" -Iinclude -Itorchcodec/_cuda -I"$py_include" "$c"; then
       echo "!! $(basename "$c") does not compile against $release's FFmpeg"
       status=1
     fi
