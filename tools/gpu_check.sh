@@ -326,16 +326,24 @@ nvenc() {
   return $status
 }
 
-jpeg() {
-  # nvJPEG on the GPU (the stubs in a dry run: its "device" is cuda:0 there too); its own table's
-  # rows go into this one. The JPEGs are the carried ones when there are (made where Pillow is).
-  local status=0 device=$DEVICE inputs=()
+tool_rows() {   # tool_rows STEP TABLE SCRIPT ARGS...: run tools/gpu/SCRIPT (another check with a table
+  # of its own, OUT/TABLE.jsonl) on the device (the stubs in a dry run: its "device" is cuda:0 there
+  # too) and put its rows into this table
+  local name=$1 table=$2 script=$3 device=$DEVICE status=0
+  shift 3
   ((DRY_RUN)) && device=cuda:0
+  PYTHONUNBUFFERED=1 with_driver "$PYTHON" -P "tools/gpu/$script" --device "$device" --out "$STEP_LOGS/$name" "$@" \
+    || status=1
+  "$PYTHON" -P tools/gpu/check.py --rows "$STEP_LOGS/$name/$table.jsonl" --out "$LOGS" --step "$name" \
+    --summary "$STEP_LOGS/$name-rows.json" >/dev/null || status=1
+  return $status
+}
+
+jpeg() {
+  # nvJPEG on the GPU, on the carried JPEGs when there are (made where Pillow is).
+  local status=0 inputs=()
   [[ -d $BUNDLE/jpeg ]] && inputs=(--inputs "$BUNDLE/jpeg")
-  PYTHONUNBUFFERED=1 with_driver "$PYTHON" -P tools/gpu/jpeg_check.py --device "$device" --quick \
-    --out "$STEP_LOGS/jpeg" "${inputs[@]}" || status=1
-  "$PYTHON" -P tools/gpu/check.py --rows "$STEP_LOGS/jpeg/gpu_jpeg_check.jsonl" --out "$LOGS" --step jpeg \
-    --summary "$STEP_LOGS/jpeg-rows.json" >/dev/null || status=1
+  tool_rows jpeg gpu_jpeg_check jpeg_check.py --quick "${inputs[@]}" || status=1
   # (the tests that run jpeg_check.py itself are left out: the step just ran it)
   run_pytest jpeg tests/test_cuda_jpeg.py tests/test_nvjpeg_loader.py -k "not gpu_jpeg_check" || status=1
   return $status
@@ -343,14 +351,11 @@ jpeg() {
 
 transforms() {
   # Resize/crop fused with the colour conversion, against the CPU path's pixels (gpu/transforms.py
-  # --quick; its rows go into this table), then the cuda tests of tests/test_cuda_transforms.py. A
-  # dry run: the stub driver, frames decoded by libavcodec ("ffmpeg" backend), no benchmark.
-  local status=0 device=$DEVICE options=(--quick)
-  ((DRY_RUN)) && device=cuda:0 options+=(--cuda-backend ffmpeg --only kernels,random,streams,api)
-  PYTHONUNBUFFERED=1 with_driver "$PYTHON" -P tools/gpu/transforms.py --device "$device" "${options[@]}" \
-    --out "$STEP_LOGS/transforms" || status=1
-  "$PYTHON" -P tools/gpu/check.py --rows "$STEP_LOGS/transforms/gpu_transforms.jsonl" --out "$LOGS" \
-    --step transforms --summary "$STEP_LOGS/transforms-rows.json" >/dev/null || status=1
+  # --quick), then the cuda tests of tests/test_cuda_transforms.py. A dry run: frames decoded by
+  # libavcodec ("ffmpeg" backend), no benchmark.
+  local status=0 options=(--quick)
+  ((DRY_RUN)) && options+=(--cuda-backend ffmpeg --only kernels,random,streams,api)
+  tool_rows transforms gpu_transforms transforms.py "${options[@]}" || status=1
   run_pytest transforms tests/test_cuda_transforms.py -k "not gpu_check_steps" || status=1
   return $status
 }
@@ -373,7 +378,7 @@ bench() { gpu_check_py bench --only bench; }
 
 main() {
   echo "gpu_check.sh: $(date -u +%FT%TZ) in $REPO, budget ${BUDGET}s$( ((QUICK)) && echo ', quick')$( ((DRY_RUN)) && echo ', dry run'), logs in $LOGS, run folder $RUN"
-  export -f system_ffmpeg_usable abi_tag wait_for_build build_stubs with_driver gpu_check_py run_pytest \
+  export -f system_ffmpeg_usable abi_tag wait_for_build build_stubs with_driver gpu_check_py tool_rows run_pytest \
     probe nvdec frames blocks nvenc jpeg transforms outputs sanitize corpus bench left elapsed table_row
   export PYTHON REPO BUNDLE RUN LOGS STEP_LOGS BUDGET START QUICK_FLAG DEVICE DRY_RUN
   printf '\n==== setup\n'
