@@ -77,6 +77,7 @@ main() {
     echo "CPython $minor: $python"
     pythons+=("$python")
   done
+  reuse_prefix_if_current
   stage "libraries" build_libraries
   stage "ffnvcodec headers" stage_ffnvcodec_headers
   stage "FFmpeg" build_ffmpeg_once

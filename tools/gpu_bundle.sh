@@ -77,6 +77,7 @@ carry_ffmpeg() {
   done
   for f in "$dest"/bin/ffmpeg "$dest"/bin/ffprobe; do strip "$f"; patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
   sed -i "s|^prefix=.*|prefix=\${pcfiledir}/../..|; s|$PREFIX|\${prefix}|g" "$dest"/lib/pkgconfig/*.pc
+  prefix_recipe >"$dest/.recipe"
 }
 
 carry_pkg_config() {
@@ -205,6 +206,7 @@ carry_builds() {
     "$venv/bin/python" -m pip install -q --disable-pip-version-check "${BUILD_PIP[@]}"
     log "building torchcodec for $tag into $dest (-Dcuda=enabled, with $python)"
     rm -rf "$dest"
+    reusable_build_dir "$dir/build" -Dcuda=enabled
     PATH=$venv/bin:$PATH "$venv/bin/python" -m pip install -q --no-build-isolation --no-deps --no-cache-dir \
       --target "$dest" -Csetup-args=-Dcuda=enabled -Cbuild-dir="$dir/build" "$REPO" >&2
     # (run from $dest, not the checkout, whose torchcodec/ would be imported: 3.10 has no -P)
@@ -228,12 +230,13 @@ main() {
   if ((BUILD_ONLY)); then carry_builds; return; fi
   system_packages
   check_cuda_toolkit "$CUDA"
+  reuse_prefix_if_current
   build_libraries
   stage_ffnvcodec_headers
   build_ffmpeg_once
   make_media
   make_jpeg_inputs
-  [[ -x $BUNDLE/ffmpeg/bin/ffmpeg ]] || carry_ffmpeg
+  [[ -x $BUNDLE/ffmpeg/bin/ffmpeg && $(cat "$BUNDLE/ffmpeg/.recipe" 2>/dev/null) == $(prefix_recipe) ]] || carry_ffmpeg
   [[ -f $BUNDLE/ffnvcodec/lib/pkgconfig/ffnvcodec.pc ]] || stage_ffnvcodec_headers "$BUNDLE/ffnvcodec"
   [[ -x $BUNDLE/pkgconf/bin/pkg-config ]] || carry_pkg_config
   check_foreign_libraries

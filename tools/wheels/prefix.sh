@@ -28,6 +28,23 @@ check_cuda_toolkit() {   # check_cuda_toolkit enabled|disabled: nvcc is there wh
   echo "CUDA kernels: $(command -v nvcc) ($(nvcc --version | grep -o 'release [0-9.]*'))"
 }
 
+prefix_recipe() {   # the hash of the scripts the prefix is made by: a new one means a new prefix
+  cat "$REPO"/tools/wheels/{toolchain,sources,libraries,ffmpeg,prefix}.sh | sha256sum | cut -c1-16
+}
+
+reuse_prefix_if_current() {
+  # A work folder is reused between runs; its prefix only while the scripts that made it are
+  # unchanged. Otherwise the prefix and FFmpeg's build folder are removed, to be made again.
+  local recipe
+  recipe=$(prefix_recipe)
+  if [[ -d $PREFIX && $(cat "$PREFIX/.recipe" 2>/dev/null) != "$recipe" ]]; then
+    log "$PREFIX was made by other scripts than these: removing it"
+    rm -rf "$PREFIX" "$WORK/ffmpeg-build"
+  fi
+  mkdir -p "$PREFIX"
+  echo "$recipe" >"$PREFIX/.recipe"
+}
+
 build_ffmpeg_once() {
   # FFmpeg from Debian's source of the system's own version where there is one (the tests here
   # compare with that version's CLI), else the newest Debian 12 has.

@@ -9,6 +9,21 @@ PLATFORM=manylinux_2_28_x86_64
 # library is not among them (tools/wheels/libraries.sh says why).
 CODEC_OPTIONS=(-Djpeg=enabled -Dpng=enabled -Dwebp=enabled -Dgif=enabled -Dheif=enabled -Davif=disabled)
 
+reusable_build_dir() {
+  # reusable_build_dir DIR SETTING...: keeps the meson build folder DIR only when it was set up
+  # from this checkout with the same settings, else removes it. meson-python reconfigures a
+  # folder it finds, and meson keeps the libraries it found there: a folder set up from another
+  # checkout or against another FFmpeg links against paths that may be gone.
+  local dir=$1 stamp
+  shift
+  stamp=$(printf '%s\n' "$REPO" "PKG_CONFIG_LIBDIR=${PKG_CONFIG_LIBDIR-}" "PKG_CONFIG_PATH=${PKG_CONFIG_PATH-}" "CC=${CC-}" "$@")
+  if [[ -d $dir && $(cat "$dir.settings" 2>/dev/null) != "$stamp" ]]; then
+    log "set up from another checkout or with other settings: removing $dir"
+    rm -rf "$dir"
+  fi
+  printf '%s\n' "$stamp" >"$dir.settings"
+}
+
 build_wheel() {
   # build_wheel PYTHON DIR: venv, meson build folder and wheels of this Python all under DIR (so
   # that no build of another Python is reused); the wheel's path is written to DIR/wheel.
@@ -17,6 +32,7 @@ build_wheel() {
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${BUILD_PIP[@]}"
   rm -rf "$dir/raw" "$dir/repaired" && mkdir -p "$dir/raw" "$dir/repaired"
   for option in "-Dcuda=$CUDA" "${CODEC_OPTIONS[@]}"; do args+=("-Csetup-args=$option"); done
+  reusable_build_dir "$dir/build" "${args[@]}"
   log "building the wheel for $("$python" --version) in $dir/build"
   PATH=$venv/bin:$PATH "$venv/bin/python" -m pip wheel -q --no-deps --no-build-isolation -w "$dir/raw" \
     -Cbuild-dir="$dir/build" "${args[@]}" "$REPO"
