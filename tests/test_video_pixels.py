@@ -151,6 +151,54 @@ def test_an_early_drain_sends_fewer_packets(media, engine_probe):
     assert counts[True][0] < counts[False][0]
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("name", EARLY_DRAIN_FILES)
+def test_approximate_mode_draining_once_the_frame_is_known_changes_no_frame(media, name, threads, engine_probe):
+    """Approximate mode drains the decoder as soon as a request's frame is known, where the next
+    request seeks anyway: the frames, pts and durations equal those decoded without the drain, and
+    the decoder goes on serving requests after it."""
+    n = VideoDecoder(media[name], seek_mode="approximate").metadata.num_frames
+    rng = np.random.default_rng(len(name) * 11 + threads)
+    requests = [rng.choice(n, size=min(10, n), replace=False).tolist(), np.linspace(0, n - 1, 10).astype(int).tolist(),
+                [0, 1, 2, n // 2, n // 2 + 1, n - 2, n - 1], list(range(n))[::7], [n - 1, 0, n - 1]]
+    for indices in requests:
+        on = VideoDecoder(media[name], seek_mode="approximate", dimension_order="NHWC", num_ffmpeg_threads=threads)
+        off = VideoDecoder(media[name], seek_mode="approximate", dimension_order="NHWC", num_ffmpeg_threads=threads)
+        engine_probe.without_early_drain(off._engine.decoder)
+        try:
+            expected = off.get_frames_at(indices)
+        except Exception as error:      # (frames past the last one: TorchCodec 0.17's error)
+            with pytest.raises(type(error)):
+                on.get_frames_at(indices)
+            continue
+        batch = on.get_frames_at(indices)
+        np.testing.assert_array_equal(batch.data, expected.data, err_msg=f"{indices}")
+        np.testing.assert_array_equal(batch.pts_seconds, expected.pts_seconds)
+        np.testing.assert_array_equal(batch.duration_seconds, expected.duration_seconds)
+        assert off._engine.decoder.early_drains == 0
+        for i in (indices[0], n // 3, n // 3 + 1):
+            np.testing.assert_array_equal(on[i], off[i], err_msg=f"frame {i} after {indices}")
+
+
+def test_approximate_mode_drains_where_the_next_request_seeks(media, engine_probe):
+    """Frames in three GOPs of 30: each of the first two requests is followed by one in another
+    GOP (a seek), so its decoder is drained once its frame is known; the last is not."""
+    path = media["h264_bframes.mp4"]
+    counts = {}
+    for drain in (True, False):
+        decoder = VideoDecoder(path, seek_mode="approximate")
+        if not drain:
+            engine_probe.without_early_drain(decoder._engine.decoder)
+        decoder.get_frames_at([3, 40, 71])
+        counts[drain] = (decoder._engine.decoder.packets_sent, decoder._engine.decoder.early_drains)
+    assert counts[True][1] == 2 and counts[False][1] == 0
+    assert counts[True][0] < counts[False][0]
+    # Frames in one GOP, the next decoded on from the last: no drain.
+    decoder = VideoDecoder(path, seek_mode="approximate")
+    decoder.get_frames_at([3, 9, 14, 20])
+    assert decoder._engine.decoder.early_drains == 0
+
+
 def test_frame_after_frame_requests_do_not_seek(media):
     """decoder[i] then decoder[i + 1]: the second goes on decoding from the first (no drain, no seek)."""
     decoder = VideoDecoder(media["h264_bframes.mp4"])

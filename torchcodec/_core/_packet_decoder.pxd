@@ -9,6 +9,11 @@ from torchcodec._ffmpeg.avcodec cimport AVCodec, AVCodecContext, AVPacket
 from torchcodec._ffmpeg.avutil cimport AVBufferRef, AVFrame, AVRational
 
 
+# drain_once_known's judge: whether to drain, given the least pts the codec will output at or after
+# the armed bound (approximate mode: whether the reader's next request seeks anyway).
+ctypedef bint (*DrainJudge)(const void *context, int64_t pts, int in_flight) noexcept nogil
+
+
 cdef class PacketDecoder:
     cdef AVCodecContext *ptr            # libavcodec's decoder (NULL where a subclass decodes otherwise)
     cdef readonly int stream_index
@@ -30,6 +35,20 @@ cdef class PacketDecoder:
     cdef Py_ssize_t drain_count
     cdef Py_ssize_t drain_pending       # how many are still to be sent
     cdef readonly bint drained_early    # next_frame drained the codec before the end of the stream (until flush())
+    # next_frame also drains the codec once the least pts at or after ``known_from`` among the packets
+    # sent and not yet output is final (it is ``known_from`` itself, or a sent packet's dts reached
+    # it: packets of ordered streams come with pts >= dts and dts not decreasing, so no later one
+    # can come before it) and
+    # ``known_judge`` says so for that pts. The pts in flight are tracked while ``track_in_flight``.
+    cdef bint track_in_flight
+    cdef int64_t *in_flight_pts         # pts of the packets sent since the flush and not yet output
+    cdef Py_ssize_t in_flight_count
+    cdef Py_ssize_t in_flight_capacity
+    cdef int64_t last_dts               # the dts of the last packet sent (INT64_MIN after a flush)
+    cdef bint dts_ordered               # every packet since the flush had pts >= dts, dts not decreasing
+    cdef int64_t known_from
+    cdef DrainJudge known_judge         # NULL: not armed
+    cdef const void *known_context
     cdef readonly bint can_drain_early  # libavcodec on the CPU: draining mid-stream gives the frames decoded so far
     cdef readonly unsigned long packets_sent    # counters (docs/blocks/packet_decoders.md): packets sent,
     cdef readonly unsigned long early_drains    # drains before the end of the stream
@@ -54,6 +73,12 @@ cdef class PacketDecoder:
     #   sent (``sent``: their flags, zeroed here); count 0: never (what flush() restores).
     cdef void drain_once_sent(self, const int64_t *pts, uint8_t *sent, Py_ssize_t count) noexcept nogil
     cdef bint note_sent(self, int64_t pts) noexcept nogil
+    # drain_once_known: arm (judge NULL: disarm) the drain above; drains at once if it is due.
+    cdef int drain_once_known(self, int64_t from_pts, DrainJudge judge, const void *context) except -1 nogil
+    cdef int note_in_flight(self, const AVPacket *packet) except -1 nogil
+    cdef void note_output(self, const AVFrame *frame) noexcept nogil
+    cdef bint known_drain_due(self) noexcept nogil
+    cdef int drain_early(self) except -1 nogil
 
     # The loop, built on the calls above. send_packet: send, refusing corrupt data (counted, up to a
     # limit); a NULL packet ends the input. receive_frame: 1 with a frame, 0 when none is ready or

@@ -17,7 +17,8 @@ NVDEC support) or its initialisation fails, libavcodec decodes on the CPU as usu
 ``hwaccel_used`` says which happened.
 """
 from libc.errno cimport EAGAIN, ENOMEM
-from libc.stdint cimport INT64_MIN, int64_t, uint8_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint8_t
+from libc.stdlib cimport free, realloc
 from libc.string cimport memset
 
 from torchcodec._core._demuxer cimport Demuxer, Packet, display_rotation
@@ -109,12 +110,16 @@ cdef class PacketDecoder:
         self.can_drain_early = False
         self.packets_sent = 0
         self.early_drains = 0
+        self.last_dts = INT64_MIN           # (the in-flight record starts empty: NULL, 0)
+        self.dts_ordered = True
+        self.known_from = INT64_MIN
 
     def __init__(self, *args, **kwargs):
         raise RuntimeError(f"{type(self).__name__} cannot be instantiated directly. Build one from the stream "
                            f"whose packets it decodes, with stream.make_decoder().")
 
     def __dealloc__(self):
+        free(self.in_flight_pts)
         clear_stash(&self.errors)
         if self.ptr != NULL:
             lavc.avcodec_free_context(&self.ptr)     # also unrefs hw_device_ctx
@@ -169,6 +174,10 @@ cdef class PacketDecoder:
         self.skip_unneeded_before(INT64_MIN)
         self.drain_once_sent(NULL, NULL, 0)
         self.drained_early = False
+        self.in_flight_count = 0
+        self.last_dts = INT64_MIN
+        self.dts_ordered = True
+        self.known_judge = NULL
 
     cdef void drain_once_sent(self, const int64_t *pts, uint8_t *sent, Py_ssize_t count) noexcept nogil:
         self.drain_pts = pts if count > 0 else NULL
@@ -192,6 +201,72 @@ cdef class PacketDecoder:
         self.drain_sent[lo] = 1
         self.drain_pending -= 1
         return self.drain_pending == 0
+
+    cdef int drain_once_known(self, int64_t from_pts, DrainJudge judge, const void *context) except -1 nogil:
+        self.known_from = from_pts
+        self.known_judge = judge if self.track_in_flight and self.dts_ordered and not self.input_done else NULL
+        self.known_context = context
+        if self.known_drain_due():
+            self.drain_early()
+        return 0
+
+    cdef int note_in_flight(self, const AVPacket *packet) except -1 nogil:
+        """Record a packet just sent: its pts among those in flight, its order."""
+        cdef int64_t pts = ffcompat.tc_packet_pts(packet)
+        cdef int64_t *grown
+        if packet.dts == lavu.AV_NOPTS_VALUE or pts == lavu.AV_NOPTS_VALUE or pts < packet.dts or packet.dts < self.last_dts:
+            self.dts_ordered = False          # the order of what comes cannot be told: no such drain
+            self.known_judge = NULL
+            return 0
+        self.last_dts = packet.dts
+        if self.in_flight_count == self.in_flight_capacity:
+            grown = <int64_t *>realloc(self.in_flight_pts, (self.in_flight_capacity * 2 + 16) * sizeof(int64_t))
+            if grown == NULL:
+                with gil:
+                    raise MemoryError("cannot track the packets in flight")
+            self.in_flight_pts = grown
+            self.in_flight_capacity = self.in_flight_capacity * 2 + 16
+        self.in_flight_pts[self.in_flight_count] = pts
+        self.in_flight_count += 1
+        return 0
+
+    cdef void note_output(self, const AVFrame *frame) noexcept nogil:
+        """A frame came out: frames come in presentation order, so every pts up to its own is done."""
+        cdef Py_ssize_t k, kept = 0
+        if frame.pts == lavu.AV_NOPTS_VALUE:
+            return
+        for k in range(self.in_flight_count):
+            if self.in_flight_pts[k] > frame.pts:
+                self.in_flight_pts[kept] = self.in_flight_pts[k]
+                kept += 1
+        self.in_flight_count = kept
+
+    cdef bint known_drain_due(self) noexcept nogil:
+        """Whether the armed drain is due: the least pts at or after known_from in flight is final,
+        and the judge says to drain for it (asked once: the drain is disarmed either way)."""
+        cdef int64_t least = INT64_MAX
+        cdef Py_ssize_t k
+        cdef DrainJudge judge = self.known_judge
+        if judge == NULL or not self.dts_ordered:
+            return False
+        for k in range(self.in_flight_count):
+            if self.known_from <= self.in_flight_pts[k] < least:
+                least = self.in_flight_pts[k]
+        # (a packet at known_from itself is the least at once; others once no later packet can come before)
+        if least == INT64_MAX or (self.last_dts < least and least != self.known_from):
+            return False
+        self.known_judge = NULL
+        return judge(self.known_context, least, self.frames_in_flight())
+
+    cdef int drain_early(self) except -1 nogil:
+        """Drain the codec before the end of the stream (the frames of the packets sent come out)."""
+        self.drain_once_sent(NULL, NULL, 0)
+        self.known_judge = NULL
+        self.send_packet(NULL)
+        self.drained_early = True
+        self.may_have_left_out = True     # the frames of packets never sent
+        self.early_drains += 1
+        return 0
 
     cdef int frames_in_flight(self) noexcept nogil:
         return 0
@@ -232,6 +307,8 @@ cdef class PacketDecoder:
             ret = self.receive(frame)
             if ret >= 0:
                 self.bad_packets = 0
+                if self.track_in_flight:
+                    self.note_output(frame)
                 return 1
             if ret == lavu.AVERROR_EOF:
                 self.output_done = True
@@ -264,14 +341,13 @@ cdef class PacketDecoder:
             if packet.stream_index == self.stream_index:
                 try:
                     self.send_packet(packet)
-                    if self.drain_pending > 0 and self.note_sent(ffcompat.tc_packet_pts(packet)):
+                    if self.track_in_flight:
+                        self.note_in_flight(packet)
+                    if ((self.drain_pending > 0 and self.note_sent(ffcompat.tc_packet_pts(packet)))
+                            or self.known_drain_due()):
                         # Every packet a wanted frame needs was sent: drain rather than decode the
                         # packets after them, which the codec would want before it outputs them.
-                        self.drain_once_sent(NULL, NULL, 0)
-                        self.send_packet(NULL)
-                        self.drained_early = True
-                        self.may_have_left_out = True     # the frames of packets never sent
-                        self.early_drains += 1
+                        self.drain_early()
                 finally:
                     lavc.av_packet_unref(packet)
             else:

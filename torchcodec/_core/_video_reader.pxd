@@ -6,6 +6,7 @@ from torchcodec._core._demuxer cimport Demuxer
 from torchcodec._core._packet_decoder cimport VideoPacketDecoder
 from torchcodec._core._frame_index cimport FrameIndex
 from torchcodec._ffmpeg.avcodec cimport AVPacket
+from torchcodec._ffmpeg.avformat cimport AVStream
 from torchcodec._ffmpeg.avutil cimport AVFrame
 
 cpdef enum Match:
@@ -20,6 +21,15 @@ cpdef enum Request:     # decode_requests: what a request that is not a frame in
 cdef struct Target:             # decode_at: a requested timestamp and its output slot
     int64_t timestamp
     Py_ssize_t position         # where the frame goes in the output
+
+
+cdef struct CursorSeek:         # approximate mode: what TorchCodec decides a seek to ``cursor`` from
+    AVStream *stream            # (its demuxer's index of key frames)
+    int64_t cursor
+    double grid_begin
+    double grid_fps
+    int64_t time_base_num
+    int64_t time_base_den
 
 
 cdef struct OutputSlots:
@@ -72,6 +82,7 @@ cdef class VideoReader:
     cdef int64_t last_index             # frame index of the last index request (INT64_MIN: none)
     cdef int64_t returned_pts           # pts and duration of the frame the last request returned
     cdef int64_t returned_duration      #   (returned_pts INT64_MIN: none yet)
+    cdef CursorSeek next_request        # the next request's seek rule, while the decoder may drain for it
     # decode_at's plan (exact mode): its distinct targets in order and, for each, the end of its
     # run (the targets reached from one seek), so that the decoder is drained once the packets of
     # a run's last targets were sent, instead of decoding the packets after them (see arm_drain).
@@ -98,7 +109,9 @@ cdef class VideoReader:
     cdef int64_t key_frame_timestamp(self, int64_t target) noexcept nogil
     cdef int64_t key_frame_position(self, int64_t target) noexcept nogil
     cdef int find_frame(self, int64_t target, Match match) except -1 nogil
+    cdef CursorSeek cursor_seek(self, int64_t cursor) noexcept nogil
+    cdef int64_t index_cursor(self, int64_t index) noexcept nogil
     cdef bint cursor_needs_seek(self) noexcept nogil
-    cdef int serve(self, int64_t index, double seconds) except -1 nogil
+    cdef int serve(self, int64_t index, double seconds, int64_t next_index) except -1 nogil
     cdef int decode_into(self, int64_t target, Match match, uint8_t *dst, Py_ssize_t row_stride,
                          int width, int height, bint as_float) except -1 nogil

@@ -49,6 +49,30 @@ cdef int check_output(Py_ssize_t n, size_t address, Py_ssize_t frame_stride, Py_
     return 0
 
 
+cdef bint would_seek(const void *context, int64_t returned, int in_flight) noexcept nogil:
+    """Whether TorchCodec 0.17 seeks to ``context``'s cursor (a CursorSeek) after returning the frame
+    at ``returned`` (INT64_MIN: none), the decoder holding back ``in_flight`` frames, rather than
+    decode on: not when the returned frame and the cursor share the demuxer's key frame, nor when
+    the cursor's frame (counted on the frame-rate grid) is within the frames held back anyway. A
+    PacketDecoder.drain_once_known judge: the decoder may drain once the frame to return is known."""
+    cdef const CursorSeek *next = <const CursorSeek *>context
+    cdef int last_key, target_key
+    cdef int64_t last_frame, target_frame
+    if returned == INT64_MIN or next.cursor <= returned:
+        return True
+    last_key = lavf.av_index_search_timestamp(next.stream, returned, lavf.AVSEEK_FLAG_BACKWARD)
+    target_key = lavf.av_index_search_timestamp(next.stream, next.cursor, lavf.AVSEEK_FLAG_BACKWARD)
+    if last_key < 0 or target_key < 0:
+        return True
+    if last_key == target_key:
+        return False
+    last_frame = <int64_t>floor((ticks_to_seconds(returned, next.time_base_num, next.time_base_den)
+                                 - next.grid_begin) * next.grid_fps)
+    target_frame = <int64_t>floor((ticks_to_seconds(next.cursor, next.time_base_num, next.time_base_den)
+                                   - next.grid_begin) * next.grid_fps)
+    return target_frame - last_frame > in_flight
+
+
 cdef int compare_targets(const void *a, const void *b) noexcept nogil:
     cdef const Target *ta = <const Target *>a
     cdef const Target *tb = <const Target *>b
@@ -113,6 +137,8 @@ cdef class VideoReader:
         self.start_timestamp = start if start != lavu.AV_NOPTS_VALUE else INT64_MIN
         rate = demuxer.stream(stream_index).r_frame_rate
         self.decoder_timestamps = index is None
+        # Approximate mode drains its decoder as soon as a request's frame is known (see serve).
+        self.decoder.track_in_flight = index is None and self.decoder.can_drain_early
         self.grid_begin = (ticks_to_seconds(start, self.time_base_num, self.time_base_den)
                            if start != lavu.AV_NOPTS_VALUE else 0.0)
         self.grid_fps = lavu.av_q2d(rate) if rate.num > 0 and rate.den > 0 else 0.0
@@ -461,30 +487,38 @@ cdef class VideoReader:
 
     # ---- approximate mode: TorchCodec's cursor ----------------------------------------------------
 
-    cdef bint cursor_needs_seek(self) noexcept nogil:
-        """Whether TorchCodec would seek to reach ``cursor`` rather than decode on: not when the last
-        returned frame and the cursor share the demuxer's key frame, nor when the cursor's frame
-        (counted on the frame-rate grid) is within the frames the decoder holds back anyway."""
-        cdef lavf.AVStream *stream = self.demuxer.ptr.streams[self.stream_index]
-        cdef int last_key, target_key
-        cdef int64_t last_frame, target_frame
-        if self.returned_pts == INT64_MIN or self.cursor <= self.returned_pts:
-            return True
-        last_key = lavf.av_index_search_timestamp(stream, self.returned_pts, lavf.AVSEEK_FLAG_BACKWARD)
-        target_key = lavf.av_index_search_timestamp(stream, self.cursor, lavf.AVSEEK_FLAG_BACKWARD)
-        if last_key < 0 or target_key < 0:
-            return True
-        if last_key == target_key:
-            return False
-        last_frame = <int64_t>floor((ticks_to_seconds(self.returned_pts, self.time_base_num, self.time_base_den)
-                                     - self.grid_begin) * self.grid_fps)
-        target_frame = <int64_t>floor((ticks_to_seconds(self.cursor, self.time_base_num, self.time_base_den)
-                                       - self.grid_begin) * self.grid_fps)
-        return target_frame - last_frame > self.decoder.frames_in_flight()
+    cdef CursorSeek cursor_seek(self, int64_t cursor) noexcept nogil:
+        """What would_seek decides a seek to ``cursor`` from."""
+        cdef CursorSeek rule
+        rule.stream = self.demuxer.ptr.streams[self.stream_index]
+        rule.cursor = cursor
+        rule.grid_begin = self.grid_begin
+        rule.grid_fps = self.grid_fps
+        rule.time_base_num = self.time_base_num
+        rule.time_base_den = self.time_base_den
+        return rule
 
-    cdef int serve(self, int64_t index, double seconds) except -1 nogil:
+    cdef int64_t index_cursor(self, int64_t index) noexcept nogil:
+        """The cursor of an index request: the timestamp closest to begin + index / fps, converted to
+        seconds and back, as TorchCodec computes it (grid_fps > 0)."""
+        cdef int64_t cursor = closest_ticks(self.grid_begin + index / self.grid_fps, self.time_base_num,
+                                            self.time_base_den)
+        return closest_ticks(ticks_to_seconds(cursor, self.time_base_num, self.time_base_den), self.time_base_num,
+                             self.time_base_den)
+
+    cdef bint cursor_needs_seek(self) noexcept nogil:
+        """Whether TorchCodec would seek to reach ``cursor`` rather than decode on (would_seek)."""
+        cdef CursorSeek rule = self.cursor_seek(self.cursor)
+        return would_seek(&rule, self.returned_pts, self.decoder.frames_in_flight())
+
+    cdef int serve(self, int64_t index, double seconds, int64_t next_index) except -1 nogil:
         """Leave in ``held`` the frame TorchCodec 0.17 returns for frame ``index`` or, when ``index``
-        is negative, for the time ``seconds`` (get_frame_played_at). See decode_requests."""
+        is negative, for the time ``seconds`` (get_frame_played_at). See decode_requests.
+
+        ``next_index``: the frame index of the request after this one (-1: none, or a time). When
+        TorchCodec will seek for it anyway, the decoder is drained as soon as this request's frame
+        is known, as exact mode's plan drains at the end of a run (PacketDecoder.drain_once_known).
+        """
         cdef bint by_time = index < 0
         cdef bint next_in_line = not by_time and self.last_index != INT64_MIN and index == self.last_index + 1
         cdef double start, end
@@ -501,18 +535,24 @@ cdef class VideoReader:
                 with gil:
                     raise RuntimeError("Cannot use approximate mode since we couldn't find the average fps from "
                                        "the metadata (the stream's header has no frame rate): use seek_mode='exact'")
-            self.cursor = closest_ticks(self.grid_begin + index / self.grid_fps, self.time_base_num, self.time_base_den)
-            # TorchCodec converts the expected pts to seconds and back.
-            self.cursor = closest_ticks(ticks_to_seconds(self.cursor, self.time_base_num, self.time_base_den),
-                                        self.time_base_num, self.time_base_den)
-        if not next_in_line and self.cursor_needs_seek():
+            self.cursor = self.index_cursor(index)
+        # A drained decoder cannot go on: it was drained because this request seeks.
+        if not next_in_line and (self.decoder.drained_early or self.cursor_needs_seek()):
             self.seek_to_key(self.cursor, -1)
         # An index request's answer is the first frame at or after the cursor: the frames displayed
         # before it are needed only as references, as in exact mode (find_frame). A frame after the
         # last one, or a time's frame (which may start before the time), can be any frame.
         self.decoder.skip_unneeded_before(self.cursor if not by_time and not next_in_line else INT64_MIN)
+        if not by_time and not next_in_line and 0 <= next_index != index + 1 and self.decoder.can_drain_early:
+            self.next_request = self.cursor_seek(self.index_cursor(next_index))
+            self.decoder.drain_once_known(self.cursor, would_seek, &self.next_request)
         while True:
             if not self.decode_next():
+                if self.decoder.drained_early:
+                    # The frame judged to come did not (refused as corrupt): from the key frame again.
+                    self.seek_to_key(self.cursor, -1)
+                    self.decoder.skip_unneeded_before(self.cursor if not by_time and not next_in_line else INT64_MIN)
+                    continue
                 with gil:
                     raise EndOfStreamError("Requested next frame while there are no more frames left to decode.")
             if by_time:
@@ -522,6 +562,7 @@ cdef class VideoReader:
                     break
             elif self.held_pts >= self.cursor:
                 break
+        self.decoder.drain_once_known(INT64_MIN, NULL, NULL)
         self.returned_pts = self.held_pts
         self.returned_duration = self.held_duration
         if not by_time:
@@ -667,7 +708,7 @@ cdef class VideoReader:
         cdef double[::1] pts_view = pts_out
         cdef double[::1] duration_view = duration_out
         cdef Py_ssize_t n = wanted.shape[0]
-        cdef Py_ssize_t k, slot
+        cdef Py_ssize_t k, slot, following
         cdef char *data = <char *>address
         if seconds.shape[0] != n or slot_of.shape[0] != n:
             raise ValueError("requests, times and positions must have the same length")
@@ -687,7 +728,10 @@ cdef class VideoReader:
                         pts_view[slot] = pts_view[slot_of[k - 1]]
                         duration_view[slot] = duration_view[slot_of[k - 1]]
                         continue
-                    self.serve(wanted[k], seconds[k])
+                    following = k + 1
+                    while following < n and wanted[following] == REPEAT:
+                        following += 1
+                    self.serve(wanted[k], seconds[k], wanted[following] if following < n else -1)
                     self.converter.convert_into(self.held, self.rotation, <uint8_t *>data + slot * frame_stride,
                                                 row_stride, width, height, as_float)
                     pts_view[slot] = ticks_to_seconds(self.held_pts, self.time_base_num, self.time_base_den)
