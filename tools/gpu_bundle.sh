@@ -236,7 +236,8 @@ main() {
   build_ffmpeg_once
   make_media
   make_jpeg_inputs
-  [[ -x $BUNDLE/ffmpeg/bin/ffmpeg && $(cat "$BUNDLE/ffmpeg/.recipe" 2>/dev/null) == $(prefix_recipe) ]] || carry_ffmpeg
+  drop_unless_made_alike "$BUNDLE/ffmpeg/.recipe" "$(prefix_recipe)" "$BUNDLE/ffmpeg"
+  [[ -x $BUNDLE/ffmpeg/bin/ffmpeg ]] || carry_ffmpeg
   [[ -f $BUNDLE/ffnvcodec/lib/pkgconfig/ffnvcodec.pc ]] || stage_ffnvcodec_headers "$BUNDLE/ffnvcodec"
   [[ -x $BUNDLE/pkgconf/bin/pkg-config ]] || carry_pkg_config
   check_foreign_libraries

@@ -28,21 +28,28 @@ check_cuda_toolkit() {   # check_cuda_toolkit enabled|disabled: nvcc is there wh
   echo "CUDA kernels: $(command -v nvcc) ($(nvcc --version | grep -o 'release [0-9.]*'))"
 }
 
+drop_unless_made_alike() {
+  # drop_unless_made_alike STAMP KEY PATH...: a work folder outlives a run, and what it holds is
+  # reused only when made the same way: where STAMP (written by whoever makes PATH) does not hold
+  # KEY, the PATHs and STAMP are removed, to be made again.
+  local stamp=$1 key=$2
+  shift 2
+  [[ $(cat "$stamp" 2>/dev/null) == "$key" ]] && return 0
+  local path
+  for path in "$@"; do
+    [[ -e $path ]] && { log "$path was made by other scripts, from another checkout or with other settings: removing it"; break; }
+  done
+  rm -rf "$@" "$stamp"
+}
+
 prefix_recipe() {   # the hash of the scripts the prefix is made by: a new one means a new prefix
   cat "$REPO"/tools/wheels/{toolchain,sources,libraries,ffmpeg,prefix}.sh | sha256sum | cut -c1-16
 }
 
-reuse_prefix_if_current() {
-  # A work folder is reused between runs; its prefix only while the scripts that made it are
-  # unchanged. Otherwise the prefix and FFmpeg's build folder are removed, to be made again.
-  local recipe
-  recipe=$(prefix_recipe)
-  if [[ -d $PREFIX && $(cat "$PREFIX/.recipe" 2>/dev/null) != "$recipe" ]]; then
-    log "$PREFIX was made by other scripts than these: removing it"
-    rm -rf "$PREFIX" "$WORK/ffmpeg-build"
-  fi
+reuse_prefix_if_current() {   # the prefix and FFmpeg's build folder, kept while the scripts are the same
+  drop_unless_made_alike "$PREFIX/.recipe" "$(prefix_recipe)" "$PREFIX" "$WORK/ffmpeg-build"
   mkdir -p "$PREFIX"
-  echo "$recipe" >"$PREFIX/.recipe"
+  prefix_recipe >"$PREFIX/.recipe"
 }
 
 build_ffmpeg_once() {

@@ -11,17 +11,14 @@ CODEC_OPTIONS=(-Djpeg=enabled -Dpng=enabled -Dwebp=enabled -Dgif=enabled -Dheif=
 
 reusable_build_dir() {
   # reusable_build_dir DIR SETTING...: keeps the meson build folder DIR only when it was set up
-  # from this checkout with the same settings, else removes it. meson-python reconfigures a
-  # folder it finds, and meson keeps the libraries it found there: a folder set up from another
-  # checkout or against another FFmpeg links against paths that may be gone.
-  local dir=$1 stamp
+  # from this checkout with the same settings. meson-python reconfigures a folder it finds, and
+  # meson keeps the libraries it found there: a folder set up from another checkout or against
+  # another FFmpeg links against paths that may be gone.
+  local dir=$1 settings
   shift
-  stamp=$(printf '%s\n' "$REPO" "PKG_CONFIG_LIBDIR=${PKG_CONFIG_LIBDIR-}" "PKG_CONFIG_PATH=${PKG_CONFIG_PATH-}" "CC=${CC-}" "$@")
-  if [[ -d $dir && $(cat "$dir.settings" 2>/dev/null) != "$stamp" ]]; then
-    log "set up from another checkout or with other settings: removing $dir"
-    rm -rf "$dir"
-  fi
-  printf '%s\n' "$stamp" >"$dir.settings"
+  settings=$(printf '%s\n' "$REPO" "PKG_CONFIG_LIBDIR=${PKG_CONFIG_LIBDIR-}" "PKG_CONFIG_PATH=${PKG_CONFIG_PATH-}" "CC=${CC-}" "$@")
+  drop_unless_made_alike "$dir.settings" "$settings" "$dir"
+  printf '%s\n' "$settings" >"$dir.settings"
 }
 
 build_wheel() {

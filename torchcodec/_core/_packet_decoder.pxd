@@ -38,8 +38,8 @@ cdef class PacketDecoder:
     # next_frame also drains the codec once the least pts at or after ``known_from`` among the packets
     # sent and not yet output is final (it is ``known_from`` itself, or a sent packet's dts reached
     # it: packets of ordered streams come with pts >= dts and dts not decreasing, so no later one
-    # can come before it) and
-    # ``known_judge`` says so for that pts. The pts in flight are tracked while ``track_in_flight``.
+    # can come before it) and ``known_judge`` says so for that pts. The pts in flight are tracked
+    # while ``track_in_flight``.
     cdef bint track_in_flight
     cdef int64_t *in_flight_pts         # pts of the packets sent since the flush and not yet output
     cdef Py_ssize_t in_flight_count

@@ -247,7 +247,7 @@ cdef class PacketDecoder:
         cdef int64_t least = INT64_MAX
         cdef Py_ssize_t k
         cdef DrainJudge judge = self.known_judge
-        if judge == NULL or not self.dts_ordered:
+        if judge == NULL:               # (never armed while the packets are out of order)
             return False
         for k in range(self.in_flight_count):
             if self.known_from <= self.in_flight_pts[k] < least:

@@ -521,6 +521,7 @@ cdef class VideoReader:
         """
         cdef bint by_time = index < 0
         cdef bint next_in_line = not by_time and self.last_index != INT64_MIN and index == self.last_index + 1
+        cdef bint jumped_index = not by_time and not next_in_line     # an index request not after the last
         cdef double start, end
         if by_time:
             if self.returned_pts != INT64_MIN:       # the frame returned last plays at ``seconds``
@@ -542,8 +543,8 @@ cdef class VideoReader:
         # An index request's answer is the first frame at or after the cursor: the frames displayed
         # before it are needed only as references, as in exact mode (find_frame). A frame after the
         # last one, or a time's frame (which may start before the time), can be any frame.
-        self.decoder.skip_unneeded_before(self.cursor if not by_time and not next_in_line else INT64_MIN)
-        if not by_time and not next_in_line and 0 <= next_index != index + 1 and self.decoder.can_drain_early:
+        self.decoder.skip_unneeded_before(self.cursor if jumped_index else INT64_MIN)
+        if jumped_index and 0 <= next_index != index + 1 and self.decoder.can_drain_early:
             self.next_request = self.cursor_seek(self.index_cursor(next_index))
             self.decoder.drain_once_known(self.cursor, would_seek, &self.next_request)
         while True:
@@ -551,7 +552,7 @@ cdef class VideoReader:
                 if self.decoder.drained_early:
                     # The frame judged to come did not (refused as corrupt): from the key frame again.
                     self.seek_to_key(self.cursor, -1)
-                    self.decoder.skip_unneeded_before(self.cursor if not by_time and not next_in_line else INT64_MIN)
+                    self.decoder.skip_unneeded_before(self.cursor if jumped_index else INT64_MIN)
                     continue
                 with gil:
                     raise EndOfStreamError("Requested next frame while there are no more frames left to decode.")
