@@ -7,7 +7,8 @@
 #
 # Writes dist/torchcodec_cython-<version>-cp3N-cp3N-manylinux_2_28_x86_64.whl. Work files go to
 # $WHEEL_WORK (default /tmp/torchcodec-wheel-build): a second run reuses the libraries and FFmpeg
-# built there (delete the folder for a build from scratch) and rebuilds the wheels.
+# built there while tools/wheels/*.sh are unchanged, and each Python's meson folder while it was set
+# up from this checkout with the same settings (delete the folder for a build from scratch).
 #
 #  1. system packages (apt-get): nasm (FFmpeg's, dav1d's, libjpeg-turbo's and LAME's x86 SIMD),
 #     pkg-config, dpkg-dev (apt-get source), ffnvcodec's headers, and the proof's references (the

@@ -26,8 +26,9 @@
 #                  (made every run: the sources change)
 #
 # The libraries and FFmpeg are built once in $WHEEL_WORK (default /tmp/torchcodec-wheel-build, the
-# folder tools/build_wheels.sh uses too: either script reuses what the other built). Each part of
-# .gpu/ but the media and the builds is kept when present (delete it to remake it); the media are
+# folder tools/build_wheels.sh uses too: either script reuses what the other built, while the
+# scripts that made it are unchanged). Each part of .gpu/ but the media and the builds is kept when
+# present (ffmpeg/ while made by the same scripts; delete a part to remake it); the media are
 # brought up to date with tools/make_media.py's recipes every time. Prints the bundle's size at
 # the end and fails if it is over GPU_BUNDLE_MAX_MIB (60). Any part that cannot be made fails the
 # script (a bundle without a carried build would leave the GPU check nothing to import).
